@@ -1,0 +1,12 @@
+#!/usr/bin/env node
+import { runCommand } from './commands';
+
+runCommand(process.argv.slice(2), process.env).then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

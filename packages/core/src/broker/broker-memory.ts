@@ -1,0 +1,69 @@
+import type { Topic } from '../types';
+import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
+
+const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
+
+/**
+ * The in-process bus several memory brokers share, standing in for Redis pub/sub: one per
+ * process in production (single node), several nodes on one bus in tests.
+ */
+export class MemoryBus {
+  private readonly members = new Set<MemoryBroker>();
+  join(broker: MemoryBroker): void {
+    this.members.add(broker);
+  }
+  leave(broker: MemoryBroker): void {
+    this.members.delete(broker);
+  }
+  deliver(publication: Publication): void {
+    const id = topicId(publication.topic);
+    for (const broker of this.members) broker.receive(id, publication);
+  }
+  control(command: ControlCommand): void {
+    for (const broker of this.members) broker.receiveControl(command);
+  }
+}
+
+export class MemoryBroker implements Broker {
+  private handlers: BrokerHandlers | undefined;
+  private readonly topics = new Set<string>();
+
+  constructor(private readonly bus: MemoryBus = new MemoryBus()) {
+    bus.join(this);
+  }
+
+  setHandlers(handlers: BrokerHandlers): void {
+    this.handlers = handlers;
+  }
+
+  async subscribe(topic: Topic): Promise<void> {
+    this.topics.add(topicId(topic));
+  }
+
+  async unsubscribe(topic: Topic): Promise<void> {
+    this.topics.delete(topicId(topic));
+  }
+
+  async publish(publication: Publication): Promise<void> {
+    this.bus.deliver(publication);
+  }
+
+  async publishControl(command: ControlCommand): Promise<void> {
+    this.bus.control(command);
+  }
+
+  async close(): Promise<void> {
+    this.bus.leave(this);
+    this.topics.clear();
+  }
+
+  /** @internal called by the bus */
+  receive(id: string, publication: Publication): void {
+    if (this.topics.has(id)) this.handlers?.message(publication);
+  }
+
+  /** @internal called by the bus */
+  receiveControl(command: ControlCommand): void {
+    this.handlers?.control(command);
+  }
+}

@@ -1,0 +1,66 @@
+import type { ApiKey, ConnId, NodeId, Topic } from '../types';
+
+/**
+ * A message on its way to every connection subscribed to `topic`, on every node.
+ *
+ * `body` is the frame exactly as connections of the topic's protocol receive it (for V4: as the
+ * primary channel's connections receive it; secondaries get it stamped with `system::channel`
+ * when `stampable`). It is serialized once, where the message enters the cluster, and never
+ * again per node or per recipient.
+ */
+export interface Publication {
+  readonly topic: Topic;
+  readonly body: string;
+  /** `body` is base64 of a binary frame (V3 binary relay). */
+  readonly binary?: boolean;
+  /** `body` is a JSON object text, so a `system::channel` stamp can be spliced in (V4). */
+  readonly stampable?: boolean;
+  /** The sending connection, which must not receive it (its `notify_self` is off). */
+  readonly exclude?: ConnId;
+  /** V4 direct message: only connections whose `user` identity equals this receive it. */
+  readonly to?: string;
+}
+
+/** Which connections a kick applies to (SPEC §4, rest-interface §4.1 rules 1 to 6). */
+export interface KickSelector {
+  readonly key: ApiKey;
+  readonly uuid?: string;
+  readonly user?: string;
+  readonly channel?: string;
+  readonly reason: string;
+}
+
+/** Node-wide commands, executed by every node including the sender. */
+export type ControlCommand =
+  | { readonly type: 'kick'; readonly selector: KickSelector }
+  | { readonly type: 'key-changed'; readonly key: ApiKey }
+  | { readonly type: 'node-dead'; readonly nodeId: NodeId };
+
+export interface BrokerHandlers {
+  message(publication: Publication): void;
+  control(command: ControlCommand): void;
+}
+
+/**
+ * Broker: fan-out of publications and control commands between gateway nodes.
+ *
+ * Contract, for every implementation:
+ * - Delivery is at most once. A publication reaches every node that was subscribed to its topic
+ *   when the engine accepted it, the publishing node included; a node receives nothing for topics
+ *   it is not subscribed to.
+ * - Publications from one publisher to one topic arrive in the order they were published.
+ * - `publish` and `publishControl` resolve once the engine has accepted the message and reject with
+ *   `EngineUnavailableError` when it cannot; a message is never reported accepted when it was not.
+ * - `subscribe`/`unsubscribe` are idempotent per topic; callers keep their own reference counts.
+ *   Subscriptions survive engine reconnects: the implementation restores them itself.
+ * - Handlers are set once with `setHandlers` before the first subscribe; they must not throw.
+ * - Control commands reach every live node, the sender included.
+ */
+export interface Broker {
+  setHandlers(handlers: BrokerHandlers): void;
+  subscribe(topic: Topic): Promise<void>;
+  unsubscribe(topic: Topic): Promise<void>;
+  publish(publication: Publication): Promise<void>;
+  publishControl(command: ControlCommand): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,100 @@
+import { configSchema } from './schema';
+import type { Env, SeedKey } from './schema';
+
+export type RedisTarget =
+  | { kind: 'standalone'; url: string }
+  | { kind: 'cluster'; nodes: { host: string; port: number }[] };
+
+/** The frozen configuration every service receives. */
+export interface Config {
+  readonly port: number;
+  readonly accountPort: number;
+  readonly metricsPort: number | undefined;
+  readonly host: string;
+  /** `undefined` means the in-memory engine (one node only). */
+  readonly redis: RedisTarget | undefined;
+  readonly redisPrefix: string;
+  readonly seedKeys: readonly SeedKey[];
+  readonly dataDir: string;
+  readonly nodeId: string;
+  readonly logLevel: Env['LOG_LEVEL'];
+  readonly limits: {
+    readonly maxMessageBytes: number;
+    readonly clientMessagesPerSecond: number;
+    readonly rosterLimit: number;
+    readonly logSize: number;
+    readonly maxConnectionsPerNode: number;
+    readonly maxConnectionsPerKey: number;
+    readonly slowConsumerBytes: number;
+    readonly idleTimeoutSeconds: number;
+  };
+  readonly cluster: {
+    readonly nodeTimeoutMs: number;
+    readonly heartbeatIntervalMs: number;
+    readonly keyCacheMs: number;
+    readonly drainGraceMs: number;
+    readonly drainBatchSize: number;
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** Parses the environment once; throws `ConfigError` with one line per problem. */
+export function loadConfig(env: Record<string, string | undefined>, overrides: Partial<Record<string, string>> = {}): Config {
+  const source: Record<string, string> = {};
+  for (const [name, value] of Object.entries({ ...env, ...overrides })) {
+    if (value !== undefined && value !== '') source[name] = value;
+  }
+  const parsed = configSchema.safeParse(source);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.') || 'config'}: ${issue.message}`));
+  }
+  const e = parsed.data;
+  const redis: RedisTarget | undefined = e.REDIS_CLUSTER_NODES
+    ? { kind: 'cluster', nodes: e.REDIS_CLUSTER_NODES }
+    : e.REDIS_URL
+      ? { kind: 'standalone', url: e.REDIS_URL }
+      : undefined;
+  return deepFreeze({
+    port: e.PORT,
+    accountPort: e.ACCOUNT_PORT,
+    metricsPort: e.METRICS_PORT,
+    host: e.HOST,
+    redis,
+    redisPrefix: e.REDIS_PREFIX,
+    seedKeys: e.SWITCHBOARD_KEYS ?? [],
+    dataDir: e.SWITCHBOARD_DATA_DIR,
+    nodeId: e.NODE_ID,
+    logLevel: e.LOG_LEVEL,
+    limits: {
+      maxMessageBytes: e.MAX_MESSAGE_BYTES,
+      clientMessagesPerSecond: e.CLIENT_MESSAGES_PER_SECOND,
+      rosterLimit: e.ROSTER_LIMIT,
+      logSize: e.LOG_SIZE,
+      maxConnectionsPerNode: e.MAX_CONNECTIONS_PER_NODE,
+      maxConnectionsPerKey: e.MAX_CONNECTIONS_PER_KEY,
+      slowConsumerBytes: e.SLOW_CONSUMER_BYTES,
+      idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
+    },
+    cluster: {
+      nodeTimeoutMs: e.NODE_TIMEOUT_MS,
+      heartbeatIntervalMs: e.HEARTBEAT_INTERVAL_MS,
+      keyCacheMs: e.KEY_CACHE_MS,
+      drainGraceMs: e.DRAIN_GRACE_MS,
+      drainBatchSize: e.DRAIN_BATCH_SIZE,
+    },
+  });
+}

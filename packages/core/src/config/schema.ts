@@ -1,0 +1,80 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { isValidApiKey } from '../protocol/api-key';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const nonNegativeInt = z.coerce.number().int().min(0);
+
+const seedKey = z.object({
+  key: z.string().refine(isValidApiKey, 'key must be 1 to 128 characters of A-Z a-z 0-9 _ -'),
+  secret: z.string().min(8, 'secret must be at least 8 characters'),
+  domains: z.array(z.string().min(1)).default([]),
+  clientMessages: z.boolean().default(true),
+  forceAuth: z.boolean().default(false),
+});
+
+const seedKeys = z.string().transform((text, ctx) => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'is not valid JSON' });
+    return z.NEVER;
+  }
+}).pipe(z.array(seedKey));
+
+const clusterNodes = z.string().transform((text, ctx) => {
+  const nodes = text.split(',').map((part) => part.trim()).filter(Boolean).map((part) => {
+    const match = /^(.+):(\d{1,5})$/.exec(part);
+    if (!match) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${part}" is not host:port` });
+    return { host: match?.[1] ?? '', port: Number(match?.[2] ?? 0) };
+  });
+  if (nodes.length === 0) ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'lists no host:port' });
+  return nodes;
+});
+
+const defaultNodeId = (): string => `${hostname()}-${randomBytes(3).toString('hex')}`;
+
+/**
+ * Every environment variable the processes read (SPEC §1, §8, §9). Parsed once by `loadConfig`,
+ * frozen, and passed down; nothing else reads `process.env`.
+ */
+export const configSchema = z
+  .object({
+    PORT: port.default(4001),
+    ACCOUNT_PORT: port.default(4002),
+    METRICS_PORT: port.optional(),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+    REDIS_CLUSTER_NODES: clusterNodes.optional(),
+    REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'must be 1 to 32 characters of A-Z a-z 0-9 _ . -').default('sb'),
+    SWITCHBOARD_KEYS: seedKeys.optional(),
+    SWITCHBOARD_DATA_DIR: z.string().min(1).default('.switchboard'),
+    NODE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 _ . -').default(defaultNodeId),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    MAX_MESSAGE_BYTES: positiveInt.default(64 * 1024),
+    CLIENT_MESSAGES_PER_SECOND: positiveInt.default(100),
+    ROSTER_LIMIT: positiveInt.default(200),
+    LOG_SIZE: positiveInt.default(500),
+    MAX_CONNECTIONS_PER_NODE: nonNegativeInt.default(0),
+    MAX_CONNECTIONS_PER_KEY: nonNegativeInt.default(0),
+    SLOW_CONSUMER_BYTES: positiveInt.default(1024 * 1024),
+    IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(8).max(960).default(60),
+    NODE_TIMEOUT_MS: positiveInt.default(15_000),
+    HEARTBEAT_INTERVAL_MS: positiveInt.default(3_000),
+    KEY_CACHE_MS: nonNegativeInt.default(2_000),
+    DRAIN_GRACE_MS: nonNegativeInt.default(10_000),
+    DRAIN_BATCH_SIZE: positiveInt.default(500),
+  })
+  .superRefine((env, ctx) => {
+    if (env.REDIS_URL && env.REDIS_CLUSTER_NODES) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['REDIS_CLUSTER_NODES'], message: 'set either REDIS_URL or REDIS_CLUSTER_NODES, not both' });
+    }
+    if (env.HEARTBEAT_INTERVAL_MS * 2 > env.NODE_TIMEOUT_MS) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['NODE_TIMEOUT_MS'], message: 'must be at least twice HEARTBEAT_INTERVAL_MS' });
+    }
+  });
+
+export type Env = z.infer<typeof configSchema>;
+export type SeedKey = z.infer<typeof seedKey>;

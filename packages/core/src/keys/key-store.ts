@@ -1,0 +1,45 @@
+import { randomBytes } from 'node:crypto';
+import type { ApiKey } from '../types';
+
+/** An API key and what it allows (SPEC §2). */
+export interface ApiKeyRecord {
+  readonly key: ApiKey;
+  readonly secret: string;
+  /** Allowed `Origin` hosts (a host also allows its subdomains); empty allows any. */
+  readonly domains: readonly string[];
+  /** Clients may publish to channels. */
+  readonly clientMessages: boolean;
+  /** Every channel needs a JWT, not only `private-…` ones. */
+  readonly forceAuth: boolean;
+  /** ISO 8601 */
+  readonly createdAt: string;
+}
+
+/**
+ * KeyStore: the API keys every gateway and the account API read.
+ *
+ * Contract, for every implementation:
+ * - `put` inserts or replaces a record by `key`; `delete` returns whether the key existed.
+ * - `get` of an unknown key resolves `null`; `list` returns every record, ordered by key.
+ * - Readers may cache records for a few seconds (`KEY_CACHE_MS`); writers announce changes
+ *   through the broker's `key-changed` control command so caches drop them at once.
+ * - Failures reject with `EngineUnavailableError`.
+ */
+export interface KeyStore {
+  get(key: ApiKey): Promise<ApiKeyRecord | null>;
+  list(): Promise<ApiKeyRecord[]>;
+  put(record: ApiKeyRecord): Promise<void>;
+  delete(key: ApiKey): Promise<boolean>;
+}
+
+/** A new key record with random, URL-safe, high-entropy key (96 bits) and secret (256 bits). */
+export function generateKeyRecord(options: Partial<Omit<ApiKeyRecord, 'key' | 'secret' | 'createdAt'>> = {}): ApiKeyRecord {
+  return {
+    key: randomBytes(12).toString('base64url'),
+    secret: randomBytes(32).toString('base64url'),
+    domains: options.domains ?? [],
+    clientMessages: options.clientMessages ?? true,
+    forceAuth: options.forceAuth ?? false,
+    createdAt: new Date().toISOString(),
+  };
+}

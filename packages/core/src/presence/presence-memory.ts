@@ -1,0 +1,127 @@
+import { identityOf } from '../types';
+import type { ApiKey, ConnId, Identity, Member, NodeId, Protocol, Topic } from '../types';
+import type {
+  ChannelMembers,
+  IdentityPage,
+  JoinResult,
+  LeaveResult,
+  PresenceEntry,
+  PresenceStore,
+} from './presence-store';
+
+interface Stored {
+  entry: PresenceEntry;
+  identity: Identity;
+  activeAt: number;
+}
+
+interface TopicState {
+  topic: Topic;
+  entries: Map<ConnId, Stored>;
+  /** identity → its entries' connIds, so joins and leaves stay O(1) on large channels */
+  byIdentity: Map<Identity, Set<ConnId>>;
+}
+
+const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
+const byActivity = (a: { activeAt: number; id: string }, b: { activeAt: number; id: string }): number =>
+  b.activeAt - a.activeAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+export class MemoryPresenceStore implements PresenceStore {
+  private readonly topics = new Map<string, TopicState>();
+
+  async join(topic: Topic, entry: PresenceEntry, now: number): Promise<JoinResult> {
+    const id = topicId(topic);
+    let state = this.topics.get(id);
+    if (!state) {
+      state = { topic, entries: new Map(), byIdentity: new Map() };
+      this.topics.set(id, state);
+    }
+    const identity = identityOf(entry.member);
+    const existing = state.entries.get(entry.connId);
+    if (existing) this.unindex(state, existing);
+    const firstOfIdentity = !existing && !state.byIdentity.has(identity);
+    state.entries.set(entry.connId, { entry, identity, activeAt: now });
+    const conns = state.byIdentity.get(identity) ?? new Set<ConnId>();
+    conns.add(entry.connId);
+    state.byIdentity.set(identity, conns);
+    return { firstOfIdentity, identityCount: state.byIdentity.size };
+  }
+
+  async leave(topic: Topic, connId: ConnId): Promise<LeaveResult | null> {
+    const id = topicId(topic);
+    const state = this.topics.get(id);
+    const stored = state?.entries.get(connId);
+    if (!state || !stored) return null;
+    state.entries.delete(connId);
+    this.unindex(state, stored);
+    if (state.entries.size === 0) this.topics.delete(id);
+    return {
+      member: stored.entry.member,
+      lastOfIdentity: !state.byIdentity.has(stored.identity),
+      identityCount: state.byIdentity.size,
+    };
+  }
+
+  async touch(topic: Topic, connId: ConnId, now: number): Promise<void> {
+    const stored = this.topics.get(topicId(topic))?.entries.get(connId);
+    if (stored) stored.activeAt = now;
+  }
+
+  async roster(topic: Topic, limit: number): Promise<{ members: Member[]; total: number }> {
+    const state = this.topics.get(topicId(topic));
+    if (!state) return { members: [], total: 0 };
+    const sorted = [...state.entries.values()]
+      .map((s) => ({ activeAt: s.activeAt, id: s.entry.connId, member: s.entry.member }))
+      .sort(byActivity);
+    return { members: sorted.slice(0, limit).map((s) => s.member), total: sorted.length };
+  }
+
+  async identities(topic: Topic, offset: number, limit: number): Promise<IdentityPage> {
+    const state = this.topics.get(topicId(topic));
+    if (!state) return { identities: [], members: [], count: 0 };
+    const sorted = [...this.identityActivity(state).values()].sort(byActivity);
+    const page = sorted.slice(offset, offset + limit);
+    return { identities: page.map((p) => p.id), members: page.map((p) => p.member), count: sorted.length };
+  }
+
+  async channels(key: ApiKey, protocol?: Protocol): Promise<ChannelMembers[]> {
+    const result: ChannelMembers[] = [];
+    for (const state of this.topics.values()) {
+      const { topic } = state;
+      if (topic.key !== key || (protocol && topic.protocol !== protocol)) continue;
+      const { members } = await this.roster(topic, Number.MAX_SAFE_INTEGER);
+      result.push({ channel: topic.channel, protocol: topic.protocol, members });
+    }
+    return result.sort((a, b) => (a.channel < b.channel ? -1 : a.channel > b.channel ? 1 : 0));
+  }
+
+  async removeNode(nodeId: NodeId): Promise<Array<LeaveResult & { topic: Topic }>> {
+    const removed: Array<LeaveResult & { topic: Topic }> = [];
+    for (const state of [...this.topics.values()]) {
+      for (const stored of [...state.entries.values()]) {
+        if (stored.entry.nodeId !== nodeId) continue;
+        const left = await this.leave(state.topic, stored.entry.connId);
+        if (left) removed.push({ ...left, topic: state.topic });
+      }
+    }
+    return removed;
+  }
+
+  private unindex(state: TopicState, stored: Stored): void {
+    const conns = state.byIdentity.get(stored.identity);
+    conns?.delete(stored.entry.connId);
+    if (conns?.size === 0) state.byIdentity.delete(stored.identity);
+  }
+
+  /** Per identity: its latest activity and the member object of that entry. */
+  private identityActivity(state: TopicState): Map<Identity, { id: Identity; activeAt: number; member: Member }> {
+    const map = new Map<Identity, { id: Identity; activeAt: number; member: Member }>();
+    for (const stored of state.entries.values()) {
+      const current = map.get(stored.identity);
+      if (!current || stored.activeAt >= current.activeAt) {
+        map.set(stored.identity, { id: stored.identity, activeAt: stored.activeAt, member: stored.entry.member });
+      }
+    }
+    return map;
+  }
+}

@@ -1,0 +1,68 @@
+import type { ApiKey, ConnId, Identity, Member, NodeId, Protocol, Topic } from '../types';
+
+/** One presence-enabled subscription: a connection in a topic, owned by the node that holds it. */
+export interface PresenceEntry {
+  readonly connId: ConnId;
+  readonly nodeId: NodeId;
+  readonly member: Member;
+}
+
+export interface JoinResult {
+  /** No other entry of this identity was in the topic: a V4 `member_joined` is due. */
+  readonly firstOfIdentity: boolean;
+  /** Distinct identities in the topic after the join. */
+  readonly identityCount: number;
+}
+
+export interface LeaveResult {
+  readonly member: Member;
+  /** No entry of this identity is left in the topic: a V4 `member_left` is due. */
+  readonly lastOfIdentity: boolean;
+  /** Distinct identities in the topic after the leave. */
+  readonly identityCount: number;
+}
+
+export interface IdentityPage {
+  /** Most recently active first; each identity once. */
+  readonly identities: Identity[];
+  /** The member object of each identity's most recently active entry, same order. */
+  readonly members: Member[];
+  /** Distinct identities in the topic (the true total, not the page size). */
+  readonly count: number;
+}
+
+export interface ChannelMembers {
+  readonly channel: string;
+  readonly protocol: Protocol;
+  /** One member object per entry, most recently active first. */
+  readonly members: Member[];
+}
+
+/**
+ * PresenceStore: who is present in each topic, cluster-wide, readable without asking any gateway.
+ *
+ * Contract, for every implementation:
+ * - An entry is keyed by (topic, connId). `join` of an existing entry refreshes it and is not a
+ *   new identity. `leave` of an absent entry returns `null` (idempotent; a crash cleanup and a
+ *   late close may both try).
+ * - Activity orders everything: `join` and `touch` set an entry's and its identity's last-active
+ *   time to `now`; ties break by identity (or connId) ascending so pages are stable.
+ * - `identities` and `roster` are consistent snapshots of one topic; `count`/`total` are exact.
+ * - Entries belong to the node in `nodeId`. `removeNode` removes all of a node's entries (when it
+ *   died or restarts under the same id) and reports each removal exactly once, across concurrent
+ *   callers.
+ * - Failures reject with `EngineUnavailableError`; nothing is half-applied.
+ */
+export interface PresenceStore {
+  join(topic: Topic, entry: PresenceEntry, now: number): Promise<JoinResult>;
+  leave(topic: Topic, connId: ConnId): Promise<LeaveResult | null>;
+  touch(topic: Topic, connId: ConnId, now: number): Promise<void>;
+  /** Entries as member objects (not deduplicated), most recently active first, at most `limit`. */
+  roster(topic: Topic, limit: number): Promise<{ members: Member[]; total: number }>;
+  /** Identities from `offset`, at most `limit`, most recently active first. */
+  identities(topic: Topic, offset: number, limit: number): Promise<IdentityPage>;
+  /** Every topic of `key` with entries (of one protocol, or both), with its members. */
+  channels(key: ApiKey, protocol?: Protocol): Promise<ChannelMembers[]>;
+  /** Removes every entry of `nodeId`; returns each removal once. */
+  removeNode(nodeId: NodeId): Promise<Array<LeaveResult & { topic: Topic }>>;
+}

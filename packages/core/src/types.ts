@@ -1,0 +1,34 @@
+/** A public API key: it appears in client URLs and scopes everything else. */
+export type ApiKey = string;
+/** A channel name, validated by `isValidChannelName`. */
+export type ChannelName = string;
+/** The client protocol generation; V3 and V4 never see each other's messages. */
+export type Protocol = 'v3' | 'v4';
+/** A gateway node's identity in the cluster (`NODE_ID`). */
+export type NodeId = string;
+/** A connection id unique in the cluster: `<nodeId>/<sequence>`. */
+export type ConnId = string;
+/** A member's identity: `user` when set (JSON text unless it is a string), else `uuid`. */
+export type Identity = string;
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** A presence member as clients and the APIs see it; `user` is omitted when unknown. */
+export interface Member {
+  uuid: string;
+  user?: JsonValue;
+}
+
+/** Everything a fan-out message, a presence set or a count is scoped by. */
+export interface Topic {
+  key: ApiKey;
+  protocol: Protocol;
+  channel: ChannelName;
+}
+
+export const PROTOCOLS: readonly Protocol[] = ['v3', 'v4'];
+
+export function identityOf(member: Member): Identity {
+  if (member.user === undefined || member.user === null) return member.uuid;
+  return typeof member.user === 'string' ? member.user : JSON.stringify(member.user);
+}
