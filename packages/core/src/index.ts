@@ -18,3 +18,4 @@ export * from './keys/key-store-memory';
 export * from './nodes/node-registry';
 export * from './nodes/node-registry-memory';
 export * from './engine';
+export * from './keys/seed-keys';
