@@ -18,4 +18,6 @@ export * from './keys/key-store-memory';
 export * from './nodes/node-registry';
 export * from './nodes/node-registry-memory';
 export * from './engine';
+export * from './metrics/metrics';
+export * from './metrics/metrics-server';
 export * from './keys/seed-keys';
