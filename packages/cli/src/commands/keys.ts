@@ -1,6 +1,267 @@
+import { ConfigError, createEngine, createLogger, generateKeyRecord, loadConfig } from '@switchboard/core';
+import type { ApiKeyRecord, Config, Engine } from '@switchboard/core';
 import type { Env } from './index';
 
-export async function runKeys(_argv: string[], _env: Env): Promise<number> {
-  process.stderr.write('keys: not implemented yet\n');
-  return 1;
+export const KEYS_USAGE = `Usage: switchboard keys <command> [--json]
+
+Commands:
+  keys create [--domain D]... [--no-client-messages] [--force-auth]
+                              create a key; prints its key and secret (the secret is shown only here)
+  keys list [--show-secrets]  every key with its domains, options and creation time
+  keys delete KEY             delete a key: its connections and API calls stop being admitted
+  keys domains KEY [D]...     replace the key's allowed domains; none allows any origin
+
+Options:
+  --domain D                  an allowed Origin host (subdomains included), e.g. example.com; repeatable
+  --no-client-messages        clients may not publish to channels (default: they may)
+  --force-auth                every channel needs a JWT, not only private-… ones
+  --json                      machine-readable output on stdout
+
+The keys live in the configured engine: Redis when REDIS_URL or REDIS_CLUSTER_NODES is set,
+otherwise the file <SWITCHBOARD_DATA_DIR>/keys.json of the in-memory engine.`;
+
+/** Exit codes: 0 done, 1 the operation failed (unknown key, engine or config problem), 2 bad usage. */
+const USAGE_ERROR = 2;
+
+class UsageError extends Error {}
+
+interface Parsed {
+  positional: string[];
+  domains: string[];
+  flags: Set<string>;
+}
+
+const FLAGS_OF: Record<string, readonly string[]> = {
+  create: ['--domain', '--no-client-messages', '--force-auth', '--json'],
+  list: ['--show-secrets', '--json'],
+  delete: ['--json'],
+  domains: ['--json'],
+};
+
+function parseArgs(command: string, args: readonly string[]): Parsed {
+  const allowed = FLAGS_OF[command] ?? [];
+  const parsed: Parsed = { positional: [], domains: [], flags: new Set() };
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i] ?? '';
+    if (arg === '--') {
+      parsed.positional.push(...args.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith('--')) {
+      parsed.positional.push(arg);
+      continue;
+    }
+    const [name = '', inline] = arg.split(/=(.*)/s, 2);
+    if (!allowed.includes(name)) throw new UsageError(`Unknown option ${name} for "keys ${command}"`);
+    if (name === '--domain') {
+      const value = inline ?? args[(i += 1)];
+      if (value === undefined) throw new UsageError('--domain needs a value, e.g. --domain example.com');
+      parsed.domains.push(value);
+    } else if (inline !== undefined) {
+      throw new UsageError(`${name} takes no value`);
+    } else {
+      parsed.flags.add(name);
+    }
+  }
+  return parsed;
+}
+
+/**
+ * A domain is a host as browsers send it in `Origin` (optionally with a port): the gateway compares
+ * it with the Origin's host, so a scheme or path could never match and is refused here.
+ */
+function checkDomain(domain: string): string {
+  const host = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?$/;
+  const ipv6 = /^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/;
+  if (!host.test(domain) && !ipv6.test(domain)) {
+    throw new UsageError(
+      `"${domain}" is not a domain; give a host such as example.com (no scheme, path or wildcard)`,
+    );
+  }
+  return domain.toLowerCase();
+}
+
+const formatDomains = (domains: readonly string[]): string =>
+  domains.length === 0 ? '(any origin)' : domains.join(',');
+
+const formatOptions = (record: ApiKeyRecord): string =>
+  `clientMessages=${record.clientMessages} forceAuth=${record.forceAuth}`;
+
+const withoutSecret = ({ secret: _secret, ...rest }: ApiKeyRecord): Omit<ApiKeyRecord, 'secret'> => rest;
+
+function table(rows: string[][]): string {
+  const widths =
+    rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/**
+ * Tells every gateway to drop its cached record of `key` at once; without it they notice within
+ * `KEY_CACHE_MS`. Losing it is not an error: the change itself is stored.
+ */
+async function announce(engine: Engine, key: string, io: Io): Promise<void> {
+  try {
+    await engine.broker.publishControl({ type: 'key-changed', key });
+  } catch (error) {
+    if (engine.kind === 'memory') return;
+    const reason = error instanceof Error ? error.message : String(error);
+    io.err(
+      `warning: gateways were not told about the change (${reason}); they pick it up within KEY_CACHE_MS`,
+    );
+  }
+}
+
+async function run(command: string, parsed: Parsed, engine: Engine, io: Io): Promise<number> {
+  const json = parsed.flags.has('--json');
+  const print = (value: unknown, text: string) => io.out(json ? JSON.stringify(value, null, 2) : text);
+  const { positional } = parsed;
+  switch (command) {
+    case 'create': {
+      if (positional.length > 0)
+        throw new UsageError(`"keys create" takes no arguments, got "${positional[0]}"`);
+      const record = generateKeyRecord({
+        domains: [...new Set(parsed.domains.map(checkDomain))],
+        clientMessages: !parsed.flags.has('--no-client-messages'),
+        forceAuth: parsed.flags.has('--force-auth'),
+      });
+      await engine.keys.put(record);
+      await announce(engine, record.key, io);
+      print(
+        record,
+        [
+          `key:      ${record.key}`,
+          `secret:   ${record.secret}`,
+          `domains:  ${formatDomains(record.domains)}`,
+          `options:  ${formatOptions(record)}`,
+          '',
+          'Keep the secret now: "keys list" does not show it unless asked with --show-secrets.',
+        ].join('\n'),
+      );
+      return 0;
+    }
+    case 'list': {
+      if (positional.length > 0)
+        throw new UsageError(`"keys list" takes no arguments, got "${positional[0]}"`);
+      const showSecrets = parsed.flags.has('--show-secrets');
+      const records = await engine.keys.list();
+      const header = ['KEY', ...(showSecrets ? ['SECRET'] : []), 'DOMAINS', 'OPTIONS', 'CREATED'];
+      const rows = records.map((r) => [
+        r.key,
+        ...(showSecrets ? [r.secret] : []),
+        formatDomains(r.domains),
+        formatOptions(r),
+        r.createdAt,
+      ]);
+      print(
+        showSecrets ? records : records.map(withoutSecret),
+        records.length === 0
+          ? 'No API keys. Create one with: switchboard keys create'
+          : table([header, ...rows]),
+      );
+      return 0;
+    }
+    case 'delete': {
+      const [key, ...extra] = positional;
+      if (key === undefined || extra.length > 0) throw new UsageError('"keys delete" takes exactly one KEY');
+      if (!(await engine.keys.delete(key))) {
+        io.err(`Unknown API key "${key}"; "switchboard keys list" shows the existing ones`);
+        return 1;
+      }
+      await announce(engine, key, io);
+      print({ deleted: key }, `Deleted API key ${key}`);
+      return 0;
+    }
+    case 'domains': {
+      const [key, ...domains] = positional;
+      if (key === undefined)
+        throw new UsageError('"keys domains" needs a KEY, then the domains (none: any origin)');
+      const checked = [...new Set(domains.map(checkDomain))];
+      const record = await engine.keys.get(key);
+      if (!record) {
+        io.err(`Unknown API key "${key}"; "switchboard keys list" shows the existing ones`);
+        return 1;
+      }
+      const updated: ApiKeyRecord = { ...record, domains: checked };
+      await engine.keys.put(updated);
+      await announce(engine, key, io);
+      print(withoutSecret(updated), `Domains of ${key}: ${formatDomains(checked)}`);
+      return 0;
+    }
+    default:
+      throw new UsageError(`Unknown keys command "${command}"`);
+  }
+}
+
+/** Quieter than the servers: only warnings reach stderr unless LOG_LEVEL asks for more detail. */
+const cliLogLevel = (config: Config): string =>
+  ['debug', 'trace', 'silent', 'error', 'fatal'].includes(config.logLevel) ? config.logLevel : 'warn';
+
+/** `switchboard keys …` against the configured engine; resolves the exit code. */
+export async function runKeys(argv: string[], env: Env): Promise<number> {
+  const io: Io = {
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+  };
+  const [command, ...args] = argv;
+  if (command === 'help' || command === '--help' || command === '-h') {
+    io.out(KEYS_USAGE);
+    return 0;
+  }
+  let parsed: Parsed;
+  try {
+    if (command === undefined || !Object.hasOwn(FLAGS_OF, command)) {
+      throw new UsageError(
+        command === undefined ? 'Missing keys command' : `Unknown keys command "${command}"`,
+      );
+    }
+    parsed = parseArgs(command, args);
+    // Domains are checked before the engine is opened, so a typo never half-applies.
+    parsed.domains.forEach(checkDomain);
+    if (command === 'domains') parsed.positional.slice(1).forEach(checkDomain);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.err(`${error.message}\n\n${KEYS_USAGE}`);
+    return USAGE_ERROR;
+  }
+
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    error.problems.forEach((problem) => io.err(problem));
+    return 1;
+  }
+  const logger = createLogger({ level: cliLogLevel(config) }, process.stderr);
+  let engine: Engine;
+  try {
+    engine = await createEngine(config, { logger });
+  } catch (error) {
+    io.err(`Cannot open the engine: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+  try {
+    return await run(command, parsed, engine, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`${error.message}\n\n${KEYS_USAGE}`);
+      return USAGE_ERROR;
+    }
+    io.err(`keys ${command} failed: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  } finally {
+    await engine.close().catch(() => undefined);
+  }
 }

@@ -8,7 +8,11 @@ import type { ApiKeyRecord, KeyStore } from './key-store';
  * record changed, so the caller can announce them (`key-changed`); an unchanged seed is not
  * rewritten, which keeps restarts of many nodes from churning the store.
  */
-export async function seedKeys(store: KeyStore, seeds: readonly SeedKey[], now = new Date()): Promise<ApiKey[]> {
+export async function seedKeys(
+  store: KeyStore,
+  seeds: readonly SeedKey[],
+  now = new Date(),
+): Promise<ApiKey[]> {
   const changed: ApiKey[] = [];
   for (const seed of seeds) {
     const existing = await store.get(seed.key);

@@ -1,0 +1,85 @@
+import express from 'express';
+import type { Express, RequestHandler, Router } from 'express';
+import type { z } from 'zod';
+import { EngineUnavailableError } from '@switchboard/core';
+import type { Config, Engine, Logger } from '@switchboard/core';
+import { authenticate, authenticatedKey } from './http/authenticate';
+import { errorHandler, methodNotAllowed, notFound } from './http/error-handler';
+import { parseQuery } from './http/query';
+import { connectionsEndpoint, connectionsSumEndpoint } from './routes/connections';
+import { domainsEndpoint } from './routes/domains';
+import type { Endpoint, EndpointContext } from './routes/endpoint';
+import { health } from './routes/health';
+import { logsEndpoint } from './routes/logs';
+import { membersEndpoint } from './routes/members';
+
+export interface AccountApiDeps {
+  readonly engine: Engine;
+  readonly logger: Logger;
+  readonly config: Config;
+}
+
+/** Express answers HEAD for every GET route. */
+const ALLOW = ['GET', 'HEAD'] as const;
+
+/** Fails fast while the engine is known to be down, instead of waiting on a store call. */
+const requireEngine =
+  (engine: Engine): RequestHandler =>
+  (_req, _res, next) => {
+    if (!engine.isAvailable()) throw new EngineUnavailableError();
+    next();
+  };
+
+function mount<S extends z.ZodTypeAny>(
+  router: Router,
+  endpoint: Endpoint<S>,
+  guards: RequestHandler[],
+  context: EndpointContext,
+): void {
+  router
+    .route(endpoint.path)
+    .get(...guards, async (req, res) => {
+      const query = parseQuery(endpoint.query, req.query);
+      res.json(await endpoint.handle(authenticatedKey(res), query, context));
+    })
+    .all(methodNotAllowed(ALLOW));
+}
+
+/**
+ * The account API (SPEC §5): read-only views of one API key's domains, connection counts, logs and
+ * members, served from the engine's shared stores without asking any gateway. Every route is
+ * under `/api`; every response, errors included, is JSON.
+ */
+export function createAccountApi(deps: AccountApiDeps): Express {
+  const { engine, config } = deps;
+  const logger = deps.logger.child({ component: 'account-api' });
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('case sensitive routing', true);
+
+  app.use((req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.set('Cache-Control', 'no-store');
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms }, 'request');
+    });
+    next();
+  });
+
+  const api = express.Router({ caseSensitive: true });
+  api.route('/health').get(health(engine)).all(methodNotAllowed(ALLOW));
+  const guards = [requireEngine(engine), authenticate(engine.keys)];
+  const context: EndpointContext = { engine, config };
+  mount(api, domainsEndpoint, guards, context);
+  mount(api, connectionsEndpoint, guards, context);
+  mount(api, connectionsSumEndpoint, guards, context);
+  mount(api, logsEndpoint, guards, context);
+  mount(api, membersEndpoint, guards, context);
+
+  app.use('/api', api);
+  app.use(notFound);
+  app.use(errorHandler(logger));
+  return app;
+}
