@@ -58,6 +58,8 @@ export const CLOSE_CODES = {
   SERVER_DRAINING: { code: 4000, message: 'Server restarting, reconnect' },
   /** Reconnect: the socket's send buffer passed the slow-consumer limit. */
   SLOW_CONSUMER: { code: 4008, message: 'Too slow to read, reconnect' },
+  /** Reconnect: the engine (Redis) is unreachable and the key could not be checked. */
+  UNAVAILABLE: { code: 4013, message: 'Service temporarily unavailable, reconnect later' },
   /** Reconnect: more client messages per second than the limit. */
   RATE_LIMITED: { code: 4029, message: 'Rate limit exceeded, slow down' },
   /** Terminal: the `api_key` is missing or unknown. */

@@ -1,4 +1,4 @@
-import type { ApiKey, ConnId, NodeId, Topic } from '../types';
+import type { ApiKey, NodeId, Topic } from '../types';
 
 /**
  * A message on its way to every connection subscribed to `topic`, on every node.
@@ -15,8 +15,12 @@ export interface Publication {
   readonly binary?: boolean;
   /** `body` is a JSON object text, so a `system::channel` stamp can be spliced in (V4). */
   readonly stampable?: boolean;
-  /** The sending connection, which must not receive it (its `notify_self` is off). */
-  readonly exclude?: ConnId;
+  /**
+   * The node the message entered on. That node has already delivered it to its own connections
+   * (so local fan-out never waits for, or depends on, the engine) and ignores it when the
+   * engine hands it back; sender exclusion (`notify_self`) is therefore always a local matter.
+   */
+  readonly origin: NodeId;
   /** V4 direct message: only connections whose `user` identity equals this receive it. */
   readonly to?: string;
 }
@@ -52,7 +56,9 @@ export interface BrokerHandlers {
  * - `publish` and `publishControl` resolve once the engine has accepted the message and reject with
  *   `EngineUnavailableError` when it cannot; a message is never reported accepted when it was not.
  * - `subscribe`/`unsubscribe` are idempotent per topic; callers keep their own reference counts.
- *   Subscriptions survive engine reconnects: the implementation restores them itself.
+ *   Subscriptions survive engine reconnects: the implementation restores them itself. A
+ *   `subscribe` while the engine is unreachable may reject; the topic is still remembered and
+ *   restored when the engine is back (callers also re-subscribe on availability, idempotently).
  * - Handlers are set once with `setHandlers` before the first subscribe; they must not throw.
  * - Control commands reach every live node, the sender included.
  */

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '../types';
 
 /** An API key and what it allows (SPEC §2). */
@@ -42,4 +42,11 @@ export function generateKeyRecord(options: Partial<Omit<ApiKeyRecord, 'key' | 's
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
   };
+}
+
+/** Compares a presented secret with the stored one in constant time (digests hide the length). */
+export function secretMatches(presented: string, stored: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(stored).digest();
+  return timingSafeEqual(a, b);
 }

@@ -1,0 +1,71 @@
+import { ConfigError, createEngine, createLogger, generateKeyRecord, loadConfig } from '@switchboard/core';
+import type { Config, Engine, Logger } from '@switchboard/core';
+import type { Env } from './commands/index';
+
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  engine: Engine;
+}
+
+/** Loads the config (printing one line per problem on failure), the logger and the engine. */
+export async function boot(env: Env): Promise<Runtime | undefined> {
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.problems.join('\n')}\n`);
+    return undefined;
+  }
+  const logger = createLogger({ level: config.logLevel, nodeId: config.nodeId });
+  const engine = await createEngine(config, { logger });
+  for (const seed of config.seedKeys) {
+    const existing = await engine.keys.get(seed.key);
+    await engine.keys.put({ ...seed, createdAt: existing?.createdAt ?? new Date().toISOString() });
+  }
+  return { config, logger, engine };
+}
+
+/** First start with no keys: create a development key and print it once, with a tour. */
+export async function ensureDevelopmentKey(runtime: Runtime, port: number): Promise<void> {
+  if ((await runtime.engine.keys.list()).length > 0) return;
+  const record = generateKeyRecord();
+  await runtime.engine.keys.put(record);
+  const base = `localhost:${port}`;
+  const where = runtime.engine.kind === 'memory' ? ` (stored in ${runtime.config.dataDir}/keys.json)` : '';
+  process.stdout.write(
+    [
+      '',
+      `Created a development API key${where}. The secret is shown only now:`,
+      `  key:    ${record.key}`,
+      `  secret: ${record.secret}`,
+      '',
+      'Connect a client:',
+      `  npx wscat -c "ws://${base}/v3/room-1?api_key=${record.key}&presence=1&user=alice"`,
+      'Publish from a backend:',
+      `  curl -s ${base}/api/publish -H 'content-type: application/json' \\`,
+      `    -d '{"key":"${record.key}","secret":"${record.secret}","channel":"room-1","message":{"event":"hello","data":"world"}}'`,
+      '',
+    ].join('\n'),
+  );
+}
+
+/** SIGTERM/SIGINT run `shutdown` once; a second signal exits at once. */
+export function onShutdownSignal(logger: Logger, shutdown: () => Promise<void>): void {
+  let stopping = false;
+  const handle = (signal: NodeJS.Signals): void => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    shutdown().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handle);
+  process.on('SIGINT', handle);
+}

@@ -1,0 +1,13 @@
+import type { GatewayContext } from '../context';
+import type { HttpReply } from '../transport/types';
+
+/** `GET /api/health`: 200 `ok` while serving and reaching the engine; 503 with a reason otherwise. */
+export function health(ctx: GatewayContext): HttpReply {
+  if (ctx.status.draining) {
+    return { status: 503, body: JSON.stringify({ status: 'draining', reason: 'The node is shutting down' }) };
+  }
+  if (!ctx.engine.isAvailable()) {
+    return { status: 503, body: JSON.stringify({ status: 'unavailable', reason: 'The engine (Redis) is unreachable' }) };
+  }
+  return { status: 200, body: JSON.stringify({ status: 'ok', nodeId: ctx.nodeId }) };
+}

@@ -1,0 +1,37 @@
+import { AppError, CLOSE_CODES } from '@switchboard/core';
+import type { KickSelector, Protocol } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import { authenticate, channelField, optionalString } from './request';
+import type { Body } from './request';
+
+/**
+ * `POST /api/kick` kicks every connection of the key; `POST /api/v4/kick` takes `uuid`, `user`
+ * and `channel` (SPEC §4). Targeted fields on the V3 path are refused: silently kicking everyone
+ * instead would be dangerous. The kick reaches every node through the broker's control channel.
+ */
+export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
+  const record = await authenticate(ctx, body);
+  const reason = optionalString(body, 'reason') ?? CLOSE_CODES.KICKED.message;
+  let selector: KickSelector = { key: record.key, reason };
+  if (protocol === 'v3') {
+    const targeted = ['uuid', 'user', 'channel', 'channelId', 'roomId'].filter((field) => body[field] !== undefined);
+    if (targeted.length > 0) {
+      throw new AppError(
+        'SB_INVALID_FIELD',
+        `Invalid field "${targeted[0]}": uuid, user and channel are accepted only on /api/v4/kick; /api/kick kicks every connection of the key`,
+      );
+    }
+  } else {
+    const uuid = optionalString(body, 'uuid', 256);
+    const user = optionalString(body, 'user');
+    const channel = channelField(body, false);
+    selector = {
+      ...selector,
+      ...(uuid !== undefined ? { uuid } : {}),
+      ...(user !== undefined ? { user } : {}),
+      ...(channel !== undefined ? { channel } : {}),
+    };
+  }
+  await ctx.engine.broker.publishControl({ type: 'kick', selector });
+  return { success: true };
+}

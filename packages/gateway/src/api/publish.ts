@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@switchboard/core';
+import type { Protocol, Publication } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import { deliverLocal } from '../ws/delivery';
+import { authenticate, channelField } from './request';
+import type { Body } from './request';
+
+const isPlainObject = (value: unknown): boolean => !!value && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * The message as delivered (SPEC §4): a string is the exact text, anything else its compact JSON
+ * text. `stampable` when that text is a JSON object (V4 secondaries get `system::channel` added).
+ */
+export function messageText(message: unknown): { text: string; stampable: boolean } {
+  if (message === undefined || message === null) throw new AppError('SB_MISSING_MESSAGE');
+  if (typeof message === 'string') {
+    let stampable = false;
+    if (message.startsWith('{')) {
+      try {
+        stampable = isPlainObject(JSON.parse(message));
+      } catch {
+        stampable = false;
+      }
+    }
+    return { text: message, stampable };
+  }
+  try {
+    return { text: JSON.stringify(message), stampable: isPlainObject(message) };
+  } catch {
+    throw new AppError('SB_INVALID_FIELD', 'Invalid field "message": nests too deeply');
+  }
+}
+
+/** `POST /api/publish` (V3) and `POST /api/v4/publish`. */
+export async function publish(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
+  const record = await authenticate(ctx, body);
+  const channel = channelField(body, true);
+  const { text, stampable } = messageText(body['message']);
+  const publication: Publication = {
+    topic: { key: record.key, protocol, channel },
+    body: text,
+    origin: ctx.nodeId,
+    ...(stampable && protocol === 'v4' ? { stampable: true } : {}),
+  };
+  // Accepted by the engine first: a 503 means nobody, on any node, received it.
+  await ctx.engine.broker.publish(publication);
+  deliverLocal(ctx, publication);
+  await ctx.engine.logs
+    .append(record.key, {
+      id: randomUUID(),
+      channel,
+      protocol,
+      source: 'api',
+      message: text,
+      timestamp: new Date().toISOString(),
+    })
+    .catch((error: unknown) => ctx.logger.warn({ err: error }, 'message log append failed'));
+  return { success: true };
+}

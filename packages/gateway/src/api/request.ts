@@ -1,0 +1,69 @@
+import { AppError, CHANNEL_NAME_RULE, isValidApiKey, isValidChannelName, secretMatches } from '@switchboard/core';
+import type { ApiKeyRecord } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import type { HttpRequest } from '../transport/types';
+
+export type Body = Record<string, unknown>;
+
+/** The request body as a JSON object, or a 400 that says what is wrong with it. */
+export function parseBody(request: HttpRequest): Body {
+  if (request.body.length === 0) throw new AppError('SB_BAD_JSON', 'Request body is empty; send a JSON object');
+  let value: unknown;
+  try {
+    value = JSON.parse(request.body.toString('utf8'));
+  } catch (error) {
+    throw new AppError('SB_BAD_JSON', `Request body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) {
+    throw new AppError('SB_BAD_JSON', 'Request body must be a JSON object');
+  }
+  return value as Body;
+}
+
+const invalid = (field: string, rule: string): AppError => new AppError('SB_INVALID_FIELD', `Invalid field "${field}": ${rule}`);
+const missing = (field: string): AppError => new AppError('SB_INVALID_FIELD', `Missing field "${field}"`);
+
+export function optionalString(body: Body, field: string, maxLength = 1024): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw invalid(field, 'must be a string');
+  if (value.length > maxLength) throw invalid(field, `must be at most ${maxLength} characters`);
+  return value;
+}
+
+/** Credentials in the body (SPEC §4): 400 when absent or malformed, 401 when wrong. */
+export async function authenticate(ctx: GatewayContext, body: Body): Promise<ApiKeyRecord> {
+  const key = body['key'];
+  const secret = body['secret'];
+  if (key === undefined || key === null || key === '') throw missing('key');
+  if (typeof key !== 'string') throw invalid('key', 'must be a string');
+  if (secret === undefined || secret === null || secret === '') throw missing('secret');
+  if (typeof secret !== 'string') throw invalid('secret', 'must be a string');
+  const record = isValidApiKey(key) ? await ctx.keys.get(key) : null;
+  if (!record || !secretMatches(secret, record.secret)) throw new AppError('SB_UNAUTHORIZED');
+  return record;
+}
+
+/** `channel`, or the SDKs' aliases `channelId` and `roomId`. */
+export function channelField(body: Body, required: true): string;
+export function channelField(body: Body, required: false): string | undefined;
+export function channelField(body: Body, required: boolean): string | undefined {
+  const field = body['channel'] !== undefined ? 'channel' : body['channelId'] !== undefined ? 'channelId' : 'roomId';
+  const value = body[field];
+  if (value === undefined || value === null) {
+    if (required) throw missing('channel');
+    return undefined;
+  }
+  if (!isValidChannelName(value)) throw invalid(field, `must be ${CHANNEL_NAME_RULE}`);
+  return value;
+}
+
+/** A positive integer (a JSON number or its decimal text), or `fallback` when absent. */
+export function positiveInt(body: Body, field: string, fallback: number): number {
+  const value = body[field];
+  if (value === undefined || value === null) return fallback;
+  const number = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isInteger(number)) throw invalid(field, 'must be an integer');
+  if (number < 1) throw invalid(field, 'must be 1 or more');
+  return number;
+}

@@ -1,0 +1,56 @@
+import { AppError } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import type { HttpReply, HttpRequest } from '../transport/types';
+import { health } from './health';
+import { kick } from './kick';
+import { membersV3, membersV4 } from './members';
+import { publish } from './publish';
+import { parseBody } from './request';
+import type { Body } from './request';
+
+type Handler = (ctx: GatewayContext, body: Body) => Promise<object>;
+
+const POST_ROUTES: Record<string, Handler> = {
+  '/api/publish': (ctx, body) => publish(ctx, 'v3', body),
+  '/api/v4/publish': (ctx, body) => publish(ctx, 'v4', body),
+  '/api/members': membersV3,
+  '/api/v4/members': membersV4,
+  '/api/kick': (ctx, body) => kick(ctx, 'v3', body),
+  '/api/v4/kick': (ctx, body) => kick(ctx, 'v4', body),
+};
+
+const json = (status: number, value: object, headers?: Record<string, string>): HttpReply =>
+  headers ? { status, headers, body: JSON.stringify(value) } : { status, body: JSON.stringify(value) };
+
+/** The one mapping from errors to responses: `{"success":false,"error":text,"code":CODE}`. */
+export function errorReply(error: unknown, ctx: GatewayContext): HttpReply {
+  if (error instanceof AppError) return json(error.status, { success: false, error: error.message, code: error.code });
+  ctx.logger.error({ err: error }, 'cluster API request failed');
+  return json(500, { success: false, error: 'Internal error', code: 'SB_INTERNAL' });
+}
+
+export const bodyTooLarge = (limit: number): HttpReply =>
+  json(413, { success: false, error: `Payload too large: the limit is ${limit} bytes`, code: 'SB_PAYLOAD_TOO_LARGE' });
+
+/** The cluster API (SPEC §4) on the gateway port. */
+export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) => Promise<HttpReply> {
+  return async (request) => {
+    const path = request.path.length > 1 && request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
+    const handler = POST_ROUTES[path];
+    const isHealth = path === '/api/health';
+    if (!handler && !isHealth) {
+      return errorReply(new AppError('SB_NOT_FOUND', `No such endpoint: ${request.method} ${path}`), ctx);
+    }
+    const allow = isHealth ? 'GET, HEAD' : 'POST';
+    if (!allow.split(', ').includes(request.method)) {
+      const error = new AppError('SB_METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${allow}`);
+      return { ...errorReply(error, ctx), headers: { allow } };
+    }
+    if (isHealth) return health(ctx);
+    try {
+      return json(200, await handler!(ctx, parseBody(request)));
+    } catch (error) {
+      return errorReply(error, ctx);
+    }
+  };
+}

@@ -1,0 +1,19 @@
+import type { Config, Engine, Logger, NodeId } from '@switchboard/core';
+import type { Transport } from './transport/types';
+import type { Registry } from './ws/registry';
+import type { BrokerSubscriptions } from './ws/broker-subscriptions';
+import type { KeyCache } from './key-cache';
+
+/** What every gateway module works with: built once by `createGateway`. */
+export interface GatewayContext {
+  readonly config: Config;
+  readonly engine: Engine;
+  readonly logger: Logger;
+  readonly nodeId: NodeId;
+  readonly transport: Transport;
+  readonly registry: Registry;
+  readonly subscriptions: BrokerSubscriptions;
+  readonly keys: KeyCache;
+  readonly status: { draining: boolean; admitting: number };
+  nextConnId(): string;
+}

@@ -1,0 +1,3 @@
+export { createGateway } from './gateway';
+export type { Gateway, GatewayDeps } from './gateway';
+export type { GatewayContext } from './context';

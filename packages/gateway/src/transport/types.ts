@@ -1,0 +1,80 @@
+/**
+ * The transport seam: what the gateway needs from a WebSocket + HTTP server. Only
+ * `transport/uws.ts` implements it (and imports uWebSockets.js); a uWS WebSocket satisfies
+ * `Conn` structurally, so connections cost no wrapper object.
+ */
+
+/** A live WebSocket, valid from `open` to `close`. */
+export interface Conn<T> {
+  /** 1 sent, 0 buffered (backpressure), 2 dropped (over the backpressure limit). */
+  send(message: string | Uint8Array, isBinary?: boolean): number;
+  subscribe(topic: string): boolean;
+  unsubscribe(topic: string): boolean;
+  /** Publishes to a topic's subscribers except this connection. */
+  publish(topic: string, message: string | Uint8Array, isBinary?: boolean): boolean;
+  /** Sends a close frame with code and reason; the close handler runs at once. */
+  end(code: number, reason?: string): void;
+  getBufferedAmount(): number;
+  getUserData(): T;
+}
+
+export interface UpgradeRequest {
+  /** Path without the query string. */
+  readonly path: string;
+  /** Raw query string, without `?`. */
+  readonly query: string;
+  /** Lower-cased header names; only the ones the gateway reads. */
+  readonly headers: { readonly origin: string; readonly jwt: string };
+}
+
+export interface HttpRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Buffer;
+}
+
+export interface HttpReply {
+  readonly status: number;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+export interface TransportHandlers<T> {
+  /**
+   * Decides an upgrade: user data to accept (admitted, or carrying a rejection to send as an
+   * error frame), or `null` for "no WebSocket here" (HTTP 404).
+   */
+  upgrade(request: UpgradeRequest): Promise<T | null>;
+  /** The client went away while `upgrade` was pending; undo what admission acquired. */
+  upgradeAborted(data: T): void;
+  open(conn: Conn<T>): void;
+  message(conn: Conn<T>, data: ArrayBuffer, isBinary: boolean): void;
+  drain(conn: Conn<T>): void;
+  close(conn: Conn<T>, code: number): void;
+  http(request: HttpRequest): Promise<HttpReply>;
+  /** The reply for a body over the limit (it is never read in full). */
+  bodyTooLarge(): HttpReply;
+}
+
+export interface TransportOptions {
+  /** Largest frame the transport accepts at all; the gateway enforces its own smaller limit. */
+  readonly maxFrameBytes: number;
+  readonly maxBodyBytes: number;
+  readonly idleTimeoutSeconds: number;
+  /** Send buffer past which a connection no longer gets published messages. */
+  readonly maxBackpressureBytes: number;
+}
+
+export interface Transport {
+  /** Resolves the bound port (`port` 0 picks a free one). */
+  listen(host: string, port: number): Promise<number>;
+  /** Stops accepting connections; open ones stay. */
+  stopListening(): void;
+  /** Sends to every connection subscribed to `topic`, in C++, without per-recipient JavaScript. */
+  publish(topic: string, message: string | Uint8Array, isBinary?: boolean): void;
+  numSubscribers(topic: string): number;
+  /** Closes the listen socket and every connection at once. */
+  close(): void;
+}

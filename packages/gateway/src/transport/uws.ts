@@ -1,0 +1,156 @@
+import * as uWS from 'uWebSockets.js';
+import type { Conn, HttpReply, Transport, TransportHandlers, TransportOptions } from './types';
+
+/** uWS's HttpResponse methods we use (its typings leave them untyped). */
+interface Response {
+  onAborted(cb: () => void): void;
+  onData(cb: (chunk: ArrayBuffer, isLast: boolean) => void): void;
+  cork(cb: () => void): void;
+  writeStatus(status: string): Response;
+  writeHeader(name: string, value: string): Response;
+  end(body?: string): void;
+  upgrade<T>(data: T, key: string, protocol: string, extensions: string, context: uWS.us_socket_context_t): void;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  413: 'Payload Too Large',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+function writeReply(res: Response, reply: HttpReply): void {
+  res.cork(() => {
+    res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? ''}`.trim());
+    res.writeHeader('content-type', 'application/json');
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.writeHeader(name, value);
+    res.end(reply.body);
+  });
+}
+
+/** The only module that imports uWebSockets.js. */
+export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: TransportOptions): Transport {
+  const app = uWS.App();
+  let listenSocket: uWS.us_listen_socket | undefined;
+
+  app.ws<T>('/*', {
+    maxPayloadLength: options.maxFrameBytes,
+    idleTimeout: options.idleTimeoutSeconds,
+    maxBackpressure: options.maxBackpressureBytes,
+    sendPingsAutomatically: true,
+    compression: uWS.DISABLED,
+    upgrade: (rawRes, req, context) => {
+      const res = rawRes as unknown as Response;
+      // uWS: everything needed from `req` must be copied before the first await.
+      const request = {
+        path: req.getUrl(),
+        query: req.getQuery(),
+        headers: { origin: req.getHeader('origin'), jwt: req.getHeader('jwt') },
+      };
+      const key = req.getHeader('sec-websocket-key');
+      const protocol = req.getHeader('sec-websocket-protocol');
+      const extensions = req.getHeader('sec-websocket-extensions');
+      let aborted = false;
+      res.onAborted(() => {
+        aborted = true;
+      });
+      handlers.upgrade(request).then(
+        (data) => {
+          if (aborted) {
+            if (data !== null) handlers.upgradeAborted(data);
+            return;
+          }
+          if (data === null) {
+            writeReply(res, { status: 404, body: JSON.stringify({ success: false, error: 'No WebSocket endpoint here; use /v3/<channel> or /v4/<channel>' }) });
+            return;
+          }
+          res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+        },
+        () => {
+          if (!aborted) writeReply(res, { status: 500, body: JSON.stringify({ success: false, error: 'Internal error' }) });
+        },
+      );
+    },
+    open: (ws) => handlers.open(ws as unknown as Conn<T>),
+    message: (ws, data, isBinary) => handlers.message(ws as unknown as Conn<T>, data, isBinary),
+    drain: (ws) => handlers.drain(ws as unknown as Conn<T>),
+    close: (ws, code) => handlers.close(ws as unknown as Conn<T>, code),
+  });
+
+  app.any('/*', (rawRes, req) => {
+    const res = rawRes as unknown as Response;
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = req.getQuery();
+    const headers: Record<string, string> = {};
+    req.forEach((name, value) => {
+      headers[name] = value;
+    });
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    const respond = (reply: HttpReply): void => {
+      if (!aborted) writeReply(res, reply);
+      aborted = true;
+    };
+    const dispatch = (body: Buffer): void => {
+      handlers.http({ method, path, query, headers, body }).then(respond, () =>
+        respond({ status: 500, body: JSON.stringify({ success: false, error: 'Internal error' }) }),
+      );
+    };
+    if (method === 'GET' || method === 'HEAD') {
+      dispatch(Buffer.alloc(0));
+      return;
+    }
+    if (Number(headers['content-length'] ?? 0) > options.maxBodyBytes) {
+      respond(handlers.bodyTooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.onData((chunk, isLast) => {
+      if (aborted) return;
+      size += chunk.byteLength;
+      if (size > options.maxBodyBytes) {
+        respond(handlers.bodyTooLarge());
+        return;
+      }
+      // uWS reuses the chunk's memory after this callback: copy it.
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) dispatch(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+  });
+
+  return {
+    listen: (host, port) =>
+      new Promise((resolve, reject) => {
+        app.listen(host, port, (socket) => {
+          if (!socket) {
+            reject(new Error(`Cannot listen on ${host}:${port}`));
+            return;
+          }
+          listenSocket = socket;
+          resolve(uWS.us_socket_local_port(socket));
+        });
+      }),
+    stopListening: () => {
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      listenSocket = undefined;
+    },
+    publish: (topic, message, isBinary) => {
+      app.publish(topic, message, isBinary);
+    },
+    numSubscribers: (topic) => app.numSubscribers(topic),
+    close: () => {
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      listenSocket = undefined;
+      (app as unknown as { close(): void }).close();
+    },
+  };
+}

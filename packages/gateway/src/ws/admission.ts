@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import {
+  CHANNEL_NAME_RULE,
+  CLOSE_CODES,
+  identityOf,
+  isPresenceChannel,
+  isPrivateChannel,
+  isValidApiKey,
+  isValidChannelName,
+} from '@switchboard/core';
+import type { ApiKeyRecord, CloseReason, JsonValue, Member, Protocol } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import type { UpgradeRequest } from '../transport/types';
+import type { ConnectionState, Rejection, SocketData, Subscription } from './connection';
+import { verifyChannelToken } from './jwt';
+import { isOriginAllowed } from './origin';
+import { decodeLenient, isFlagOn, parseQuery } from './query';
+
+const PATH = /^\/(v3|v4)\/([^/]*)\/?$/;
+
+const reject = (reason: CloseReason, text: string = CLOSE_CODES[reason].message): Rejection => ({ rejected: reason, text });
+
+/** The identity a subscription presents: `uuid` (generated when absent) and `user`. */
+export function buildSubscription(
+  protocol: Protocol,
+  key: string,
+  channel: string,
+  primary: boolean,
+  identity: { uuid: string | undefined; user: JsonValue | undefined; presence: boolean },
+): Subscription {
+  const uuid = identity.uuid || randomUUID();
+  const member: Member = identity.user === undefined ? { uuid } : { uuid, user: identity.user };
+  return {
+    channel,
+    topic: { key, protocol, channel },
+    primary,
+    uuid,
+    user: identity.user,
+    userIdentity: identity.user === undefined || identity.user === null ? undefined : identityOf(member),
+    member,
+    presence: identity.presence,
+    touchedAt: 0,
+  };
+}
+
+/**
+ * Authorizes a channel for a key (SPEC §6 JWT rules): resolves the JWT `user` claim (which wins
+ * over `queryUser`), or a rejection text when the channel is guarded and the token is missing
+ * or invalid. A token presented on an unguarded channel must be valid too.
+ */
+export async function authorizeChannel(
+  record: ApiKeyRecord,
+  channel: string,
+  token: string | undefined,
+  queryUser: JsonValue | undefined,
+): Promise<{ ok: true; user: JsonValue | undefined } | { ok: false }> {
+  const guarded = isPrivateChannel(channel) || record.forceAuth;
+  if (!token) return guarded ? { ok: false } : { ok: true, user: queryUser };
+  const check = await verifyChannelToken(token, record.secret, channel);
+  if (!check.ok) return { ok: false };
+  return { ok: true, user: check.user !== undefined ? check.user : queryUser };
+}
+
+/**
+ * Admission, in SPEC §6 order: API key, Origin, channel name, JWT, connection limits. Returns
+ * the connection state (its primary broker subscription already in place, so nothing published
+ * after the client sees `open` is missed), a rejection to deliver as error frame + close, or
+ * `null` when the path is not a WebSocket endpoint.
+ */
+export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promise<SocketData | null> {
+  const match = PATH.exec(request.path);
+  if (!match) return null;
+  const protocol = match[1] as Protocol;
+  const channel = decodeLenient(match[2] ?? '');
+  const query = parseQuery(request.query);
+  if (ctx.status.draining) return reject('SERVER_DRAINING');
+
+  const key = query.get('api_key') ?? '';
+  if (!isValidApiKey(key)) return reject('INVALID_API_KEY', key ? 'Invalid API key' : 'Missing api_key');
+  let record: ApiKeyRecord | null;
+  try {
+    record = await ctx.keys.get(key);
+  } catch {
+    return reject('UNAVAILABLE');
+  }
+  if (!record) return reject('INVALID_API_KEY');
+  if (!isOriginAllowed(request.headers.origin, record.domains)) return reject('ORIGIN_NOT_ALLOWED');
+  if (!isValidChannelName(channel)) return reject('INVALID_CHANNEL', `Invalid channel name: use ${CHANNEL_NAME_RULE}`);
+
+  const queryUser = query.get('user') || undefined;
+  const auth = await authorizeChannel(record, channel, query.get('jwt') || request.headers.jwt || undefined, queryUser);
+  if (!auth.ok) return reject('AUTH_FAILED');
+
+  const { maxConnectionsPerNode, maxConnectionsPerKey } = ctx.config.limits;
+  if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
+    return reject('CONNECTION_LIMIT', 'Connection limit reached for this node');
+  }
+  if (maxConnectionsPerKey > 0) {
+    const inUse = await ctx.engine.counts.sum(key).catch(() => ctx.registry.countOfKey(key));
+    if (inUse >= maxConnectionsPerKey) return reject('CONNECTION_LIMIT', 'Connection limit reached for this API key');
+  }
+
+  const subscription = buildSubscription(protocol, key, channel, true, {
+    uuid: query.get('uuid'),
+    user: auth.user,
+    presence: isFlagOn(query.get('presence')) || isPresenceChannel(channel),
+  });
+  const state: ConnectionState = {
+    id: ctx.nextConnId(),
+    key,
+    record,
+    protocol,
+    primary: channel,
+    notifySelf: isFlagOn(query.get('notify_self')),
+    boot: protocol === 'v3' && query.get('be') === '1',
+    subs: new Map([[channel, subscription]]),
+    pending: new Set(),
+    rateWindowStart: 0,
+    rateCount: 0,
+    conn: undefined,
+    closed: false,
+  };
+  ctx.status.admitting++;
+  try {
+    await ctx.subscriptions.acquire(subscription.topic);
+  } finally {
+    ctx.status.admitting--;
+  }
+  return state;
+}

@@ -1,0 +1,50 @@
+import type { Broker, Logger, Topic } from '@switchboard/core';
+import { topicKey } from './topics';
+
+/**
+ * Reference-counted broker subscriptions: the node is subscribed to a topic's cross-node channel
+ * exactly while it has local subscribers (subscribe on the first, unsubscribe after the last).
+ */
+export class BrokerSubscriptions {
+  private readonly counts = new Map<string, { topic: Topic; count: number }>();
+
+  constructor(
+    private readonly broker: Broker,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Resolves once the broker subscription is in place (or failed: it is restored later). */
+  async acquire(topic: Topic): Promise<void> {
+    const id = topicKey(topic);
+    const entry = this.counts.get(id);
+    if (entry) {
+      entry.count++;
+      return;
+    }
+    this.counts.set(id, { topic, count: 1 });
+    await this.broker.subscribe(topic).catch((error: unknown) => {
+      this.logger.warn({ err: error, topic }, 'broker subscribe failed; it is restored when the engine is back');
+    });
+  }
+
+  release(topic: Topic): void {
+    const id = topicKey(topic);
+    const entry = this.counts.get(id);
+    if (!entry) return;
+    entry.count--;
+    if (entry.count > 0) return;
+    this.counts.delete(id);
+    this.broker.unsubscribe(topic).catch((error: unknown) => {
+      this.logger.warn({ err: error, topic }, 'broker unsubscribe failed');
+    });
+  }
+
+  /** Subscribes every topic again (idempotent), after the engine came back. */
+  async restore(): Promise<void> {
+    await Promise.all([...this.counts.values()].map(({ topic }) => this.broker.subscribe(topic)));
+  }
+
+  get size(): number {
+    return this.counts.size;
+  }
+}

@@ -1,0 +1,47 @@
+import type { Publication } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import type { ConnectionState } from './connection';
+import { stampChannel } from './frames';
+import { v3Topic, v4PrimaryTopic, v4SecondaryTopic } from './topics';
+import { sendTo } from './send';
+
+/**
+ * Delivers a publication to this node's connections. Each variant (V3; V4 primary; V4
+ * secondary, stamped) is built once and handed to a uWS topic, which does the per-recipient
+ * work in C++. `sender`, when local and its `notify_self` is off, is excluded by publishing
+ * through its own socket (uWS skips the publisher).
+ */
+export function deliverLocal(ctx: GatewayContext, publication: Publication, sender?: ConnectionState): void {
+  if (publication.to !== undefined) {
+    deliverDirect(ctx, publication, sender);
+    return;
+  }
+  const { topic } = publication;
+  const via = sender && !sender.notifySelf && sender.conn ? sender.conn : ctx.transport;
+  if (topic.protocol === 'v3') {
+    if (publication.binary) via.publish(v3Topic(topic), Buffer.from(publication.body, 'base64'), true);
+    else via.publish(v3Topic(topic), publication.body);
+    return;
+  }
+  via.publish(v4PrimaryTopic(topic), publication.body);
+  const secondary = v4SecondaryTopic(topic);
+  if (ctx.transport.numSubscribers(secondary) > 0) {
+    via.publish(secondary, publication.stampable ? stampChannel(publication.body, topic.channel) : publication.body);
+  }
+}
+
+/**
+ * V4 direct message (`system::to`): only the channel's connections whose `user` equals the
+ * target receive it; the sender only when it is a target and its `notify_self` is on.
+ */
+function deliverDirect(ctx: GatewayContext, publication: Publication, sender?: ConnectionState): void {
+  const { topic } = publication;
+  let stamped: string | undefined;
+  for (const state of ctx.registry.inTopic(topic)) {
+    const sub = state.subs.get(topic.channel);
+    if (!sub || sub.userIdentity !== publication.to) continue;
+    if (state === sender && !state.notifySelf) continue;
+    if (sub.primary || !publication.stampable) sendTo(ctx, state, publication.body);
+    else sendTo(ctx, state, (stamped ??= stampChannel(publication.body, topic.channel)));
+  }
+}

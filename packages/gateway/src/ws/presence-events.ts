@@ -1,0 +1,61 @@
+import type { GatewayContext } from '../context';
+import type { ConnectionState, Subscription } from './connection';
+import { publishToChannel, sendChannelFrame } from './events';
+import { v4Event } from './frames';
+import { sendTo } from './send';
+
+/**
+ * Presence (SPEC §6). V3: full rosters (the `ROSTER_LIMIT` most recently active) in every event,
+ * one event per connection. V4: deltas, one `member_joined`/`member_left` per identity (a user
+ * with several connections joins once and leaves once).
+ */
+export async function joinPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
+  const { presence } = ctx.engine;
+  const now = Date.now();
+  const joined = await presence.join(sub.topic, { connId: state.id, nodeId: ctx.nodeId, member: sub.member }, now);
+  sub.touchedAt = now;
+  if (state.closed || state.subs.get(sub.channel) !== sub) {
+    // Closed or unsubscribed while the join was in flight: the leave already ran and found nothing.
+    await presence.leave(sub.topic, state.id);
+    return;
+  }
+  const limit = ctx.config.limits.rosterLimit;
+  if (sub.topic.protocol === 'v3') {
+    const { members } = await presence.roster(sub.topic, limit);
+    sendTo(ctx, state, JSON.stringify({ event: 'system:member_list', data: { members } }));
+    const joinedEvent = JSON.stringify({ event: 'system:member_joined', data: { member: sub.member, members } });
+    publishToChannel(ctx, sub.topic, joinedEvent, { stampable: false });
+    return;
+  }
+  const page = await presence.identities(sub.topic, 0, limit);
+  sendChannelFrame(ctx, state, sub, v4Event('system::member_list', { channel: sub.channel, members: page.members, count: page.count }));
+  if (joined.firstOfIdentity) {
+    const event = v4Event('system::member_joined', { channel: sub.channel, member: sub.member, count: joined.identityCount });
+    publishToChannel(ctx, sub.topic, event, { stampable: true });
+  }
+}
+
+export async function leavePresence(ctx: GatewayContext, connId: string, sub: Subscription): Promise<void> {
+  const { presence } = ctx.engine;
+  const left = await presence.leave(sub.topic, connId);
+  if (!left) return;
+  if (sub.topic.protocol === 'v3') {
+    const { members } = await presence.roster(sub.topic, ctx.config.limits.rosterLimit);
+    const event = JSON.stringify({ event: 'system:member_left', data: { member: left.member, members } });
+    publishToChannel(ctx, sub.topic, event, { stampable: false });
+    return;
+  }
+  if (left.lastOfIdentity) {
+    const event = v4Event('system::member_left', { channel: sub.channel, member: left.member, count: left.identityCount });
+    publishToChannel(ctx, sub.topic, event, { stampable: true });
+  }
+}
+
+/** Records activity for the "most recently active" order; at most one write per second per subscription. */
+export function touchPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): void {
+  if (!sub.presence) return;
+  const now = Date.now();
+  if (now - sub.touchedAt < 1000) return;
+  sub.touchedAt = now;
+  ctx.engine.presence.touch(sub.topic, state.id, now).catch(() => undefined);
+}

@@ -1,0 +1,35 @@
+import { randomUUID } from 'node:crypto';
+import type { LogRecord } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import type { ConnectionState, Subscription } from './connection';
+import { publishToChannel } from './events';
+import { touchPresence } from './presence-events';
+
+/**
+ * Relays a client message to its channel (every node; the sender only with `notify_self`),
+ * appends it to the key's log and records presence activity.
+ */
+export function relayClientMessage(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  sub: Subscription,
+  body: string,
+  options: { stampable: boolean; to?: string; binary?: boolean },
+): void {
+  publishToChannel(ctx, sub.topic, body, { ...options, sender: state });
+  const record: LogRecord = {
+    id: randomUUID(),
+    channel: sub.channel,
+    protocol: sub.topic.protocol,
+    source: 'client',
+    message: body,
+    ...(options.binary ? { binary: true as const } : {}),
+    uuid: sub.uuid,
+    ...(sub.user !== undefined ? { user: sub.user } : {}),
+    timestamp: new Date().toISOString(),
+  };
+  ctx.engine.logs.append(state.key, record).catch((error: unknown) => {
+    ctx.logger.warn({ err: error }, 'message log append failed');
+  });
+  touchPresence(ctx, state, sub);
+}

@@ -1,0 +1,25 @@
+import { CLOSE_CODES } from '@switchboard/core';
+import type { CloseReason } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import type { ConnectionState } from './connection';
+import { closeReasonText, errorFrame } from './frames';
+
+/** Sends one frame to one connection; a connection past the slow-consumer limit is closed (4008). */
+export function sendTo(ctx: GatewayContext, state: ConnectionState, frame: string | Uint8Array, isBinary = false): void {
+  const conn = state.conn;
+  if (!conn || state.closed) return;
+  conn.send(frame, isBinary);
+  if (conn.getBufferedAmount() > ctx.config.limits.slowConsumerBytes) closeConnection(state, 'SLOW_CONSUMER');
+}
+
+/**
+ * Closes a connection with a catalog close code. Terminal closes (4500–4999) are preceded by an
+ * `{"error": text}` frame (SPEC §7); the close frame's reason is the same text, cut to 123 bytes.
+ */
+export function closeConnection(state: ConnectionState, reason: CloseReason, text: string = CLOSE_CODES[reason].message): void {
+  const conn = state.conn;
+  if (!conn || state.closed) return;
+  const { code } = CLOSE_CODES[reason];
+  if (code >= 4500) conn.send(errorFrame(text));
+  conn.end(code, closeReasonText(text));
+}

@@ -1,0 +1,62 @@
+import { CLOSE_CODES } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import type { Conn, TransportHandlers } from '../transport/types';
+import { admit } from './admission';
+import { enterChannel, leaveChannel } from './channels';
+import { handleClientFrame } from './client-frames';
+import { isRejection } from './connection';
+import type { ConnectionState, SocketData } from './connection';
+import { BOOT_FRAME, errorFrame } from './frames';
+import { closeConnection, sendTo } from './send';
+
+/** The WebSocket lifecycle: admission at upgrade, channel entry at open, cleanup at close. */
+export function createSocketHandlers(ctx: GatewayContext): Omit<TransportHandlers<SocketData>, 'http' | 'bodyTooLarge'> {
+  const releaseAdmitted = (data: SocketData): void => {
+    if (isRejection(data)) return;
+    for (const sub of data.subs.values()) ctx.subscriptions.release(sub.topic);
+  };
+
+  return {
+    upgrade: (request) => admit(ctx, request),
+    upgradeAborted: releaseAdmitted,
+
+    open(conn: Conn<SocketData>) {
+      const data = conn.getUserData();
+      if (isRejection(data)) {
+        const { code } = CLOSE_CODES[data.rejected];
+        if (code >= 4500) conn.send(errorFrame(data.text));
+        conn.end(code, data.text);
+        return;
+      }
+      const state = data;
+      state.conn = conn as Conn<ConnectionState>;
+      if (ctx.status.draining) {
+        ctx.registry.add(state);
+        closeConnection(state, 'SERVER_DRAINING');
+        return;
+      }
+      ctx.registry.add(state);
+      if (state.boot) sendTo(ctx, state, BOOT_FRAME);
+      const primary = state.subs.get(state.primary);
+      if (primary) void enterChannel(ctx, state, primary);
+    },
+
+    message(conn, data, isBinary) {
+      const state = conn.getUserData();
+      if (!isRejection(state)) handleClientFrame(ctx, state, data, isBinary);
+    },
+
+    drain() {
+      // Flow control is the slow-consumer sweep's job; nothing is queued in JavaScript.
+    },
+
+    close(conn) {
+      const state = conn.getUserData();
+      if (isRejection(state) || state.closed) return;
+      state.closed = true;
+      state.conn = undefined;
+      ctx.registry.remove(state);
+      for (const sub of [...state.subs.values()]) void leaveChannel(ctx, state, sub);
+    },
+  };
+}
