@@ -91,3 +91,13 @@ export async function populatedApp() {
   const engine = await populatedEngine();
   return { engine, app: createAccountApi({ engine, logger: silentLogger(), config: testConfig() }) };
 }
+
+/** Every method of every store port rejects as an unreachable Redis would. */
+export function failingPort<T extends object>(port: T, error: () => Error): T {
+  return new Proxy(port, {
+    get: (target, property, receiver) => {
+      const value: unknown = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? () => Promise.reject(error()) : value;
+    },
+  });
+}
