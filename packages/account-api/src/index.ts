@@ -4,7 +4,6 @@ export { startAccountApi } from './server';
 export type { RunningAccountApi } from './server';
 export { errorHandler } from './http/error-handler';
 export type { ErrorBody } from './http/error-handler';
-export { secretsMatch } from './http/authenticate';
 export type { ConnectionCountRecord, ConnectionsPage } from './routes/connections';
 export type { LogEntry } from './routes/logs';
 export type { AccountMember } from './routes/members';

@@ -1,20 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { AppError, isValidApiKey } from '@switchboard/core';
+import { AppError, isValidApiKey, secretMatches } from '@switchboard/core';
 import type { ApiKeyRecord, KeyStore } from '@switchboard/core';
 
-const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
-
-/**
- * Compares two secrets in time independent of where they differ: both are hashed to equal-length
- * digests first, because `timingSafeEqual` needs equal lengths and comparing lengths would leak.
- */
-export function secretsMatch(given: string, expected: string): boolean {
-  return timingSafeEqual(digest(given), digest(expected));
-}
-
 /** Compared against when the key is unknown, so both failures cost the same. */
-const UNKNOWN_KEY_SECRET = digest('unknown key').toString('hex');
+const UNKNOWN_KEY_SECRET = 'no such key: compared anyway';
 
 const header = (req: Request, name: string): string | undefined => {
   const value = req.get(name);
@@ -24,7 +13,8 @@ const header = (req: Request, name: string): string | undefined => {
 /**
  * Resolves the API key of a request from its `key` and `secret` headers (SPEC §5) and keeps it in
  * `res.locals.apiKey`. Missing headers and a wrong key or secret are 401s; the message does not
- * say which of key and secret was wrong. A store failure propagates (503).
+ * say which of key and secret was wrong. Secrets are compared in constant time (`secretMatches`).
+ * A store failure propagates (503).
  */
 export function authenticate(keys: KeyStore): RequestHandler {
   return async (req, res, next) => {
@@ -43,7 +33,7 @@ export function authenticate(keys: KeyStore): RequestHandler {
       );
     }
     const record = isValidApiKey(key) ? await keys.get(key) : null;
-    const matches = secretsMatch(secret, record?.secret ?? UNKNOWN_KEY_SECRET);
+    const matches = secretMatches(secret, record?.secret ?? UNKNOWN_KEY_SECRET);
     if (!record || !matches) throw new AppError('SB_UNAUTHORIZED');
     res.locals['apiKey'] = record;
     next();
