@@ -1,0 +1,3 @@
+export * from './redis-server';
+export * from './gateway';
+export * from './ws-client';
