@@ -1,0 +1,43 @@
+import { MemoryKeyStore, seedKeys } from '../src';
+import type { SeedKey } from '../src';
+
+const seed = (overrides: Partial<SeedKey> = {}): SeedKey => ({
+  key: 'seeded',
+  secret: 'seeded-secret',
+  domains: ['example.com'],
+  clientMessages: true,
+  forceAuth: false,
+  ...overrides,
+});
+
+describe('seedKeys', () => {
+  test('inserts new keys and reports them', async () => {
+    const store = new MemoryKeyStore();
+    const changed = await seedKeys(store, [seed(), seed({ key: 'other' })], new Date('2026-03-01T00:00:00Z'));
+    expect(changed).toEqual(['seeded', 'other']);
+    expect(await store.get('seeded')).toEqual({ ...seed(), createdAt: '2026-03-01T00:00:00.000Z' });
+  });
+
+  test('replaces secret, domains and options of an existing key, keeping createdAt', async () => {
+    const store = new MemoryKeyStore();
+    await seedKeys(store, [seed()], new Date('2026-03-01T00:00:00Z'));
+    const update = seed({ secret: 'rotated-secret', domains: [], clientMessages: false, forceAuth: true });
+    expect(await seedKeys(store, [update], new Date('2027-01-01T00:00:00Z'))).toEqual(['seeded']);
+    expect(await store.get('seeded')).toEqual({ ...update, createdAt: '2026-03-01T00:00:00.000Z' });
+  });
+
+  test('leaves an unchanged key alone', async () => {
+    const store = new MemoryKeyStore();
+    await seedKeys(store, [seed()]);
+    const put = jest.spyOn(store, 'put');
+    expect(await seedKeys(store, [seed()])).toEqual([]);
+    expect(put).not.toHaveBeenCalled();
+  });
+
+  test('does not touch keys that are not seeded', async () => {
+    const store = new MemoryKeyStore();
+    await seedKeys(store, [seed({ key: 'manual' })]);
+    await seedKeys(store, [seed()]);
+    expect((await store.list()).map((r) => r.key)).toEqual(['manual', 'seeded']);
+  });
+});
