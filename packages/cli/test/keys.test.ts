@@ -1,0 +1,264 @@
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import request from 'supertest';
+import {
+  createLogger,
+  createMemoryEngine,
+  createMemoryState,
+  loadConfig,
+  MemoryBroker,
+} from '@switchboard/core';
+import type { ApiKeyRecord } from '@switchboard/core';
+import { createAccountApi } from '@switchboard/account-api';
+import { runKeys } from '../src/commands/keys';
+import { captured, tempDataDir } from './run-captured';
+
+let data: ReturnType<typeof tempDataDir>;
+let env: Record<string, string>;
+
+beforeEach(() => {
+  data = tempDataDir();
+  env = { SWITCHBOARD_DATA_DIR: data.dir, LOG_LEVEL: 'silent' };
+});
+afterEach(() => data.cleanup());
+
+const keys = (...argv: string[]) => captured(() => runKeys(argv, env));
+const storedKeys = (): ApiKeyRecord[] =>
+  JSON.parse(readFileSync(join(data.dir, 'keys.json'), 'utf8')) as ApiKeyRecord[];
+
+async function createKey(...options: string[]): Promise<ApiKeyRecord> {
+  const { result, stdout } = await keys('create', '--json', ...options);
+  expect(result).toBe(0);
+  return JSON.parse(stdout) as ApiKeyRecord;
+}
+
+describe('keys create', () => {
+  test('prints a new random, URL-safe key and secret and stores them', async () => {
+    const { result, stdout, stderr } = await keys('create');
+    expect(result).toBe(0);
+    expect(stderr).toBe('');
+    const key = /^key: +(\S+)$/m.exec(stdout)?.[1];
+    const secret = /^secret: +(\S+)$/m.exec(stdout)?.[1];
+    expect(key).toMatch(/^[A-Za-z0-9_-]{16,}$/);
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    expect(stdout).toMatch(/^domains: +\(any origin\)$/m);
+    expect(stdout).toMatch(/^options: +clientMessages=true forceAuth=false$/m);
+    expect(storedKeys()).toEqual([expect.objectContaining({ key, secret, domains: [] })]);
+    expect(statSync(join(data.dir, 'keys.json')).mode & 0o777).toBe(0o600);
+  });
+
+  test('takes domains and options', async () => {
+    const record = await createKey(
+      '--domain',
+      'Example.com',
+      '--domain=app.example.org:8443',
+      '--no-client-messages',
+      '--force-auth',
+    );
+    expect(record).toMatchObject({
+      domains: ['example.com', 'app.example.org:8443'],
+      clientMessages: false,
+      forceAuth: true,
+    });
+    expect(storedKeys()[0]).toEqual(record);
+  });
+
+  test('two keys never collide', async () => {
+    const a = await createKey();
+    const b = await createKey();
+    expect(a.key).not.toBe(b.key);
+    expect(a.secret).not.toBe(b.secret);
+    expect(storedKeys()).toHaveLength(2);
+  });
+
+  test('announces the key so gateways drop cached records', async () => {
+    const publish = jest.spyOn(MemoryBroker.prototype, 'publishControl');
+    try {
+      const record = await createKey();
+      expect(publish).toHaveBeenCalledWith({ type: 'key-changed', key: record.key });
+    } finally {
+      publish.mockRestore();
+    }
+  });
+
+  test('a failed announcement in memory mode is ignored', async () => {
+    const publish = jest.spyOn(MemoryBroker.prototype, 'publishControl').mockRejectedValue(new Error('down'));
+    try {
+      const { result, stderr } = await keys('create');
+      expect(result).toBe(0);
+      expect(stderr).toBe('');
+    } finally {
+      publish.mockRestore();
+    }
+  });
+
+  test('a created key opens the account API', async () => {
+    const record = await createKey('--domain', 'example.com');
+    const config = loadConfig(env);
+    const engine = createMemoryEngine(createMemoryState({ keysFile: join(data.dir, 'keys.json') }));
+    const app = createAccountApi({ engine, logger: createLogger({ level: 'silent' }), config });
+    await request(app)
+      .get('/api/domains')
+      .set({ key: record.key, secret: record.secret })
+      .expect(200, ['example.com']);
+  });
+});
+
+describe('keys list', () => {
+  test('shows key, domains, options and creation time, never the secret', async () => {
+    const a = await createKey('--domain', 'example.com', '--domain', 'example.org');
+    const b = await createKey('--force-auth');
+    const { result, stdout } = await keys('list');
+    expect(result).toBe(0);
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^KEY +DOMAINS +OPTIONS +CREATED$/);
+    expect(lines).toHaveLength(3);
+    expect(stdout).toContain(a.key);
+    expect(stdout).toContain('example.com,example.org');
+    expect(stdout).toContain('(any origin)');
+    expect(stdout).toContain('forceAuth=true');
+    expect(stdout).toContain(b.createdAt);
+    expect(stdout).not.toContain(a.secret);
+    expect(stdout).not.toContain(b.secret);
+  });
+
+  test('--show-secrets shows them', async () => {
+    const a = await createKey();
+    const { stdout } = await keys('list', '--show-secrets');
+    expect(stdout).toMatch(/^KEY +SECRET +DOMAINS/);
+    expect(stdout).toContain(a.secret);
+  });
+
+  test('--json lists records without secrets', async () => {
+    const a = await createKey('--domain', 'example.com');
+    const { stdout } = await keys('list', '--json');
+    const { secret: _secret, ...withoutSecret } = a;
+    expect(JSON.parse(stdout)).toEqual([withoutSecret]);
+  });
+
+  test('--json --show-secrets includes them', async () => {
+    const a = await createKey();
+    const { stdout } = await keys('list', '--json', '--show-secrets');
+    expect(JSON.parse(stdout)).toEqual([a]);
+  });
+
+  test('says how to create a key when there is none', async () => {
+    const { result, stdout } = await keys('list');
+    expect(result).toBe(0);
+    expect(stdout).toMatch(/No API keys/);
+    expect(JSON.parse((await keys('list', '--json')).stdout)).toEqual([]);
+  });
+});
+
+describe('keys delete', () => {
+  test('deletes a key and announces it', async () => {
+    const a = await createKey();
+    const b = await createKey();
+    const publish = jest.spyOn(MemoryBroker.prototype, 'publishControl');
+    try {
+      const { result, stdout } = await keys('delete', a.key);
+      expect(result).toBe(0);
+      expect(stdout).toContain(`Deleted API key ${a.key}`);
+      expect(publish).toHaveBeenCalledWith({ type: 'key-changed', key: a.key });
+    } finally {
+      publish.mockRestore();
+    }
+    expect(storedKeys().map((r) => r.key)).toEqual([b.key]);
+  });
+
+  test('an unknown key is exit 1 with a message', async () => {
+    const { result, stdout, stderr } = await keys('delete', 'nope');
+    expect(result).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/Unknown API key "nope"/);
+  });
+
+  test('--json', async () => {
+    const a = await createKey();
+    expect(JSON.parse((await keys('delete', a.key, '--json')).stdout)).toEqual({ deleted: a.key });
+  });
+});
+
+describe('keys domains', () => {
+  test('replaces the domain list', async () => {
+    const a = await createKey('--domain', 'old.example');
+    const { result, stdout } = await keys('domains', a.key, 'example.com', 'Example.org', 'example.com');
+    expect(result).toBe(0);
+    expect(stdout).toContain(`Domains of ${a.key}: example.com,example.org`);
+    expect(storedKeys()[0]).toEqual({ ...a, domains: ['example.com', 'example.org'] });
+  });
+
+  test('no domain allows any origin', async () => {
+    const a = await createKey('--domain', 'example.com');
+    const { result, stdout } = await keys('domains', a.key);
+    expect(result).toBe(0);
+    expect(stdout).toContain('(any origin)');
+    expect(storedKeys()[0]?.domains).toEqual([]);
+  });
+
+  test('--json prints the record without its secret', async () => {
+    const a = await createKey();
+    const { stdout } = await keys('domains', a.key, 'example.com', '--json');
+    expect(JSON.parse(stdout)).toEqual({
+      key: a.key,
+      domains: ['example.com'],
+      clientMessages: true,
+      forceAuth: false,
+      createdAt: a.createdAt,
+    });
+  });
+
+  test('an unknown key is exit 1', async () => {
+    const { result, stderr } = await keys('domains', 'nope', 'example.com');
+    expect(result).toBe(1);
+    expect(stderr).toMatch(/Unknown API key "nope"/);
+  });
+});
+
+describe('usage', () => {
+  test.each([
+    [[]],
+    [['rotate']],
+    [['toString']],
+    [['create', 'extra']],
+    [['create', '--domain']],
+    [['create', '--domain', 'https://example.com']],
+    [['create', '--domain', 'example.com/path']],
+    [['create', '--domain', '*.example.com']],
+    [['create', '--domain', '']],
+    [['create', '--show-secrets']],
+    [['create', '--force-auth=yes']],
+    [['list', '--domain', 'x']],
+    [['list', 'extra']],
+    [['delete']],
+    [['delete', 'a', 'b']],
+    [['domains']],
+    [['domains', 'key', 'not a domain']],
+  ])('keys %j is exit 2 with the usage on stderr', async (argv) => {
+    const { result, stdout, stderr } = await keys(...argv);
+    expect(result).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain('Usage: switchboard keys');
+  });
+
+  test('bad usage never touches the store', async () => {
+    await keys('create', '--domain', 'https://example.com');
+    expect(() => statSync(join(data.dir, 'keys.json'))).toThrow();
+  });
+
+  test.each([['help'], ['--help'], ['-h']])('keys %s prints the usage', async (flag) => {
+    const { result, stdout } = await keys(flag);
+    expect(result).toBe(0);
+    expect(stdout).toContain('keys create [--domain D]...');
+  });
+
+  test('an invalid configuration is exit 1, one line per problem', async () => {
+    env = { ...env, PORT: 'abc', REDIS_URL: 'http://nope' };
+    const { result, stderr } = await keys('list');
+    expect(result).toBe(1);
+    expect(stderr.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(/^PORT: /),
+      expect.stringMatching(/^REDIS_URL: /),
+    ]);
+  });
+});
