@@ -132,8 +132,15 @@ describe('keys list', () => {
   test('--json lists records without secrets', async () => {
     const a = await createKey('--domain', 'example.com');
     const { stdout } = await keys('list', '--json');
-    const { secret: _secret, ...withoutSecret } = a;
-    expect(JSON.parse(stdout)).toEqual([withoutSecret]);
+    expect(JSON.parse(stdout)).toEqual([
+      {
+        key: a.key,
+        domains: ['example.com'],
+        clientMessages: true,
+        forceAuth: false,
+        createdAt: a.createdAt,
+      },
+    ]);
   });
 
   test('--json --show-secrets includes them', async () => {
