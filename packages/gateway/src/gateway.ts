@@ -64,7 +64,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
       maxFrameBytes: config.limits.maxMessageBytes * 16,
       maxBodyBytes: config.limits.maxMessageBytes,
       idleTimeoutSeconds: config.limits.idleTimeoutSeconds,
-      maxBackpressureBytes: config.limits.slowConsumerBytes,
+      // uWS silently skips a socket over this; the sweep below closes slow consumers (4008) long
+      // before, while their close frame still fits, so no one loses messages without a close.
+      maxBackpressureBytes: config.limits.slowConsumerBytes * 8,
     },
   );
   (ctx as { transport: GatewayContext['transport'] }).transport = transport;

@@ -65,9 +65,23 @@ describe('V3 protocol', () => {
 
   it('delivers API publishes as the exact text, and JSON values as compact JSON', async () => {
     const client = await open('news');
-    expect((await postJson(`${node.httpUrl}/api/publish`, { key: key.key, secret: key.secret, channel: 'news', message: 'plain' })).status).toBe(200);
+    expect(
+      (
+        await postJson(`${node.httpUrl}/api/publish`, {
+          key: key.key,
+          secret: key.secret,
+          channel: 'news',
+          message: 'plain',
+        })
+      ).status,
+    ).toBe(200);
     expect((await client.next()).text).toBe('plain');
-    await postJson(`${node.httpUrl}/api/publish`, { key: key.key, secret: key.secret, channel: 'news', message: { event: 'e', data: [1, 2] } });
+    await postJson(`${node.httpUrl}/api/publish`, {
+      key: key.key,
+      secret: key.secret,
+      channel: 'news',
+      message: { event: 'e', data: [1, 2] },
+    });
     expect((await client.next()).text).toBe('{"event":"e","data":[1,2]}');
   });
 });

@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { createEngine, createLogger, createMemoryEngine, createMemoryState, loadConfig } from '@switchboard/core';
+import {
+  createEngine,
+  createLogger,
+  createMemoryEngine,
+  createMemoryState,
+  loadConfig,
+} from '@switchboard/core';
 import type { ApiKeyRecord, Config, Engine, MemoryState } from '@switchboard/core';
 import { createGateway } from '@switchboard/gateway';
 import type { Gateway } from '@switchboard/gateway';
@@ -61,7 +67,10 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<T
 }
 
 /** Stores a key with a known secret (random unless given) and returns it. */
-export async function createTestKey(engine: Engine, options: Partial<ApiKeyRecord> = {}): Promise<ApiKeyRecord> {
+export async function createTestKey(
+  engine: Engine,
+  options: Partial<ApiKeyRecord> = {},
+): Promise<ApiKeyRecord> {
   const record: ApiKeyRecord = {
     key: options.key ?? `k${randomBytes(8).toString('hex')}`,
     secret: options.secret ?? randomBytes(16).toString('hex'),
@@ -75,12 +84,19 @@ export async function createTestKey(engine: Engine, options: Partial<ApiKeyRecor
 }
 
 /** POSTs JSON to the cluster API and returns status and parsed body. */
-export async function postJson(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
+export async function postJson(
+  url: string,
+  body: unknown,
+): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
-  return { status: response.status, body: JSON.parse(text) as Record<string, unknown>, headers: response.headers };
+  return {
+    status: response.status,
+    body: JSON.parse(text) as Record<string, unknown>,
+    headers: response.headers,
+  };
 }

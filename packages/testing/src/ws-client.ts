@@ -66,7 +66,8 @@ export class TestClient {
         const frame = this.received[this.cursor++]!;
         if (match(frame)) return frame;
       }
-      if (this.socket.readyState === WebSocket.CLOSED) throw new Error(`socket closed while waiting; got ${this.describe()}`);
+      if (this.socket.readyState === WebSocket.CLOSED)
+        throw new Error(`socket closed while waiting; got ${this.describe()}`);
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error(`no matching frame within ${timeoutMs} ms; got ${this.describe()}`);
       await new Promise<void>((resolve) => {
@@ -89,7 +90,8 @@ export class TestClient {
     const start = this.received.length;
     await new Promise((resolve) => setTimeout(resolve, ms));
     const unexpected = this.received.slice(start).filter(match);
-    if (unexpected.length > 0) throw new Error(`unexpected frames: ${unexpected.map((f) => f.text).join(' | ')}`);
+    if (unexpected.length > 0)
+      throw new Error(`unexpected frames: ${unexpected.map((f) => f.text).join(' | ')}`);
   }
 
   close(): void {

@@ -7,7 +7,10 @@ export function health(ctx: GatewayContext): HttpReply {
     return { status: 503, body: JSON.stringify({ status: 'draining', reason: 'The node is shutting down' }) };
   }
   if (!ctx.engine.isAvailable()) {
-    return { status: 503, body: JSON.stringify({ status: 'unavailable', reason: 'The engine (Redis) is unreachable' }) };
+    return {
+      status: 503,
+      body: JSON.stringify({ status: 'unavailable', reason: 'The engine (Redis) is unreachable' }),
+    };
   }
   return { status: 200, body: JSON.stringify({ status: 'ok', nodeId: ctx.nodeId }) };
 }

@@ -14,7 +14,9 @@ export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body):
   const reason = optionalString(body, 'reason') ?? CLOSE_CODES.KICKED.message;
   let selector: KickSelector = { key: record.key, reason };
   if (protocol === 'v3') {
-    const targeted = ['uuid', 'user', 'channel', 'channelId', 'roomId'].filter((field) => body[field] !== undefined);
+    const targeted = ['uuid', 'user', 'channel', 'channelId', 'roomId'].filter(
+      (field) => body[field] !== undefined,
+    );
     if (targeted.length > 0) {
       throw new AppError(
         'SB_INVALID_FIELD',

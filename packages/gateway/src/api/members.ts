@@ -40,10 +40,14 @@ export async function membersV3(ctx: GatewayContext, body: Body): Promise<object
   const record = await authenticate(ctx, body);
   const channel = channelField(body, false);
   if (channel !== undefined) {
-    const roster = await ctx.engine.presence.roster({ key: record.key, protocol: 'v3', channel }, Number.MAX_SAFE_INTEGER);
+    const roster = await ctx.engine.presence.roster(
+      { key: record.key, protocol: 'v3', channel },
+      Number.MAX_SAFE_INTEGER,
+    );
     return { success: true, members: roster.members };
   }
   const channels: Record<string, Member[]> = {};
-  for (const entry of await ctx.engine.presence.channels(record.key, 'v3')) channels[entry.channel] = entry.members;
+  for (const entry of await ctx.engine.presence.channels(record.key, 'v3'))
+    channels[entry.channel] = entry.members;
   return { success: true, channels };
 }

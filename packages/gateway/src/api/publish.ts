@@ -6,7 +6,8 @@ import { deliverLocal } from '../ws/delivery';
 import { authenticate, channelField } from './request';
 import type { Body } from './request';
 
-const isPlainObject = (value: unknown): boolean => !!value && typeof value === 'object' && !Array.isArray(value);
+const isPlainObject = (value: unknown): boolean =>
+  !!value && typeof value === 'object' && !Array.isArray(value);
 
 /**
  * The message as delivered (SPEC §4): a string is the exact text, anything else its compact JSON

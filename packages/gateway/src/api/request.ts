@@ -1,4 +1,10 @@
-import { AppError, CHANNEL_NAME_RULE, isValidApiKey, isValidChannelName, secretMatches } from '@switchboard/core';
+import {
+  AppError,
+  CHANNEL_NAME_RULE,
+  isValidApiKey,
+  isValidChannelName,
+  secretMatches,
+} from '@switchboard/core';
 import type { ApiKeyRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { HttpRequest } from '../transport/types';
@@ -7,7 +13,8 @@ export type Body = Record<string, unknown>;
 
 /** The request body as a JSON object, or a 400 that says what is wrong with it. */
 export function parseBody(request: HttpRequest): Body {
-  if (request.body.length === 0) throw new AppError('SB_BAD_JSON', 'Request body is empty; send a JSON object');
+  if (request.body.length === 0)
+    throw new AppError('SB_BAD_JSON', 'Request body is empty; send a JSON object');
   let value: unknown;
   try {
     value = JSON.parse(request.body.toString('utf8'));
@@ -20,7 +27,8 @@ export function parseBody(request: HttpRequest): Body {
   return value as Body;
 }
 
-const invalid = (field: string, rule: string): AppError => new AppError('SB_INVALID_FIELD', `Invalid field "${field}": ${rule}`);
+const invalid = (field: string, rule: string): AppError =>
+  new AppError('SB_INVALID_FIELD', `Invalid field "${field}": ${rule}`);
 const missing = (field: string): AppError => new AppError('SB_INVALID_FIELD', `Missing field "${field}"`);
 
 export function optionalString(body: Body, field: string, maxLength = 1024): string | undefined {
@@ -48,7 +56,8 @@ export async function authenticate(ctx: GatewayContext, body: Body): Promise<Api
 export function channelField(body: Body, required: true): string;
 export function channelField(body: Body, required: false): string | undefined;
 export function channelField(body: Body, required: boolean): string | undefined {
-  const field = body['channel'] !== undefined ? 'channel' : body['channelId'] !== undefined ? 'channelId' : 'roomId';
+  const field =
+    body['channel'] !== undefined ? 'channel' : body['channelId'] !== undefined ? 'channelId' : 'roomId';
   const value = body[field];
   if (value === undefined || value === null) {
     if (required) throw missing('channel');

@@ -24,18 +24,24 @@ const json = (status: number, value: object, headers?: Record<string, string>): 
 
 /** The one mapping from errors to responses: `{"success":false,"error":text,"code":CODE}`. */
 export function errorReply(error: unknown, ctx: GatewayContext): HttpReply {
-  if (error instanceof AppError) return json(error.status, { success: false, error: error.message, code: error.code });
+  if (error instanceof AppError)
+    return json(error.status, { success: false, error: error.message, code: error.code });
   ctx.logger.error({ err: error }, 'cluster API request failed');
   return json(500, { success: false, error: 'Internal error', code: 'SB_INTERNAL' });
 }
 
 export const bodyTooLarge = (limit: number): HttpReply =>
-  json(413, { success: false, error: `Payload too large: the limit is ${limit} bytes`, code: 'SB_PAYLOAD_TOO_LARGE' });
+  json(413, {
+    success: false,
+    error: `Payload too large: the limit is ${limit} bytes`,
+    code: 'SB_PAYLOAD_TOO_LARGE',
+  });
 
 /** The cluster API (SPEC §4) on the gateway port. */
 export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) => Promise<HttpReply> {
   return async (request) => {
-    const path = request.path.length > 1 && request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
+    const path =
+      request.path.length > 1 && request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
     const handler = POST_ROUTES[path];
     const isHealth = path === '/api/health';
     if (!handler && !isHealth) {
@@ -43,7 +49,10 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
     }
     const allow = isHealth ? 'GET, HEAD' : 'POST';
     if (!allow.split(', ').includes(request.method)) {
-      const error = new AppError('SB_METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${allow}`);
+      const error = new AppError(
+        'SB_METHOD_NOT_ALLOWED',
+        `${request.method} is not allowed on ${path}; use ${allow}`,
+      );
       return { ...errorReply(error, ctx), headers: { allow } };
     }
     if (isHealth) return health(ctx);

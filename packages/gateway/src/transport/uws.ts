@@ -9,7 +9,13 @@ interface Response {
   writeStatus(status: string): Response;
   writeHeader(name: string, value: string): Response;
   end(body?: string): void;
-  upgrade<T>(data: T, key: string, protocol: string, extensions: string, context: uWS.us_socket_context_t): void;
+  upgrade<T>(
+    data: T,
+    key: string,
+    protocol: string,
+    extensions: string,
+    context: uWS.us_socket_context_t,
+  ): void;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -66,13 +72,23 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
             return;
           }
           if (data === null) {
-            writeReply(res, { status: 404, body: JSON.stringify({ success: false, error: 'No WebSocket endpoint here; use /v3/<channel> or /v4/<channel>' }) });
+            writeReply(res, {
+              status: 404,
+              body: JSON.stringify({
+                success: false,
+                error: 'No WebSocket endpoint here; use /v3/<channel> or /v4/<channel>',
+              }),
+            });
             return;
           }
           res.cork(() => res.upgrade(data, key, protocol, extensions, context));
         },
         () => {
-          if (!aborted) writeReply(res, { status: 500, body: JSON.stringify({ success: false, error: 'Internal error' }) });
+          if (!aborted)
+            writeReply(res, {
+              status: 500,
+              body: JSON.stringify({ success: false, error: 'Internal error' }),
+            });
         },
       );
     },
@@ -100,9 +116,11 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       aborted = true;
     };
     const dispatch = (body: Buffer): void => {
-      handlers.http({ method, path, query, headers, body }).then(respond, () =>
-        respond({ status: 500, body: JSON.stringify({ success: false, error: 'Internal error' }) }),
-      );
+      handlers
+        .http({ method, path, query, headers, body })
+        .then(respond, () =>
+          respond({ status: 500, body: JSON.stringify({ success: false, error: 'Internal error' }) }),
+        );
     };
     if (method === 'GET' || method === 'HEAD') {
       dispatch(Buffer.alloc(0));

@@ -18,7 +18,10 @@ import { decodeLenient, isFlagOn, parseQuery } from './query';
 
 const PATH = /^\/(v3|v4)\/([^/]*)\/?$/;
 
-const reject = (reason: CloseReason, text: string = CLOSE_CODES[reason].message): Rejection => ({ rejected: reason, text });
+const reject = (reason: CloseReason, text: string = CLOSE_CODES[reason].message): Rejection => ({
+  rejected: reason,
+  text,
+});
 
 /** The identity a subscription presents: `uuid` (generated when absent) and `user`. */
 export function buildSubscription(
@@ -85,10 +88,16 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
   }
   if (!record) return reject('INVALID_API_KEY');
   if (!isOriginAllowed(request.headers.origin, record.domains)) return reject('ORIGIN_NOT_ALLOWED');
-  if (!isValidChannelName(channel)) return reject('INVALID_CHANNEL', `Invalid channel name: use ${CHANNEL_NAME_RULE}`);
+  if (!isValidChannelName(channel))
+    return reject('INVALID_CHANNEL', `Invalid channel name: use ${CHANNEL_NAME_RULE}`);
 
   const queryUser = query.get('user') || undefined;
-  const auth = await authorizeChannel(record, channel, query.get('jwt') || request.headers.jwt || undefined, queryUser);
+  const auth = await authorizeChannel(
+    record,
+    channel,
+    query.get('jwt') || request.headers.jwt || undefined,
+    queryUser,
+  );
   if (!auth.ok) return reject('AUTH_FAILED');
 
   const { maxConnectionsPerNode, maxConnectionsPerKey } = ctx.config.limits;
@@ -97,7 +106,8 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
   }
   if (maxConnectionsPerKey > 0) {
     const inUse = await ctx.engine.counts.sum(key).catch(() => ctx.registry.countOfKey(key));
-    if (inUse >= maxConnectionsPerKey) return reject('CONNECTION_LIMIT', 'Connection limit reached for this API key');
+    if (inUse >= maxConnectionsPerKey)
+      return reject('CONNECTION_LIMIT', 'Connection limit reached for this API key');
   }
 
   const subscription = buildSubscription(protocol, key, channel, true, {

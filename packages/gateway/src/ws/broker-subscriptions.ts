@@ -23,7 +23,10 @@ export class BrokerSubscriptions {
     }
     this.counts.set(id, { topic, count: 1 });
     await this.broker.subscribe(topic).catch((error: unknown) => {
-      this.logger.warn({ err: error, topic }, 'broker subscribe failed; it is restored when the engine is back');
+      this.logger.warn(
+        { err: error, topic },
+        'broker subscribe failed; it is restored when the engine is back',
+      );
     });
   }
 

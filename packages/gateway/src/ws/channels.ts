@@ -26,7 +26,11 @@ export async function enterChannel(
 }
 
 /** Takes a subscription down: the reverse of `enterChannel`, including `member_left`. */
-export async function leaveChannel(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
+export async function leaveChannel(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  sub: Subscription,
+): Promise<void> {
   if (!state.closed) state.conn?.unsubscribe(localTopicOf(sub.topic, sub.primary));
   state.subs.delete(sub.channel);
   ctx.registry.leaveTopic(sub.topic, state);

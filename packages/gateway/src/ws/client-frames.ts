@@ -10,17 +10,36 @@ const CLIENT_MESSAGES_OFF = 'Client messages are disabled for this API key';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Reports a problem with one frame; the socket stays open. */
-export function sendFrameError(ctx: GatewayContext, state: ConnectionState, text: string, channel?: string): void {
+export function sendFrameError(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  text: string,
+  channel?: string,
+): void {
   if (state.protocol === 'v3') sendTo(ctx, state, v3ErrorEvent(text));
-  else sendTo(ctx, state, v4Event('system::error', channel === undefined ? { error: text } : { channel, error: text }));
+  else
+    sendTo(
+      ctx,
+      state,
+      v4Event('system::error', channel === undefined ? { error: text } : { channel, error: text }),
+    );
 }
 
 /** Every client frame enters here: size limit, rate limit, then the protocol's rules (SPEC §6, §9). */
-export function handleClientFrame(ctx: GatewayContext, state: ConnectionState, data: ArrayBuffer, isBinary: boolean): void {
+export function handleClientFrame(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  data: ArrayBuffer,
+  isBinary: boolean,
+): void {
   if (state.closed) return;
   const { maxMessageBytes, clientMessagesPerSecond } = ctx.config.limits;
   if (data.byteLength > maxMessageBytes) {
-    closeConnection(state, 'MESSAGE_TOO_LARGE', `Message too large: ${data.byteLength} bytes, the limit is ${maxMessageBytes}`);
+    closeConnection(
+      state,
+      'MESSAGE_TOO_LARGE',
+      `Message too large: ${data.byteLength} bytes, the limit is ${maxMessageBytes}`,
+    );
     return;
   }
   const now = Date.now();
@@ -29,7 +48,11 @@ export function handleClientFrame(ctx: GatewayContext, state: ConnectionState, d
     state.rateCount = 0;
   }
   if (++state.rateCount > clientMessagesPerSecond) {
-    closeConnection(state, 'RATE_LIMITED', `Rate limit exceeded: more than ${clientMessagesPerSecond} messages per second`);
+    closeConnection(
+      state,
+      'RATE_LIMITED',
+      `Rate limit exceeded: more than ${clientMessagesPerSecond} messages per second`,
+    );
     return;
   }
   const primary = state.subs.get(state.primary);
@@ -50,18 +73,33 @@ export function handleClientFrame(ctx: GatewayContext, state: ConnectionState, d
   else handleV4Text(ctx, state, primary, text);
 }
 
-function handleBinary(ctx: GatewayContext, state: ConnectionState, primary: Subscription, data: ArrayBuffer): void {
+function handleBinary(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  primary: Subscription,
+  data: ArrayBuffer,
+): void {
   if (!state.record.clientMessages) return sendFrameError(ctx, state, CLIENT_MESSAGES_OFF);
   const base64 = Buffer.from(data).toString('base64');
-  if (state.protocol === 'v3') relayClientMessage(ctx, state, primary, base64, { stampable: false, binary: true });
-  else relayClientMessage(ctx, state, primary, JSON.stringify({ event: 'system::binary', data: base64 }), { stampable: true });
+  if (state.protocol === 'v3')
+    relayClientMessage(ctx, state, primary, base64, { stampable: false, binary: true });
+  else
+    relayClientMessage(ctx, state, primary, JSON.stringify({ event: 'system::binary', data: base64 }), {
+      stampable: true,
+    });
 }
 
 /** V3: frames are relayed verbatim (JSON or raw text); V3 has no control events. */
-function handleV3Text(ctx: GatewayContext, state: ConnectionState, primary: Subscription, text: string): void {
+function handleV3Text(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  primary: Subscription,
+  text: string,
+): void {
   if (text.includes('"system::')) {
     const event = controlEventOf(text);
-    if (event) return sendFrameError(ctx, state, `Unknown event "${event}": V3 connections take no control events`);
+    if (event)
+      return sendFrameError(ctx, state, `Unknown event "${event}": V3 connections take no control events`);
   }
   if (!state.record.clientMessages) return sendFrameError(ctx, state, CLIENT_MESSAGES_OFF);
   relayClientMessage(ctx, state, primary, text, { stampable: false });
@@ -72,14 +110,20 @@ function handleV3Text(ctx: GatewayContext, state: ConnectionState, primary: Subs
  * `system::channel` (default: the primary) and may be direct messages (`system::to`); anything
  * else belongs to the primary and is relayed verbatim.
  */
-function handleV4Text(ctx: GatewayContext, state: ConnectionState, primary: Subscription, text: string): void {
+function handleV4Text(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  primary: Subscription,
+  text: string,
+): void {
   const frame = parseObject(text);
   if (!frame) {
     if (!state.record.clientMessages) return sendFrameError(ctx, state, CLIENT_MESSAGES_OFF);
     return relayClientMessage(ctx, state, primary, text, { stampable: false });
   }
   const event = frame['event'];
-  if (typeof event === 'string' && event.startsWith('system::')) return handleV4Control(ctx, state, event, frame['data']);
+  if (typeof event === 'string' && event.startsWith('system::'))
+    return handleV4Control(ctx, state, event, frame['data']);
 
   const tag = frame['system::channel'];
   let sub = primary;
@@ -94,7 +138,12 @@ function handleV4Text(ctx: GatewayContext, state: ConnectionState, primary: Subs
   }
   const to = frame['system::to'];
   if (to !== undefined && typeof to !== 'string') {
-    return sendFrameError(ctx, state, 'system::to must be a string (the target user)', sub.primary ? undefined : sub.channel);
+    return sendFrameError(
+      ctx,
+      state,
+      'system::to must be a string (the target user)',
+      sub.primary ? undefined : sub.channel,
+    );
   }
   if (!state.record.clientMessages) return sendFrameError(ctx, state, CLIENT_MESSAGES_OFF);
   relayClientMessage(ctx, state, sub, body, to === undefined ? { stampable: true } : { stampable: true, to });
@@ -104,7 +153,9 @@ function parseObject(text: string): Record<string, unknown> | undefined {
   if (text.charCodeAt(0) !== 123 /* { */) return undefined;
   try {
     const value: unknown = JSON.parse(text);
-    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return value && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

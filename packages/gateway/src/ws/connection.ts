@@ -1,4 +1,13 @@
-import type { ApiKeyRecord, ChannelName, CloseReason, ConnId, JsonValue, Member, Protocol, Topic } from '@switchboard/core';
+import type {
+  ApiKeyRecord,
+  ChannelName,
+  CloseReason,
+  ConnId,
+  JsonValue,
+  Member,
+  Protocol,
+  Topic,
+} from '@switchboard/core';
 import type { Conn } from '../transport/types';
 
 /** One channel a connection is in: the primary (its URL) or, on V4, a secondary. */

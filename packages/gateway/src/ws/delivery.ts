@@ -26,7 +26,10 @@ export function deliverLocal(ctx: GatewayContext, publication: Publication, send
   via.publish(v4PrimaryTopic(topic), publication.body);
   const secondary = v4SecondaryTopic(topic);
   if (ctx.transport.numSubscribers(secondary) > 0) {
-    via.publish(secondary, publication.stampable ? stampChannel(publication.body, topic.channel) : publication.body);
+    via.publish(
+      secondary,
+      publication.stampable ? stampChannel(publication.body, topic.channel) : publication.body,
+    );
   }
 }
 

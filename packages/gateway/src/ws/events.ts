@@ -26,11 +26,19 @@ export function publishToChannel(
   };
   deliverLocal(ctx, publication, options.sender);
   ctx.engine.broker.publish(publication).catch((error: unknown) => {
-    ctx.logger.warn({ err: error, channel: topic.channel }, 'cross-node fan-out failed; delivered on this node only');
+    ctx.logger.warn(
+      { err: error, channel: topic.channel },
+      'cross-node fan-out failed; delivered on this node only',
+    );
   });
 }
 
 /** Sends a V4 frame of `sub`'s channel to one connection: stamped unless it is the primary. */
-export function sendChannelFrame(ctx: GatewayContext, state: ConnectionState, sub: Subscription, body: string): void {
+export function sendChannelFrame(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  sub: Subscription,
+  body: string,
+): void {
   sendTo(ctx, state, sub.primary ? body : stampChannel(body, sub.channel));
 }

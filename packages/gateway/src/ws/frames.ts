@@ -9,12 +9,19 @@ import type { JsonValue, Member } from '@switchboard/core';
 export const errorFrame = (text: string): string => JSON.stringify({ error: text });
 
 /** A non-terminal error: the socket stays open (a bare `{"error"}` would stop v3 SDK reconnects). */
-export const v3ErrorEvent = (text: string): string => JSON.stringify({ event: 'system:error', data: { error: text } });
+export const v3ErrorEvent = (text: string): string =>
+  JSON.stringify({ event: 'system:error', data: { error: text } });
 
 export const BOOT_FRAME = '{"event":"system:boot"}';
 
-export function v4Event(event: string, data: Record<string, JsonValue | Member[] | Member | undefined>, channel?: string): string {
-  return JSON.stringify(channel === undefined ? { event, data } : { event, data, 'system::channel': channel });
+export function v4Event(
+  event: string,
+  data: Record<string, JsonValue | Member[] | Member | undefined>,
+  channel?: string,
+): string {
+  return JSON.stringify(
+    channel === undefined ? { event, data } : { event, data, 'system::channel': channel },
+  );
 }
 
 /**

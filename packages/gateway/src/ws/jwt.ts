@@ -10,9 +10,16 @@ const encoder = new TextEncoder();
  * `exp` (when present) in the future with 5 seconds of leeway, an optional `user` claim of any
  * JSON type.
  */
-export async function verifyChannelToken(token: string, secret: string, channel: string): Promise<TokenCheck> {
+export async function verifyChannelToken(
+  token: string,
+  secret: string,
+  channel: string,
+): Promise<TokenCheck> {
   try {
-    const { payload } = await jwtVerify(token, encoder.encode(secret), { algorithms: ['HS256'], clockTolerance: 5 });
+    const { payload } = await jwtVerify(token, encoder.encode(secret), {
+      algorithms: ['HS256'],
+      clockTolerance: 5,
+    });
     if (payload.sub !== channel) return { ok: false, reason: 'sub does not match the channel' };
     return { ok: true, user: payload['user'] as JsonValue | undefined };
   } catch (error) {

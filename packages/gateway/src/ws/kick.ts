@@ -37,7 +37,12 @@ function matches(sub: Subscription, selector: KickSelector): boolean {
   return true;
 }
 
-function kickFromChannel(ctx: GatewayContext, state: ConnectionState, sub: Subscription, reason: string): void {
+function kickFromChannel(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  sub: Subscription,
+  reason: string,
+): void {
   sendChannelFrame(ctx, state, sub, v4Event('system::kicked', { channel: sub.channel, reason }));
   void leaveChannel(ctx, state, sub);
 }

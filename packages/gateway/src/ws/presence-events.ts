@@ -5,14 +5,28 @@ import { v4Event } from './frames';
 import { sendTo } from './send';
 
 /**
+ * The activity clock: milliseconds with sub-millisecond resolution, so joins and messages in
+ * the same millisecond still order as they happened ("most recently active").
+ */
+export const activityNow = (): number => performance.timeOrigin + performance.now();
+
+/**
  * Presence (SPEC §6). V3: full rosters (the `ROSTER_LIMIT` most recently active) in every event,
  * one event per connection. V4: deltas, one `member_joined`/`member_left` per identity (a user
  * with several connections joins once and leaves once).
  */
-export async function joinPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
+export async function joinPresence(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  sub: Subscription,
+): Promise<void> {
   const { presence } = ctx.engine;
-  const now = Date.now();
-  const joined = await presence.join(sub.topic, { connId: state.id, nodeId: ctx.nodeId, member: sub.member }, now);
+  const now = activityNow();
+  const joined = await presence.join(
+    sub.topic,
+    { connId: state.id, nodeId: ctx.nodeId, member: sub.member },
+    now,
+  );
   sub.touchedAt = now;
   if (state.closed || state.subs.get(sub.channel) !== sub) {
     // Closed or unsubscribed while the join was in flight: the leave already ran and found nothing.
@@ -23,14 +37,26 @@ export async function joinPresence(ctx: GatewayContext, state: ConnectionState, 
   if (sub.topic.protocol === 'v3') {
     const { members } = await presence.roster(sub.topic, limit);
     sendTo(ctx, state, JSON.stringify({ event: 'system:member_list', data: { members } }));
-    const joinedEvent = JSON.stringify({ event: 'system:member_joined', data: { member: sub.member, members } });
+    const joinedEvent = JSON.stringify({
+      event: 'system:member_joined',
+      data: { member: sub.member, members },
+    });
     publishToChannel(ctx, sub.topic, joinedEvent, { stampable: false });
     return;
   }
   const page = await presence.identities(sub.topic, 0, limit);
-  sendChannelFrame(ctx, state, sub, v4Event('system::member_list', { channel: sub.channel, members: page.members, count: page.count }));
+  sendChannelFrame(
+    ctx,
+    state,
+    sub,
+    v4Event('system::member_list', { channel: sub.channel, members: page.members, count: page.count }),
+  );
   if (joined.firstOfIdentity) {
-    const event = v4Event('system::member_joined', { channel: sub.channel, member: sub.member, count: joined.identityCount });
+    const event = v4Event('system::member_joined', {
+      channel: sub.channel,
+      member: sub.member,
+      count: joined.identityCount,
+    });
     publishToChannel(ctx, sub.topic, event, { stampable: true });
   }
 }
@@ -46,7 +72,11 @@ export async function leavePresence(ctx: GatewayContext, connId: string, sub: Su
     return;
   }
   if (left.lastOfIdentity) {
-    const event = v4Event('system::member_left', { channel: sub.channel, member: left.member, count: left.identityCount });
+    const event = v4Event('system::member_left', {
+      channel: sub.channel,
+      member: left.member,
+      count: left.identityCount,
+    });
     publishToChannel(ctx, sub.topic, event, { stampable: true });
   }
 }
@@ -54,7 +84,7 @@ export async function leavePresence(ctx: GatewayContext, connId: string, sub: Su
 /** Records activity for the "most recently active" order; at most one write per second per subscription. */
 export function touchPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): void {
   if (!sub.presence) return;
-  const now = Date.now();
+  const now = activityNow();
   if (now - sub.touchedAt < 1000) return;
   sub.touchedAt = now;
   ctx.engine.presence.touch(sub.topic, state.id, now).catch(() => undefined);

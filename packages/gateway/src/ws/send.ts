@@ -5,7 +5,12 @@ import type { ConnectionState } from './connection';
 import { closeReasonText, errorFrame } from './frames';
 
 /** Sends one frame to one connection; a connection past the slow-consumer limit is closed (4008). */
-export function sendTo(ctx: GatewayContext, state: ConnectionState, frame: string | Uint8Array, isBinary = false): void {
+export function sendTo(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  frame: string | Uint8Array,
+  isBinary = false,
+): void {
   const conn = state.conn;
   if (!conn || state.closed) return;
   conn.send(frame, isBinary);
@@ -16,7 +21,11 @@ export function sendTo(ctx: GatewayContext, state: ConnectionState, frame: strin
  * Closes a connection with a catalog close code. Terminal closes (4500–4999) are preceded by an
  * `{"error": text}` frame (SPEC §7); the close frame's reason is the same text, cut to 123 bytes.
  */
-export function closeConnection(state: ConnectionState, reason: CloseReason, text: string = CLOSE_CODES[reason].message): void {
+export function closeConnection(
+  state: ConnectionState,
+  reason: CloseReason,
+  text: string = CLOSE_CODES[reason].message,
+): void {
   const conn = state.conn;
   if (!conn || state.closed) return;
   const { code } = CLOSE_CODES[reason];

@@ -10,7 +10,9 @@ import { BOOT_FRAME, errorFrame } from './frames';
 import { closeConnection, sendTo } from './send';
 
 /** The WebSocket lifecycle: admission at upgrade, channel entry at open, cleanup at close. */
-export function createSocketHandlers(ctx: GatewayContext): Omit<TransportHandlers<SocketData>, 'http' | 'bodyTooLarge'> {
+export function createSocketHandlers(
+  ctx: GatewayContext,
+): Omit<TransportHandlers<SocketData>, 'http' | 'bodyTooLarge'> {
   const releaseAdmitted = (data: SocketData): void => {
     if (isRejection(data)) return;
     for (const sub of data.subs.values()) ctx.subscriptions.release(sub.topic);

@@ -14,8 +14,14 @@ const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';
 type Reply = (error?: string) => void;
 
 /** Control frames of a V4 socket (SPEC §6); every one is answered within the SDKs' 10 s. */
-export function handleV4Control(ctx: GatewayContext, state: ConnectionState, event: string, data: unknown): void {
-  const fields = data && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>) : {};
+export function handleV4Control(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  event: string,
+  data: unknown,
+): void {
+  const fields =
+    data && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>) : {};
   const channel = fields['channel'];
   const name = typeof channel === 'string' ? channel : '';
   const reply =
@@ -24,7 +30,12 @@ export function handleV4Control(ctx: GatewayContext, state: ConnectionState, eve
       const type = error === undefined ? `system::${kind}_success` : `system::${kind}_error`;
       sendTo(ctx, state, v4Event(type, error === undefined ? { channel: name } : { channel: name, error }));
     };
-  const problem = typeof channel !== 'string' ? 'data.channel is required (a string)' : !isValidChannelName(name) ? `Invalid channel name: use ${CHANNEL_NAME_RULE}` : undefined;
+  const problem =
+    typeof channel !== 'string'
+      ? 'data.channel is required (a string)'
+      : !isValidChannelName(name)
+        ? `Invalid channel name: use ${CHANNEL_NAME_RULE}`
+        : undefined;
   switch (event) {
     case 'system::subscribe':
       if (problem) return reply('subscribe')(problem);
@@ -41,7 +52,11 @@ export function handleV4Control(ctx: GatewayContext, state: ConnectionState, eve
       getMembers(ctx, state, name, reply('member_list'));
       return;
     default:
-      sendFrameError(ctx, state, `Unknown control event "${event}"; expected system::subscribe, system::unsubscribe or system::get_members`);
+      sendFrameError(
+        ctx,
+        state,
+        `Unknown control event "${event}"; expected system::subscribe, system::unsubscribe or system::get_members`,
+      );
   }
 }
 
@@ -57,7 +72,9 @@ async function subscribe(
   const token = typeof fields['jwt'] === 'string' ? fields['jwt'] : undefined;
   // A subscribe without `user` presents the socket's own user (from its URL or JWT).
   const queryUser =
-    fields['user'] === undefined || fields['user'] === '' ? state.subs.get(state.primary)?.user : (fields['user'] as JsonValue);
+    fields['user'] === undefined || fields['user'] === ''
+      ? state.subs.get(state.primary)?.user
+      : (fields['user'] as JsonValue);
   state.pending.add(channel);
   try {
     const auth = await authorizeChannel(state.record, channel, token, queryUser);
@@ -79,7 +96,8 @@ async function subscribe(
 }
 
 function unsubscribe(ctx: GatewayContext, state: ConnectionState, channel: string, reply: Reply): void {
-  if (channel === state.primary) return reply('Cannot unsubscribe from the primary channel; close the socket instead');
+  if (channel === state.primary)
+    return reply('Cannot unsubscribe from the primary channel; close the socket instead');
   const sub = state.subs.get(channel);
   if (!sub) return reply(`Not subscribed to channel ${channel}`);
   reply();
@@ -90,7 +108,13 @@ function getMembers(ctx: GatewayContext, state: ConnectionState, channel: string
   const sub = state.subs.get(channel);
   if (!sub) return reply(`Not subscribed to channel ${channel}`);
   ctx.engine.presence.identities(sub.topic, 0, ctx.config.limits.rosterLimit).then(
-    (page) => sendChannelFrame(ctx, state, sub, v4Event('system::member_list', { channel, members: page.members, count: page.count })),
+    (page) =>
+      sendChannelFrame(
+        ctx,
+        state,
+        sub,
+        v4Event('system::member_list', { channel, members: page.members, count: page.count }),
+      ),
     () => reply('Could not fetch members: the engine is unreachable'),
   );
 }

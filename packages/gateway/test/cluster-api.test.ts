@@ -1,0 +1,298 @@
+import { createMemoryState } from '@switchboard/core';
+import type { ApiKeyRecord } from '@switchboard/core';
+import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { TestClient, TestGateway } from '@switchboard/testing';
+
+let node: TestGateway;
+let key: ApiKeyRecord;
+const clients: TestClient[] = [];
+
+const open = async (
+  path: string,
+  query: Record<string, string> = {},
+  apiKey = key.key,
+): Promise<TestClient> => {
+  const client = await connectClient(node.wsUrl(path, { api_key: apiKey, ...query }));
+  clients.push(client);
+  return client;
+};
+const call = (path: string, body: Record<string, unknown>, creds: ApiKeyRecord = key) =>
+  postJson(`${node.httpUrl}${path}`, { key: creds.key, secret: creds.secret, ...body });
+/** Joins presence and waits for the member list, so the member is stored. */
+const member = async (path: string, query: Record<string, string>): Promise<TestClient> => {
+  const client = await open(path, { presence: '1', ...query });
+  await client.next((f) => String(f.json?.['event']).endsWith('member_list'));
+  return client;
+};
+
+beforeAll(async () => {
+  node = await startGateway({ memoryState: createMemoryState() });
+  key = await createTestKey(node.engine);
+});
+afterEach(() => {
+  for (const client of clients.splice(0)) client.close();
+});
+afterAll(() => node.close());
+
+describe('POST /api/publish and /api/v4/publish', () => {
+  it('accepts the SDK aliases channelId and roomId, and a JSON-encoded string message as that string', async () => {
+    const client = await open('/v3/alias');
+    expect((await call('/api/publish', { channelId: 'alias', message: '{"event":"a"}' })).body).toEqual({
+      success: true,
+    });
+    expect((await client.next()).text).toBe('{"event":"a"}');
+    await call('/api/publish', { roomId: 'alias', message: 42 });
+    expect((await client.next()).text).toBe('42');
+  });
+
+  it('answers 400 naming the problem for a missing message, channel or credentials', async () => {
+    expect(await call('/api/publish', { channel: 'c' })).toMatchObject({
+      status: 400,
+      body: { success: false, error: 'Missing message from payload' },
+    });
+    expect(await call('/api/publish', { channel: 'c', message: null })).toMatchObject({
+      status: 400,
+      body: { error: 'Missing message from payload' },
+    });
+    expect(await call('/api/publish', { message: 'm' })).toMatchObject({
+      status: 400,
+      body: { error: 'Missing field "channel"' },
+    });
+    expect((await call('/api/publish', { channel: 'no spaces', message: 'm' })).body['error']).toContain(
+      'Invalid field "channel"',
+    );
+    expect(
+      await postJson(`${node.httpUrl}/api/publish`, { secret: 'x', channel: 'c', message: 1 }),
+    ).toMatchObject({ status: 400, body: { error: 'Missing field "key"' } });
+    expect(
+      await postJson(`${node.httpUrl}/api/publish`, { key: key.key, secret: 5, channel: 'c', message: 1 }),
+    ).toMatchObject({ status: 400, body: { error: 'Invalid field "secret": must be a string' } });
+  });
+
+  it('answers 401 for an unknown key or a wrong secret', async () => {
+    expect(await call('/api/publish', { channel: 'c', message: 1, secret: 'wrong' })).toMatchObject({
+      status: 401,
+      body: { success: false, error: 'Unknown API key or wrong secret' },
+    });
+    expect((await call('/api/publish', { key: 'unknown', channel: 'c', message: 1 })).status).toBe(401);
+  });
+
+  it('appends publishes to the key log', async () => {
+    await call('/api/v4/publish', { channel: 'logged', message: { event: 'l' } });
+    const [latest] = await node.engine.logs.recent(key.key, 1);
+    expect(latest).toMatchObject({
+      channel: 'logged',
+      protocol: 'v4',
+      source: 'api',
+      message: '{"event":"l"}',
+    });
+    expect(new Date(latest!.timestamp).toISOString()).toBe(latest!.timestamp);
+  });
+
+  it('never delivers across keys', async () => {
+    const other = await createTestKey(node.engine);
+    const outsider = await open('/v3/shared-name', {}, other.key);
+    const insider = await open('/v3/shared-name');
+    await call('/api/publish', { channel: 'shared-name', message: 'mine' });
+    expect((await insider.next()).text).toBe('mine');
+    await outsider.expectSilence();
+  });
+});
+
+describe('POST /api/v4/members', () => {
+  it('lists identities deduplicated, most recently active first, with the true count', async () => {
+    await member('/v4/m1', { user: 'ann', uuid: 'a1' });
+    await member('/v4/m1', { user: 'bob', uuid: 'b1' });
+    await member('/v4/m1', { user: 'ann', uuid: 'a2' });
+    await member('/v4/m1', { uuid: 'anon-1' });
+    await open('/v4/m1', { user: 'no-presence' });
+    expect((await call('/api/v4/members', { channel: 'm1' })).body).toEqual({
+      success: true,
+      members: ['anon-1', 'ann', 'bob'],
+      count: 3,
+    });
+  });
+
+  it('paginates with page/limit, caps limit at 100, and gives [] past the end', async () => {
+    for (let i = 0; i < 5; i++) await member('/v4/pg', { user: `u${i}` });
+    expect((await call('/api/v4/members', { channel: 'pg', paginate: 1, page: 2, limit: 2 })).body).toEqual({
+      success: true,
+      members: ['u2', 'u1'],
+      count: 5,
+      page: 2,
+      limit: 2,
+      totalPages: 3,
+    });
+    expect((await call('/api/v4/members', { channel: 'pg', paginate: 1, limit: 1000 })).body).toMatchObject({
+      limit: 100,
+      page: 1,
+      totalPages: 1,
+    });
+    expect((await call('/api/v4/members', { channel: 'pg', paginate: 1, page: 9 })).body).toMatchObject({
+      members: [],
+      count: 5,
+    });
+    expect((await call('/api/v4/members', { channel: 'pg', paginate: 1, page: 0 })).status).toBe(400);
+    expect((await call('/api/v4/members', { channel: 'pg', paginate: 1, limit: -1 })).body['error']).toBe(
+      'Invalid field "limit": must be 1 or more',
+    );
+    expect((await call('/api/v4/members', {})).body['error']).toBe('Missing field "channel"');
+  });
+
+  it('lists at most the 200 most recently active without pagination', async () => {
+    const small = await startGateway({ memoryState: createMemoryState(), env: { ROSTER_LIMIT: '3' } });
+    try {
+      const k = await createTestKey(small.engine);
+      for (let i = 0; i < 5; i++) {
+        const c = await connectClient(
+          small.wsUrl('/v4/big', { api_key: k.key, presence: '1', user: `u${i}` }),
+        );
+        clients.push(c);
+        await c.nextEvent('system::member_list');
+      }
+      expect(
+        (await postJson(`${small.httpUrl}/api/v4/members`, { key: k.key, secret: k.secret, channel: 'big' }))
+          .body,
+      ).toEqual({
+        success: true,
+        members: ['u4', 'u3', 'u2'],
+        count: 5,
+      });
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('POST /api/members (V3)', () => {
+  it('lists member objects of one channel, or of every channel of the key', async () => {
+    await member('/v3/v3a', { user: 'ann', uuid: 'a1' });
+    await member('/v3/v3a', { user: 'ann', uuid: 'a2' });
+    await member('/v3/v3b', { uuid: 'z' });
+    const one = (await call('/api/members', { channel: 'v3a' })).body;
+    expect(one['success']).toBe(true);
+    expect(one['members']).toEqual(
+      expect.arrayContaining([
+        { uuid: 'a1', user: 'ann' },
+        { uuid: 'a2', user: 'ann' },
+      ]),
+    );
+    const all = (await call('/api/members', {})).body['channels'] as Record<string, unknown>;
+    expect(all['v3b']).toEqual([{ uuid: 'z' }]);
+    expect(all['v3a']).toHaveLength(2);
+  });
+});
+
+describe('kicks', () => {
+  const kicked = async (client: TestClient, reason = 'Connection closed by administrator'): Promise<void> => {
+    expect((await client.next((f) => f.json?.['error'] !== undefined)).json).toEqual({ error: reason });
+    expect(await client.closed).toEqual({ code: 4509, reason });
+  };
+
+  it('/api/kick closes every connection of the key, both versions, with the reason', async () => {
+    const k = await createTestKey(node.engine);
+    const v3 = await open('/v3/k1', {}, k.key);
+    const v4 = await open('/v4/k2', {}, k.key);
+    const bystander = await open('/v3/k1');
+    expect((await call('/api/kick', { reason: 'Maintenance' }, k)).body).toEqual({ success: true });
+    await kicked(v3, 'Maintenance');
+    await kicked(v4, 'Maintenance');
+    await bystander.expectSilence();
+  });
+
+  it('/api/kick refuses uuid, user and channel with 400 instead of kicking everyone', async () => {
+    const client = await open('/v3/safe');
+    for (const field of ['uuid', 'user', 'channel']) {
+      const response = await call('/api/kick', { [field]: 'x' });
+      expect(response.status).toBe(400);
+      expect(response.body['error']).toContain(`Invalid field "${field}"`);
+    }
+    await client.expectSilence();
+  });
+
+  it('/api/v4/kick by uuid, by user, by the pair, limited by channel', async () => {
+    const byUuid = await open('/v4/t', { uuid: 'dev-1', user: 'ann' });
+    const sameUser = await open('/v4/t', { uuid: 'dev-2', user: 'ann' });
+    const other = await open('/v4/t', { uuid: 'dev-3', user: 'bob' });
+    await call('/api/v4/kick', { uuid: 'dev-1' });
+    await kicked(byUuid);
+    await call('/api/v4/kick', { uuid: 'dev-3', user: 'ann' });
+    await other.expectSilence();
+    await sameUser.expectSilence();
+    await call('/api/v4/kick', { user: 'ann', channel: 'elsewhere' });
+    await sameUser.expectSilence();
+    await call('/api/v4/kick', { user: 'ann', channel: 't' });
+    await kicked(sameUser);
+    await call('/api/v4/kick', { uuid: 'dev-3', user: 'bob' });
+    await kicked(other);
+  });
+
+  it('/api/v4/kick on a secondary channel unsubscribes it and sends system::kicked; on the primary closes', async () => {
+    const client = await open('/v4/main', { user: 'ann' });
+    client.send({ event: 'system::subscribe', data: { channel: 'side' } });
+    await client.nextEvent('system::subscribe_success');
+    await call('/api/v4/kick', { channel: 'side', reason: 'bye side' });
+    expect((await client.nextEvent('system::kicked')).json).toEqual({
+      event: 'system::kicked',
+      data: { channel: 'side', reason: 'bye side' },
+      'system::channel': 'side',
+    });
+    await call('/api/v4/publish', { channel: 'side', message: 'after kick' });
+    await client.expectSilence((f) => f.text === 'after kick');
+    await call('/api/v4/kick', { channel: 'main' });
+    await kicked(client);
+  });
+
+  it('/api/v4/kick without uuid and user kicks V3 connections of the channel too', async () => {
+    const v3 = await open('/v3/both');
+    const v4 = await open('/v4/both');
+    await call('/api/v4/kick', { channel: 'both' });
+    await kicked(v3);
+    await kicked(v4);
+  });
+
+  it('cuts the close reason to 123 bytes on a UTF-8 boundary; the error frame keeps the whole text', async () => {
+    const client = await open('/v3/long');
+    const reason = 'é'.repeat(100);
+    await call('/api/kick', { reason });
+    expect((await client.next()).json).toEqual({ error: reason });
+    const closed = await client.closed;
+    expect(closed.code).toBe(4509);
+    expect(closed.reason).toBe('é'.repeat(61));
+  });
+});
+
+describe('HTTP errors and health', () => {
+  it('answers health with ok', async () => {
+    const response = await fetch(`${node.httpUrl}/api/health`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ status: 'ok' });
+  });
+
+  it('answers 404 for unknown paths and 405 with Allow for wrong methods', async () => {
+    expect(await postJson(`${node.httpUrl}/api/nope`, {})).toMatchObject({
+      status: 404,
+      body: { success: false, error: 'No such endpoint: POST /api/nope' },
+    });
+    const wrong = await fetch(`${node.httpUrl}/api/publish`);
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('POST');
+    expect(await wrong.json()).toMatchObject({ success: false });
+    const health = await fetch(`${node.httpUrl}/api/health`, { method: 'POST' });
+    expect(health.status).toBe(405);
+    expect(health.headers.get('allow')).toBe('GET, HEAD');
+  });
+
+  it('answers 400 for malformed JSON and non-object bodies, 413 over 64 KiB', async () => {
+    expect((await postJson(`${node.httpUrl}/api/publish`, '{"key":')).body['error']).toMatch(
+      /^Request body is not valid JSON/,
+    );
+    expect((await postJson(`${node.httpUrl}/api/publish`, '[1,2]')).body['error']).toBe(
+      'Request body must be a JSON object',
+    );
+    expect((await postJson(`${node.httpUrl}/api/publish`, '')).status).toBe(400);
+    const big = await call('/api/publish', { channel: 'c', message: 'x'.repeat(70 * 1024) });
+    expect(big).toMatchObject({ status: 413, body: { success: false } });
+    expect((await fetch(`${node.httpUrl}/api/health`)).status).toBe(200);
+  });
+});

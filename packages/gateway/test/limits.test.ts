@@ -1,0 +1,75 @@
+import { createMemoryState } from '@switchboard/core';
+import type { ApiKeyRecord } from '@switchboard/core';
+import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { TestClient, TestGateway } from '@switchboard/testing';
+
+let node: TestGateway;
+let key: ApiKeyRecord;
+const clients: TestClient[] = [];
+
+const open = async (path: string, query: Record<string, string> = {}): Promise<TestClient> => {
+  const client = await connectClient(node.wsUrl(path, { api_key: key.key, ...query }));
+  clients.push(client);
+  return client;
+};
+
+beforeAll(async () => {
+  node = await startGateway({
+    memoryState: createMemoryState(),
+    env: { CLIENT_MESSAGES_PER_SECOND: '20', SLOW_CONSUMER_BYTES: String(256 * 1024) },
+  });
+  key = await createTestKey(node.engine);
+});
+afterEach(() => {
+  for (const client of clients.splice(0)) client.close();
+});
+afterAll(() => node.close());
+
+describe('limits (SPEC §9)', () => {
+  it('closes a frame over 64 KiB with an error frame and 4513', async () => {
+    const client = await open('/v3/big');
+    client.send('x'.repeat(64 * 1024 + 1));
+    expect((await client.next()).json).toEqual({
+      error: 'Message too large: 65537 bytes, the limit is 65536',
+    });
+    expect((await client.closed).code).toBe(4513);
+  });
+
+  it('accepts a frame of exactly 64 KiB', async () => {
+    const sender = await open('/v4/edge');
+    const receiver = await open('/v4/edge');
+    sender.send('y'.repeat(64 * 1024));
+    expect((await receiver.next()).text).toHaveLength(64 * 1024);
+  });
+
+  it('closes a connection over the message rate with 4029 and no error frame (it may reconnect)', async () => {
+    const client = await open('/v3/flood');
+    for (let i = 0; i < 25; i++) client.send(`m${i}`);
+    const closed = await client.closed;
+    expect(closed.code).toBe(4029);
+    expect(client.received.filter((f) => f.json?.['error'] !== undefined)).toEqual([]);
+  });
+
+  it('closes a slow consumer with 4008 without slowing the others', async () => {
+    const slow = await open('/v3/firehose');
+    const fast = await open('/v3/firehose');
+    (slow.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+    const message = 'z'.repeat(32 * 1024);
+    let published = 0;
+    const before = node.gateway.context.registry.size;
+    while (node.gateway.context.registry.size === before && published < 2000) {
+      const response = await postJson(`${node.httpUrl}/api/publish`, {
+        key: key.key,
+        secret: key.secret,
+        channel: 'firehose',
+        message,
+      });
+      expect(response.status).toBe(200);
+      published++;
+    }
+    expect(node.gateway.context.registry.size).toBe(before - 1);
+    await fast.next(() => fast.received.length === published, 10_000);
+    (slow.socket as unknown as { _socket: { resume(): void } })._socket.resume();
+    expect((await slow.closed).code).toBe(4008);
+  });
+});
