@@ -3,6 +3,7 @@ import type { Transport } from './transport/types';
 import type { Registry } from './ws/registry';
 import type { BrokerSubscriptions } from './ws/broker-subscriptions';
 import type { KeyCache } from './key-cache';
+import type { Recovery } from './cluster/recovery';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -14,6 +15,7 @@ export interface GatewayContext {
   readonly registry: Registry;
   readonly subscriptions: BrokerSubscriptions;
   readonly keys: KeyCache;
+  readonly recovery: Recovery;
   readonly status: { draining: boolean; admitting: number };
   nextConnId(): string;
 }

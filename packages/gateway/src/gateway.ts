@@ -1,7 +1,10 @@
 import type { Config, ControlCommand, Engine, Logger } from '@switchboard/core';
 import { bodyTooLarge, createApiHandler } from './api/router';
+import { Membership } from './cluster/membership';
+import { Recovery } from './cluster/recovery';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
+import type { Transport } from './transport/types';
 import { createUwsTransport } from './transport/uws';
 import { BrokerSubscriptions } from './ws/broker-subscriptions';
 import type { SocketData } from './ws/connection';
@@ -18,12 +21,13 @@ export interface GatewayDeps {
 }
 
 export interface Gateway {
-  /** Binds `config.host:config.port` (0 picks a free port) and resolves the port. */
+  /** Joins the cluster, binds `config.host:config.port` (0 picks a free port), resolves the port. */
   listen(): Promise<number>;
   /**
-   * Graceful drain (SPEC §8): health reports `draining`, the listen socket closes, sockets are
-   * closed in batches with 4000 so clients reconnect elsewhere, and this node's presence is
-   * removed. Resolves when every socket is closed or the grace period is over.
+   * Graceful drain (SPEC §8): health reports `draining`, the listen socket closes, this node's
+   * presence (with `member_left` events) and counts are removed at once, and sockets are closed
+   * in batches with 4000 so clients reconnect elsewhere. Resolves when every socket is closed or
+   * the grace period is over.
    */
   drain(): Promise<void>;
   /** Closes everything at once (after `drain`, or in tests). */
@@ -32,27 +36,36 @@ export interface Gateway {
 }
 
 const SLOW_CONSUMER_SWEEP_MS = 250;
+const DRAIN_BATCH_PAUSE_MS = 20;
 
 export function createGateway(deps: GatewayDeps): Gateway {
   const { config, engine } = deps;
   const logger = deps.logger.child({ component: 'gateway' });
-  let sequence = 0;
-  const status = { draining: false, admitting: 0 };
   const registry = new Registry();
+  let sequence = 0;
+  let transport: Transport | undefined;
 
   const ctx: GatewayContext = {
     config,
     engine,
     logger,
     nodeId: config.nodeId,
-    transport: undefined as unknown as GatewayContext['transport'],
+    get transport(): Transport {
+      if (!transport) throw new Error('transport not created yet');
+      return transport;
+    },
     registry,
     subscriptions: new BrokerSubscriptions(engine.broker, logger),
     keys: new KeyCache(engine.keys, config.cluster.keyCacheMs),
-    status,
+    get recovery(): Recovery {
+      return recovery;
+    },
+    status: { draining: false, admitting: 0 },
     nextConnId: () => `${config.nodeId}/${(++sequence).toString(36)}`,
   };
-  const transport = createUwsTransport<SocketData>(
+  const recovery = new Recovery(ctx);
+  const membership = new Membership(ctx);
+  transport = createUwsTransport<SocketData>(
     {
       ...createSocketHandlers(ctx),
       http: createApiHandler(ctx),
@@ -69,7 +82,6 @@ export function createGateway(deps: GatewayDeps): Gateway {
       maxBackpressureBytes: config.limits.slowConsumerBytes * 8,
     },
   );
-  (ctx as { transport: GatewayContext['transport'] }).transport = transport;
 
   engine.broker.setHandlers({
     message(publication) {
@@ -79,7 +91,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
     control(command: ControlCommand) {
       if (command.type === 'kick') executeKick(ctx, command.selector);
       else if (command.type === 'key-changed') ctx.keys.invalidate(command.key);
+      else if (command.type === 'node-dead' && command.nodeId === config.nodeId && !ctx.status.draining) {
+        logger.warn('this node was declared dead by the cluster; rewriting its presence and counts');
+        void recovery.restore();
+      }
     },
+  });
+  engine.onAvailability((available) => {
+    if (!available || ctx.status.draining) return;
+    void recovery.restore();
+    void membership.tick();
   });
 
   const sweep = setInterval(() => {
@@ -91,38 +112,45 @@ export function createGateway(deps: GatewayDeps): Gateway {
   sweep.unref();
 
   async function drain(): Promise<void> {
-    if (status.draining) return;
-    status.draining = true;
+    if (ctx.status.draining) return;
+    ctx.status.draining = true;
+    const started = Date.now();
     logger.info({ connections: registry.size }, 'draining');
-    transport.stopListening();
+    ctx.transport.stopListening();
+    await membership.leave();
+    await membership.cleanupNode(config.nodeId).catch((error: unknown) => {
+      logger.warn(
+        { err: error },
+        'could not remove presence and counts while draining; the cluster removes them when this node stops heartbeating',
+      );
+    });
     const { drainBatchSize, drainGraceMs } = config.cluster;
-    const deadline = Date.now() + drainGraceMs;
-    while (registry.size > 0 && Date.now() < deadline) {
+    while (registry.size > 0 && Date.now() - started < drainGraceMs) {
       let closed = 0;
       for (const state of [...registry.all()]) {
         closeConnection(state, 'SERVER_DRAINING');
         if (++closed >= drainBatchSize) break;
       }
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, DRAIN_BATCH_PAUSE_MS));
     }
-    await engine.presence.removeNode(config.nodeId).catch(() => undefined);
-    await engine.counts.removeNode(config.nodeId).catch(() => undefined);
-    logger.info('drained');
+    logger.info({ ms: Date.now() - started, left: registry.size }, 'drained');
   }
 
   return {
     context: ctx,
     async listen() {
-      const port = await transport.listen(config.host, config.port);
+      await membership.start();
+      const port = await ctx.transport.listen(config.host, config.port);
       logger.info({ port, host: config.host, engine: engine.kind }, 'ready');
       return port;
     },
     drain,
     async close() {
       clearInterval(sweep);
-      status.draining = true;
+      membership.stop();
       for (const state of [...registry.all()]) closeConnection(state, 'SERVER_DRAINING');
-      transport.close();
+      ctx.status.draining = true;
+      ctx.transport.close();
     },
   };
 }

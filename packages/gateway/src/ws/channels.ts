@@ -25,7 +25,10 @@ export async function enterChannel(
   if (sub.presence) await joinPresence(ctx, state, sub).catch(logFailure(ctx, 'presence join'));
 }
 
-/** Takes a subscription down: the reverse of `enterChannel`, including `member_left`. */
+/**
+ * Takes a subscription down: the reverse of `enterChannel`, including `member_left`. While the
+ * node drains, its presence and counts were already removed wholesale and are left alone.
+ */
 export async function leaveChannel(
   ctx: GatewayContext,
   state: ConnectionState,
@@ -35,6 +38,11 @@ export async function leaveChannel(
   state.subs.delete(sub.channel);
   ctx.registry.leaveTopic(sub.topic, state);
   ctx.subscriptions.release(sub.topic);
+  if (ctx.status.draining) return;
   ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(logFailure(ctx, 'count decrement'));
-  if (sub.presence) await leavePresence(ctx, state.id, sub).catch(logFailure(ctx, 'presence leave'));
+  if (!sub.presence) return;
+  await leavePresence(ctx, state.id, sub).catch((error: unknown) => {
+    ctx.recovery.noteFailedLeave(sub.topic, state.id);
+    logFailure(ctx, 'presence leave')(error);
+  });
 }

@@ -1,3 +1,4 @@
+import type { LeaveResult, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
 import { publishToChannel, sendChannelFrame } from './events';
@@ -62,22 +63,25 @@ export async function joinPresence(
 }
 
 export async function leavePresence(ctx: GatewayContext, connId: string, sub: Subscription): Promise<void> {
-  const { presence } = ctx.engine;
-  const left = await presence.leave(sub.topic, connId);
-  if (!left) return;
-  if (sub.topic.protocol === 'v3') {
-    const { members } = await presence.roster(sub.topic, ctx.config.limits.rosterLimit);
+  const left = await ctx.engine.presence.leave(sub.topic, connId);
+  if (left) await publishLeave(ctx, sub.topic, left);
+}
+
+/** Announces a removal from a topic's presence: every V3 leave, a V4 identity's last leave. */
+export async function publishLeave(ctx: GatewayContext, topic: Topic, left: LeaveResult): Promise<void> {
+  if (topic.protocol === 'v3') {
+    const { members } = await ctx.engine.presence.roster(topic, ctx.config.limits.rosterLimit);
     const event = JSON.stringify({ event: 'system:member_left', data: { member: left.member, members } });
-    publishToChannel(ctx, sub.topic, event, { stampable: false });
+    publishToChannel(ctx, topic, event, { stampable: false });
     return;
   }
   if (left.lastOfIdentity) {
     const event = v4Event('system::member_left', {
-      channel: sub.channel,
+      channel: topic.channel,
       member: left.member,
       count: left.identityCount,
     });
-    publishToChannel(ctx, sub.topic, event, { stampable: true });
+    publishToChannel(ctx, topic, event, { stampable: true });
   }
 }
 

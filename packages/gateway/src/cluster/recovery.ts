@@ -1,0 +1,91 @@
+import type { ConnId, Topic } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import { publishToChannel } from '../ws/events';
+import { v4Event } from '../ws/frames';
+import { activityNow, publishLeave } from '../ws/presence-events';
+import { topicKey } from '../ws/topics';
+
+const BATCH = 500;
+
+/**
+ * Brings the engine back in line with this node's own connections (SPEC §8), after Redis was
+ * unreachable or after this node was wrongly declared dead:
+ * - counts: this node's share is removed and written again from the open connections;
+ * - presence: leaves that failed while the engine was away are retried (with their events), and
+ *   every open presence subscription is joined again (idempotent; a V4 identity that had been
+ *   removed is announced with `member_joined` again);
+ * - broker subscriptions: every topic with local subscribers is subscribed again.
+ */
+export class Recovery {
+  private readonly failedLeaves = new Map<string, { topic: Topic; connId: ConnId }>();
+  private running: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly ctx: GatewayContext) {}
+
+  noteFailedLeave(topic: Topic, connId: ConnId): void {
+    this.failedLeaves.set(`${topicKey(topic)}|${connId}`, { topic, connId });
+  }
+
+  /** Runs a restore; a request while one runs schedules exactly one more after it. */
+  restore(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.run().finally(() => {
+      this.running = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.restore();
+      }
+    });
+    return this.running;
+  }
+
+  private async run(): Promise<void> {
+    const { ctx } = this;
+    const { engine, nodeId, logger } = ctx;
+    const started = Date.now();
+    try {
+      await ctx.subscriptions.restore();
+      await engine.counts.removeNode(nodeId);
+      for (const [id, { topic, connId }] of [...this.failedLeaves]) {
+        const left = await engine.presence.leave(topic, connId);
+        this.failedLeaves.delete(id);
+        if (left) await publishLeave(ctx, topic, left);
+      }
+      let batch: Promise<unknown>[] = [];
+      let subscriptions = 0;
+      for (const state of ctx.registry.all()) {
+        for (const sub of state.subs.values()) {
+          subscriptions++;
+          batch.push(engine.counts.increment(nodeId, state.key, sub.channel));
+          if (sub.presence) {
+            const entry = { connId: state.id, nodeId, member: sub.member };
+            batch.push(
+              engine.presence.join(sub.topic, entry, sub.touchedAt || activityNow()).then((joined) => {
+                if (sub.topic.protocol === 'v4' && joined.firstOfIdentity) {
+                  const event = v4Event('system::member_joined', {
+                    channel: sub.channel,
+                    member: sub.member,
+                    count: joined.identityCount,
+                  });
+                  publishToChannel(ctx, sub.topic, event, { stampable: true });
+                }
+              }),
+            );
+          }
+          if (batch.length >= BATCH) {
+            await Promise.all(batch);
+            batch = [];
+          }
+        }
+      }
+      await Promise.all(batch);
+      logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
+    } catch (error) {
+      logger.warn({ err: error }, 'rewriting local state failed; retried when the engine is back');
+    }
+  }
+}
