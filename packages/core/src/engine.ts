@@ -81,6 +81,7 @@ export async function createEngine(config: Config, deps: EngineDeps): Promise<En
     return createRedisEngine(config, deps.logger);
   }
   const state =
-    deps.memoryState ?? createMemoryState({ logSize: config.limits.logSize, keysFile: join(config.dataDir, 'keys.json') });
+    deps.memoryState ??
+    createMemoryState({ logSize: config.limits.logSize, keysFile: join(config.dataDir, 'keys.json') });
   return createMemoryEngine(state);
 }

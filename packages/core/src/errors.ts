@@ -20,7 +20,10 @@ export const HTTP_ERRORS = {
   SB_METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
   SB_PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
   SB_RATE_LIMITED: { status: 429, message: 'Too many requests' },
-  SB_ENGINE_UNAVAILABLE: { status: 503, message: 'The engine is unreachable; the request was not carried out' },
+  SB_ENGINE_UNAVAILABLE: {
+    status: 503,
+    message: 'The engine is unreachable; the request was not carried out',
+  },
   SB_DRAINING: { status: 503, message: 'The node is draining; retry on another node' },
 } as const satisfies Record<string, HttpErrorSpec>;
 

@@ -2,8 +2,7 @@ import { configSchema } from './schema';
 import type { Env, SeedKey } from './schema';
 
 export type RedisTarget =
-  | { kind: 'standalone'; url: string }
-  | { kind: 'cluster'; nodes: { host: string; port: number }[] };
+  { kind: 'standalone'; url: string } | { kind: 'cluster'; nodes: { host: string; port: number }[] };
 
 /** The frozen configuration every service receives. */
 export interface Config {
@@ -53,14 +52,19 @@ function deepFreeze<T>(value: T): T {
 }
 
 /** Parses the environment once; throws `ConfigError` with one line per problem. */
-export function loadConfig(env: Record<string, string | undefined>, overrides: Partial<Record<string, string>> = {}): Config {
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  overrides: Partial<Record<string, string>> = {},
+): Config {
   const source: Record<string, string> = {};
   for (const [name, value] of Object.entries({ ...env, ...overrides })) {
     if (value !== undefined && value !== '') source[name] = value;
   }
   const parsed = configSchema.safeParse(source);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.') || 'config'}: ${issue.message}`));
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${issue.path.join('.') || 'config'}: ${issue.message}`),
+    );
   }
   const e = parsed.data;
   const redis: RedisTarget | undefined = e.REDIS_CLUSTER_NODES

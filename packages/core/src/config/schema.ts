@@ -15,21 +15,28 @@ const seedKey = z.object({
   forceAuth: z.boolean().default(false),
 });
 
-const seedKeys = z.string().transform((text, ctx) => {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'is not valid JSON' });
-    return z.NEVER;
-  }
-}).pipe(z.array(seedKey));
+const seedKeys = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'is not valid JSON' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.array(seedKey));
 
 const clusterNodes = z.string().transform((text, ctx) => {
-  const nodes = text.split(',').map((part) => part.trim()).filter(Boolean).map((part) => {
-    const match = /^(.+):(\d{1,5})$/.exec(part);
-    if (!match) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${part}" is not host:port` });
-    return { host: match?.[1] ?? '', port: Number(match?.[2] ?? 0) };
-  });
+  const nodes = text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const match = /^(.+):(\d{1,5})$/.exec(part);
+      if (!match) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${part}" is not host:port` });
+      return { host: match?.[1] ?? '', port: Number(match?.[2] ?? 0) };
+    });
   if (nodes.length === 0) ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'lists no host:port' });
   return nodes;
 });
@@ -46,12 +53,21 @@ export const configSchema = z
     ACCOUNT_PORT: port.default(4002),
     METRICS_PORT: port.optional(),
     HOST: z.string().min(1).default('0.0.0.0'),
-    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+      .optional(),
     REDIS_CLUSTER_NODES: clusterNodes.optional(),
-    REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.-]{1,32}$/, 'must be 1 to 32 characters of A-Z a-z 0-9 _ . -').default('sb'),
+    REDIS_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,32}$/, 'must be 1 to 32 characters of A-Z a-z 0-9 _ . -')
+      .default('sb'),
     SWITCHBOARD_KEYS: seedKeys.optional(),
     SWITCHBOARD_DATA_DIR: z.string().min(1).default('.switchboard'),
-    NODE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 _ . -').default(defaultNodeId),
+    NODE_ID: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 characters of A-Z a-z 0-9 _ . -')
+      .default(defaultNodeId),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     MAX_MESSAGE_BYTES: positiveInt.default(64 * 1024),
     CLIENT_MESSAGES_PER_SECOND: positiveInt.default(100),
@@ -69,10 +85,18 @@ export const configSchema = z
   })
   .superRefine((env, ctx) => {
     if (env.REDIS_URL && env.REDIS_CLUSTER_NODES) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['REDIS_CLUSTER_NODES'], message: 'set either REDIS_URL or REDIS_CLUSTER_NODES, not both' });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['REDIS_CLUSTER_NODES'],
+        message: 'set either REDIS_URL or REDIS_CLUSTER_NODES, not both',
+      });
     }
     if (env.HEARTBEAT_INTERVAL_MS * 2 > env.NODE_TIMEOUT_MS) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['NODE_TIMEOUT_MS'], message: 'must be at least twice HEARTBEAT_INTERVAL_MS' });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['NODE_TIMEOUT_MS'],
+        message: 'must be at least twice HEARTBEAT_INTERVAL_MS',
+      });
     }
   });
 

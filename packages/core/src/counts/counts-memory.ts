@@ -16,7 +16,11 @@ export class MemoryConnectionCounts implements ConnectionCounts {
     this.add(nodeId, key, channel, -1);
   }
 
-  async list(key: ApiKey, offset = 0, limit = Number.MAX_SAFE_INTEGER): Promise<{ items: ChannelCount[]; total: number }> {
+  async list(
+    key: ApiKey,
+    offset = 0,
+    limit = Number.MAX_SAFE_INTEGER,
+  ): Promise<{ items: ChannelCount[]; total: number }> {
     const all = this.channelCounts(key).sort(byCountThenName);
     return { items: all.slice(offset, offset + limit), total: all.length };
   }

@@ -33,7 +33,9 @@ export interface KeyStore {
 }
 
 /** A new key record with random, URL-safe, high-entropy key (96 bits) and secret (256 bits). */
-export function generateKeyRecord(options: Partial<Omit<ApiKeyRecord, 'key' | 'secret' | 'createdAt'>> = {}): ApiKeyRecord {
+export function generateKeyRecord(
+  options: Partial<Omit<ApiKeyRecord, 'key' | 'secret' | 'createdAt'>> = {},
+): ApiKeyRecord {
   return {
     key: randomBytes(12).toString('base64url'),
     secret: randomBytes(32).toString('base64url'),

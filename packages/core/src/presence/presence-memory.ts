@@ -114,12 +114,18 @@ export class MemoryPresenceStore implements PresenceStore {
   }
 
   /** Per identity: its latest activity and the member object of that entry. */
-  private identityActivity(state: TopicState): Map<Identity, { id: Identity; activeAt: number; member: Member }> {
+  private identityActivity(
+    state: TopicState,
+  ): Map<Identity, { id: Identity; activeAt: number; member: Member }> {
     const map = new Map<Identity, { id: Identity; activeAt: number; member: Member }>();
     for (const stored of state.entries.values()) {
       const current = map.get(stored.identity);
       if (!current || stored.activeAt >= current.activeAt) {
-        map.set(stored.identity, { id: stored.identity, activeAt: stored.activeAt, member: stored.entry.member });
+        map.set(stored.identity, {
+          id: stored.identity,
+          activeAt: stored.activeAt,
+          member: stored.entry.member,
+        });
       }
     }
     return map;
