@@ -19,6 +19,17 @@ export interface AccountApiDeps {
   readonly config: Config;
 }
 
+const ENDPOINTS: ReadonlyArray<Endpoint<z.ZodTypeAny>> = [
+  domainsEndpoint,
+  connectionsEndpoint,
+  connectionsSumEndpoint,
+  logsEndpoint,
+  membersEndpoint,
+];
+
+/** Every path the account API serves (all GET), for documentation checks. */
+export const ACCOUNT_API_PATHS: readonly string[] = ['/api/health', ...ENDPOINTS.map((e) => `/api${e.path}`)];
+
 /** Express answers HEAD for every GET route. */
 const ALLOW = ['GET', 'HEAD'] as const;
 
@@ -72,11 +83,7 @@ export function createAccountApi(deps: AccountApiDeps): Express {
   api.route('/health').get(health(engine)).all(methodNotAllowed(ALLOW));
   const guards = [requireEngine(engine), authenticate(engine.keys)];
   const context: EndpointContext = { engine, config };
-  mount(api, domainsEndpoint, guards, context);
-  mount(api, connectionsEndpoint, guards, context);
-  mount(api, connectionsSumEndpoint, guards, context);
-  mount(api, logsEndpoint, guards, context);
-  mount(api, membersEndpoint, guards, context);
+  for (const endpoint of ENDPOINTS) mount(api, endpoint, guards, context);
 
   app.use('/api', api);
   app.use(notFound);

@@ -1,4 +1,4 @@
-export { createAccountApi } from './app';
+export { ACCOUNT_API_PATHS, createAccountApi } from './app';
 export type { AccountApiDeps } from './app';
 export { startAccountApi } from './server';
 export type { RunningAccountApi } from './server';

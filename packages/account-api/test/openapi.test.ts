@@ -1,0 +1,131 @@
+import request from 'supertest';
+import type { Response } from 'supertest';
+import { EngineUnavailableError } from '@switchboard/core';
+import type { Engine } from '@switchboard/core';
+import type { Express } from 'express';
+import { ACCOUNT_API_PATHS, createAccountApi } from '../src';
+import { authA, authB, failingPort, populatedEngine, silentLogger, testConfig } from './fixtures';
+import { HTTP_METHODS, OpenApiChecker } from './openapi-document';
+
+const ACCOUNT_SERVER = 'Account API service';
+const checker = new OpenApiChecker();
+
+let app: Express;
+let down: Express;
+let unavailable: Express;
+
+beforeAll(async () => {
+  app = createAccountApi({ engine: await populatedEngine(), logger: silentLogger(), config: testConfig() });
+  const engine = await populatedEngine();
+  const fail = () => new EngineUnavailableError();
+  const failing: Engine = {
+    ...engine,
+    keys: failingPort(engine.keys, fail),
+    counts: failingPort(engine.counts, fail),
+    logs: failingPort(engine.logs, fail),
+    presence: failingPort(engine.presence, fail),
+  };
+  down = createAccountApi({ engine: failing, logger: silentLogger(), config: testConfig() });
+  unavailable = createAccountApi({
+    engine: { ...engine, isAvailable: () => false },
+    logger: silentLogger(),
+    config: testConfig(),
+  });
+});
+
+const real = (res: Response) => ({ status: res.status, body: res.body as unknown, headers: res.headers });
+const check = (path: string, res: Response) => checker.check('get', path.split('?')[0] ?? path, real(res));
+
+describe('docs/openapi.yaml: account API', () => {
+  test('is OpenAPI 3.1 and every response schema compiles', () => {
+    expect(checker.doc['openapi']).toMatch(/^3\.1\.\d+$/);
+    expect(checker.compileEverything()).toBeGreaterThan(40);
+  });
+
+  test('the checker rejects a response that drifted', () => {
+    const probe = new OpenApiChecker();
+    const drifted = { status: 200, body: [{ channel_id: 'a', room_id: 'a', count: 1 }] };
+    expect(() => probe.check('get', '/api/connections', drifted)).toThrow(/does not match/);
+    expect(() => probe.check('get', '/api/connections', { status: 418, body: {} })).toThrow(
+      /documents no 418/,
+    );
+  });
+
+  test('documents exactly the paths the account API serves', () => {
+    const documented = Object.entries(checker.doc.paths)
+      .filter(([, item]) =>
+        HTTP_METHODS.some((m) =>
+          ((item[m]?.['servers'] ?? []) as Array<{ description?: string }>).some(
+            (s) => s.description === ACCOUNT_SERVER,
+          ),
+        ),
+      )
+      .map(([path]) => path)
+      .sort();
+    expect(documented).toEqual([...ACCOUNT_API_PATHS].sort());
+  });
+
+  test('200 responses of every endpoint match', async () => {
+    for (const path of [
+      '/api/domains',
+      '/api/connections',
+      '/api/connections/sum',
+      '/api/logs',
+      '/api/members',
+    ]) {
+      for (const auth of [authA, authB]) check(path, await request(app).get(path).set(auth).expect(200));
+    }
+    for (const query of ['?page=1&limit=2', '?page=2', '?limit=500', '?page=99']) {
+      check(
+        `/api/connections${query}`,
+        await request(app).get(`/api/connections${query}`).set(authA).expect(200),
+      );
+    }
+    check('/api/health', await request(app).get('/api/health').expect(200));
+  });
+
+  test('error responses of every endpoint match', async () => {
+    for (const path of [
+      '/api/domains',
+      '/api/connections',
+      '/api/connections/sum',
+      '/api/logs',
+      '/api/members',
+    ]) {
+      check(path, await request(app).get(`${path}?unknown=1`).set(authA).expect(400));
+      check(path, await request(app).get(path).expect(401));
+      check(
+        path,
+        await request(app)
+          .get(path)
+          .set({ ...authA, secret: 'wrong' })
+          .expect(401),
+      );
+      check(path, await request(down).get(path).set(authA).expect(503));
+      check(path, await request(unavailable).get(path).set(authA).expect(503));
+    }
+    check(
+      '/api/connections',
+      await request(app).get('/api/connections?page=0&limit=x').set(authA).expect(400),
+    );
+    check('/api/health', await request(unavailable).get('/api/health').expect(503));
+  });
+
+  test('404 and 405 match their documented responses', async () => {
+    checker.checkComponent(
+      'AccountNotFound',
+      real(await request(app).get('/api/nothing').set(authA).expect(404)),
+    );
+    checker.checkComponent('AccountNotFound', real(await request(app).post('/').expect(404)));
+    for (const path of ACCOUNT_API_PATHS) {
+      checker.checkComponent(
+        'AccountMethodNotAllowed',
+        real(await request(app).post(path).set(authA).expect(405)),
+      );
+    }
+  });
+
+  test('every documented status of the account API was exercised', () => {
+    expect(checker.documented(ACCOUNT_SERVER).filter((entry) => !checker.seen.has(entry))).toEqual([]);
+  });
+});
