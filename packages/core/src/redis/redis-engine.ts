@@ -1,8 +1,77 @@
 import type { Config } from '../config/load';
 import type { Engine } from '../engine';
 import type { Logger } from '../logger';
+import { RedisBroker } from './broker-redis';
+import { createRedisClients } from './clients';
+import { RedisConnectionCounts } from './counts-redis';
+import { RedisKeyStore } from './key-store-redis';
+import { redisKeys } from './keys';
+import { RedisMessageLog } from './message-log-redis';
+import { RedisNodeRegistry } from './node-registry-redis';
+import { RedisPresenceStore } from './presence-redis';
 
-/** Placeholder until the Redis implementations land (issue: horizontal scale through Redis). */
-export async function createRedisEngine(_config: Config, _logger: Logger): Promise<Engine> {
-  throw new Error('The Redis engine is not available yet; unset REDIS_URL to use the in-memory engine');
+/** How long start-up waits for Redis before it carries on unavailable (and recovers later). */
+const STARTUP_WAIT_MS = 5000;
+
+/**
+ * The Redis engine: every port over one command connection and one subscriber connection.
+ * Availability follows the command connection: false from the moment it drops, true once it is
+ * `ready` again; listeners hear every change, the log hears `Redis lost` / `Redis back` once each.
+ */
+export async function createRedisEngine(
+  config: Config,
+  logger: Logger,
+): Promise<Engine & { broker: RedisBroker }> {
+  if (!config.redis) throw new Error('createRedisEngine needs REDIS_URL or REDIS_CLUSTER_NODES');
+  const log = logger.child({ component: 'redis' });
+  const clients = createRedisClients(config.redis, logger);
+  const keys = redisKeys(config.redisPrefix);
+  const { command } = clients;
+  const broker = new RedisBroker(clients, keys);
+
+  let available = command.status === 'ready';
+  // The first connection is not news; `Redis back` is logged only after a loss or a failed start.
+  let starting = true;
+  let closing = false;
+  const listeners: Array<(available: boolean) => void> = [];
+  const setAvailable = (next: boolean): void => {
+    if (next === available || closing) return;
+    available = next;
+    if (!starting) {
+      if (next) log.info('Redis back');
+      else log.warn('Redis lost');
+    }
+    for (const listener of listeners) listener(next);
+  };
+  command.on('ready', () => setAvailable(true));
+  for (const event of ['close', 'end', 'reconnecting'] as const) command.on(event, () => setAvailable(false));
+
+  const started = await Promise.race([
+    Promise.all([
+      available ? Promise.resolve() : new Promise((resolve) => command.once('ready', resolve)),
+      broker.ready(),
+    ]).then(() => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), STARTUP_WAIT_MS).unref()),
+  ]);
+  starting = false;
+  if (!started) log.warn('Redis not reachable at start-up; serving unavailable until it is');
+
+  return {
+    kind: 'redis',
+    broker,
+    presence: new RedisPresenceStore(command, keys),
+    counts: new RedisConnectionCounts(command, keys),
+    logs: new RedisMessageLog(command, keys, config.limits.logSize),
+    keys: new RedisKeyStore(command, keys),
+    nodes: new RedisNodeRegistry(command, keys),
+    isAvailable: () => available,
+    onAvailability: (listener) => {
+      listeners.push(listener);
+    },
+    close: async () => {
+      closing = true;
+      await broker.close();
+      await clients.close();
+    },
+  };
 }

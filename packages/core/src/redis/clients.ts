@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import { Cluster, Redis } from 'ioredis';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
+import type { RedisTarget } from '../config/load';
+import { EngineUnavailableError } from '../errors';
+import type { Logger } from '../logger';
+
+/** A command connection: standalone or cluster; the ports only use what both offer. */
+export type RedisClient = Redis | Cluster;
+
+export interface RedisClients {
+  readonly target: RedisTarget;
+  /** Commands and scripts; rejects at once while disconnected (no offline queue). */
+  readonly command: RedisClient;
+  /** Pub/sub only: SUBSCRIBE on standalone, SSUBSCRIBE (+ SUBSCRIBE for control) on a cluster. */
+  readonly subscriber: RedisClient;
+  close(): Promise<void>;
+}
+
+/** Reconnect forever with a capped backoff: a gateway outlives any Redis outage. */
+export const retryDelay = (times: number): number => Math.min(times * 100, 1000);
+
+/** A command that gets no reply in this time fails (a half-open connection never answers). */
+const COMMAND_TIMEOUT_MS = 5000;
+
+export function createRedisClients(target: RedisTarget, logger: Logger): RedisClients {
+  const log = logger.child({ component: 'redis' });
+  const onError = (role: string) => (error: Error) =>
+    log.debug({ err: error, role }, 'Redis connection error');
+  let command: RedisClient;
+  let subscriber: RedisClient;
+  if (target.kind === 'standalone') {
+    const options: RedisOptions = {
+      retryStrategy: retryDelay,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      commandTimeout: COMMAND_TIMEOUT_MS,
+    };
+    command = new Redis(target.url, { ...options, connectionName: 'sb-command' });
+    // Subscriptions are restored by RedisBroker itself on every `ready`, so it can track them.
+    subscriber = new Redis(target.url, {
+      ...options,
+      connectionName: 'sb-subscriber',
+      autoResubscribe: false,
+    });
+  } else {
+    // The offline queue stays on: ioredis connects to each master lazily, and without the queue
+    // the calls made while that connection is being established are rejected and retried later,
+    // out of order. `guard` fails calls fast while the cluster as a whole is not ready instead.
+    const options: ClusterOptions = {
+      clusterRetryStrategy: retryDelay,
+      redisOptions: { commandTimeout: COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 1 },
+    };
+    command = new Cluster(target.nodes, options);
+    subscriber = new Cluster(target.nodes, {
+      ...options,
+      shardedSubscribers: true,
+      redisOptions: { maxRetriesPerRequest: 1 },
+    });
+    subscriber.on('node error', onError('subscriber-node'));
+    command.on('node error', onError('command-node'));
+  }
+  command.on('error', onError('command'));
+  subscriber.on('error', onError('subscriber'));
+  return {
+    target,
+    command,
+    subscriber,
+    close: async () => {
+      await Promise.all([command, subscriber].map((client) => quit(client)));
+    },
+  };
+}
+
+async function quit(client: RedisClient): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
+  await client.quit().catch(() => client.disconnect());
+}
+
+/**
+ * Runs a Redis call on `client`; any failure means the engine could not carry it out (SPEC §4:
+ * 503). A client that is not connected fails at once instead of queueing the call.
+ */
+export async function guard<T>(client: RedisClient, call: () => Promise<T>): Promise<T> {
+  if (client.status !== 'ready')
+    throw new EngineUnavailableError(new Error(`Redis connection is ${client.status}`));
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof EngineUnavailableError) throw error;
+    throw new EngineUnavailableError(error);
+  }
+}
+
+/** A Lua script run by EVALSHA, loaded with EVAL when the server does not know it yet. */
+export class LuaScript {
+  readonly sha: string;
+  constructor(readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run(
+    client: RedisClient,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    try {
+      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      return client.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}

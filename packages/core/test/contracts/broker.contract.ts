@@ -1,0 +1,169 @@
+import type { Broker, ControlCommand, Publication } from '../../src/broker/broker';
+import type { Topic } from '../../src/types';
+import { settle, unique, waitUntil } from '../support/wait';
+
+/** Several brokers on one backend, each standing for a gateway node. */
+export interface BrokerNodes {
+  brokers: Broker[];
+  close(): Promise<void>;
+}
+
+interface Node {
+  broker: Broker;
+  messages: Publication[];
+  controls: ControlCommand[];
+}
+
+/** The Broker port's contract (broker.ts), for any implementation. */
+export function describeBrokerContract(
+  name: string,
+  createNodes: (count: number) => Promise<BrokerNodes>,
+): void {
+  describe(`Broker contract: ${name}`, () => {
+    let cluster: BrokerNodes;
+    let nodes: Node[];
+    let key: string;
+
+    const topic = (channel: string, protocol: Topic['protocol'] = 'v4'): Topic => ({
+      key,
+      protocol,
+      channel,
+    });
+    const node = (i: number): Node => nodes[i] as Node;
+    const bodies = (n: Node, t?: Topic): string[] =>
+      n.messages
+        .filter((m) => !t || (m.topic.channel === t.channel && m.topic.protocol === t.protocol))
+        .map((m) => m.body);
+
+    beforeEach(async () => {
+      key = unique('key');
+      cluster = await createNodes(3);
+      nodes = cluster.brokers.map((broker) => {
+        const n: Node = { broker, messages: [], controls: [] };
+        broker.setHandlers({ message: (p) => n.messages.push(p), control: (c) => n.controls.push(c) });
+        return n;
+      });
+    });
+
+    afterEach(async () => {
+      await cluster.close();
+    });
+
+    it('delivers to every subscribed node, the publishing node included, and to no other', async () => {
+      const room = topic('room');
+      await node(0).broker.subscribe(room);
+      await node(1).broker.subscribe(room);
+      await node(0).broker.publish({ topic: room, body: 'hello', origin: 'n0' });
+      await waitUntil(
+        'delivery on both subscribed nodes',
+        () => bodies(node(0)).length === 1 && bodies(node(1)).length === 1,
+      );
+      await settle();
+      expect(node(2).messages).toEqual([]);
+      expect(node(0).messages).toEqual([{ topic: room, body: 'hello', origin: 'n0' }]);
+    });
+
+    it('hands over the publication unchanged: body verbatim, origin, flags and direct target', async () => {
+      const room = topic('chat.room-1');
+      await node(1).broker.subscribe(room);
+      const publications: Publication[] = [
+        { topic: room, body: '{"event":"x","data":"a|b|c\\n","meta":{}}', origin: 'node-a', stampable: true },
+        { topic: room, body: 'aGVsbG8=', origin: 'node-a', binary: true },
+        {
+          topic: room,
+          body: 'für dich 🎉 | 5|x',
+          origin: 'node-b',
+          to: 'user|with|pipes 🎉',
+          stampable: true,
+        },
+        { topic: room, body: '', origin: 'node-c', to: '' },
+        { topic: room, body: '12|3|', origin: 'node-c', binary: true, stampable: true, to: '{"id":7}' },
+      ];
+      for (const p of publications) await node(0).broker.publish(p);
+      await waitUntil('all publications', () => node(1).messages.length === publications.length);
+      expect(node(1).messages).toEqual(publications);
+    });
+
+    it('keeps the order of one publisher on one topic', async () => {
+      const room = topic('ordered');
+      await node(1).broker.subscribe(room);
+      const sent = Array.from({ length: 200 }, (_, i) => `m${i}`);
+      await Promise.all(sent.map((body) => node(0).broker.publish({ topic: room, body, origin: 'n0' })));
+      await waitUntil('200 messages', () => node(1).messages.length === sent.length);
+      expect(bodies(node(1))).toEqual(sent);
+    });
+
+    it('separates topics by API key, protocol and channel', async () => {
+      const v4 = topic('same');
+      const v3 = topic('same', 'v3');
+      const otherKey: Topic = { key: unique('other'), protocol: 'v4', channel: 'same' };
+      await node(1).broker.subscribe(v4);
+      await node(2).broker.subscribe(v3);
+      await node(2).broker.subscribe(otherKey);
+      await node(0).broker.publish({ topic: v3, body: 'for v3', origin: 'n0' });
+      await node(0).broker.publish({ topic: otherKey, body: 'for other key', origin: 'n0' });
+      await node(0).broker.publish({ topic: v4, body: 'for v4', origin: 'n0' });
+      await waitUntil(
+        'three deliveries',
+        () => node(1).messages.length === 1 && node(2).messages.length === 2,
+      );
+      await settle();
+      expect(node(1).messages).toEqual([{ topic: v4, body: 'for v4', origin: 'n0' }]);
+      expect(bodies(node(2), v3)).toEqual(['for v3']);
+      expect(node(2).messages.find((m) => m.topic.key === otherKey.key)?.body).toBe('for other key');
+    });
+
+    it('stops delivery after unsubscribe; subscribe and unsubscribe are idempotent', async () => {
+      const room = topic('toggle');
+      const witness = node(2);
+      await witness.broker.subscribe(room);
+      await node(1).broker.subscribe(room);
+      await node(1).broker.subscribe(room);
+      await node(0).broker.publish({ topic: room, body: 'one', origin: 'n0' });
+      await waitUntil('first message', () => bodies(node(1)).length === 1 && bodies(witness).length === 1);
+      await settle();
+      expect(bodies(node(1))).toEqual(['one']);
+
+      await node(1).broker.unsubscribe(room);
+      await node(1).broker.unsubscribe(room);
+      await node(0).broker.publish({ topic: room, body: 'two', origin: 'n0' });
+      await waitUntil('second message at the witness', () => bodies(witness).length === 2);
+      await settle();
+      expect(bodies(node(1))).toEqual(['one']);
+
+      await node(1).broker.subscribe(room);
+      await node(0).broker.publish({ topic: room, body: 'three', origin: 'n0' });
+      await waitUntil('third message', () => bodies(node(1)).length === 2);
+      expect(bodies(node(1))).toEqual(['one', 'three']);
+    });
+
+    it('delivers control commands to every node, the sender included', async () => {
+      const commands: ControlCommand[] = [
+        { type: 'kick', selector: { key, user: 'u1', channel: 'room', reason: 'bye' } },
+        { type: 'key-changed', key },
+        { type: 'node-dead', nodeId: 'node-x' },
+      ];
+      for (const command of commands) await node(1).broker.publishControl(command);
+      await waitUntil('controls on all nodes', () =>
+        nodes.every((n) => n.controls.length === commands.length),
+      );
+      for (const n of nodes) expect(n.controls).toEqual(commands);
+    });
+
+    it('delivers nothing after close', async () => {
+      const room = topic('closing');
+      await node(1).broker.subscribe(room);
+      await node(2).broker.subscribe(room);
+      await node(1).broker.close();
+      await node(0).broker.publish({ topic: room, body: 'after close', origin: 'n0' });
+      await node(0).broker.publishControl({ type: 'key-changed', key });
+      await waitUntil(
+        'witness delivery',
+        () => node(2).messages.length === 1 && node(2).controls.length === 1,
+      );
+      await settle();
+      expect(node(1).messages).toEqual([]);
+      expect(node(1).controls).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,88 @@
+import type { ConnectionCounts } from '../../src/counts/connection-counts';
+import { unique } from '../support/wait';
+
+/** The ConnectionCounts port's contract (connection-counts.ts), for any implementation. */
+export function describeCountsContract(name: string, createCounts: () => Promise<ConnectionCounts>): void {
+  describe(`ConnectionCounts contract: ${name}`, () => {
+    let counts: ConnectionCounts;
+    let key: string;
+
+    const add = async (nodeId: string, channel: string, times: number): Promise<void> => {
+      for (let i = 0; i < times; i++) await counts.increment(nodeId, key, channel);
+    };
+
+    beforeEach(async () => {
+      counts = await createCounts();
+      key = unique('key');
+    });
+
+    it('lists channels by count descending, then channel ascending, with sum and total', async () => {
+      await add('n1', 'beta', 2);
+      await add('n2', 'alpha', 2);
+      await add('n1', 'gamma', 3);
+      await add('n2', 'delta', 1);
+      expect(await counts.list(key)).toEqual({
+        items: [
+          { channel: 'gamma', count: 3 },
+          { channel: 'alpha', count: 2 },
+          { channel: 'beta', count: 2 },
+          { channel: 'delta', count: 1 },
+        ],
+        total: 4,
+      });
+      expect(await counts.sum(key)).toBe(8);
+      expect(await counts.list(key, 1, 2)).toEqual({
+        items: [
+          { channel: 'alpha', count: 2 },
+          { channel: 'beta', count: 2 },
+        ],
+        total: 4,
+      });
+      expect(await counts.list(key, 4, 2)).toEqual({ items: [], total: 4 });
+    });
+
+    it('adds the shares of several nodes and drops a channel at zero', async () => {
+      await add('n1', 'room', 2);
+      await add('n2', 'room', 1);
+      expect((await counts.list(key)).items).toEqual([{ channel: 'room', count: 3 }]);
+      await counts.decrement('n1', key, 'room');
+      await counts.decrement('n1', key, 'room');
+      await counts.decrement('n2', key, 'room');
+      expect(await counts.list(key)).toEqual({ items: [], total: 0 });
+      expect(await counts.sum(key)).toBe(0);
+    });
+
+    it("never goes below a node's own share", async () => {
+      await add('n1', 'room', 1);
+      await counts.decrement('n2', key, 'room');
+      await counts.decrement('n1', key, 'nowhere');
+      expect((await counts.list(key)).items).toEqual([{ channel: 'room', count: 1 }]);
+      expect(await counts.sum(key)).toBe(1);
+    });
+
+    it("removes a node's share exactly once, even when two callers race", async () => {
+      const other = unique('other');
+      await add('dead', 'room', 3);
+      await add('live', 'room', 2);
+      await add('dead', 'solo', 1);
+      await counts.increment('dead', other, 'x');
+      await Promise.all([counts.removeNode('dead'), counts.removeNode('dead')]);
+      expect(await counts.list(key)).toEqual({ items: [{ channel: 'room', count: 2 }], total: 1 });
+      expect(await counts.sum(key)).toBe(2);
+      expect(await counts.sum(other)).toBe(0);
+      await counts.removeNode('dead');
+      expect(await counts.sum(key)).toBe(2);
+      // the node id comes back (a restart under the same NODE_ID) and starts from zero
+      await add('dead', 'room', 1);
+      expect(await counts.sum(key)).toBe(3);
+    });
+
+    it('keeps API keys apart', async () => {
+      const other = unique('other');
+      await add('n1', 'room', 2);
+      await counts.increment('n1', other, 'room');
+      expect(await counts.sum(key)).toBe(2);
+      expect(await counts.list(other)).toEqual({ items: [{ channel: 'room', count: 1 }], total: 1 });
+    });
+  });
+}

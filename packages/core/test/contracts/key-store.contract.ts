@@ -1,0 +1,37 @@
+import { generateKeyRecord } from '../../src/keys/key-store';
+import type { ApiKeyRecord, KeyStore } from '../../src/keys/key-store';
+
+/** The KeyStore port's contract (key-store.ts); each `createStore()` starts empty. */
+export function describeKeyStoreContract(name: string, createStore: () => Promise<KeyStore>): void {
+  describe(`KeyStore contract: ${name}`, () => {
+    let store: KeyStore;
+
+    beforeEach(async () => {
+      store = await createStore();
+    });
+
+    it('stores, replaces and deletes records', async () => {
+      const record: ApiKeyRecord = {
+        ...generateKeyRecord({ domains: ['example.com', 'a.test'] }),
+        forceAuth: true,
+      };
+      expect(await store.get(record.key)).toBeNull();
+      await store.put(record);
+      expect(await store.get(record.key)).toEqual(record);
+      const replaced: ApiKeyRecord = { ...record, domains: [], clientMessages: false, forceAuth: false };
+      await store.put(replaced);
+      expect(await store.get(record.key)).toEqual(replaced);
+      expect(await store.delete(record.key)).toBe(true);
+      expect(await store.delete(record.key)).toBe(false);
+      expect(await store.get(record.key)).toBeNull();
+    });
+
+    it('lists every record ordered by key', async () => {
+      const records = ['k-b', 'k-c', 'k-a', 'K-z'].map((key) => ({ ...generateKeyRecord(), key }));
+      for (const r of records) await store.put(r);
+      await store.delete('k-c');
+      expect((await store.list()).map((r) => r.key)).toEqual(['K-z', 'k-a', 'k-b']);
+      expect(await store.list()).toEqual([records[3], records[2], records[0]]);
+    });
+  });
+}

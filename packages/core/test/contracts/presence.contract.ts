@@ -1,0 +1,215 @@
+import type { PresenceEntry, PresenceStore } from '../../src/presence/presence-store';
+import type { Member, Topic } from '../../src/types';
+import { unique } from '../support/wait';
+
+/** The PresenceStore port's contract (presence-store.ts), for any implementation. */
+export function describePresenceContract(name: string, createStore: () => Promise<PresenceStore>): void {
+  describe(`PresenceStore contract: ${name}`, () => {
+    let store: PresenceStore;
+    let key: string;
+    let room: Topic;
+
+    const entry = (connId: string, member: Member, nodeId = 'node-a'): PresenceEntry => ({
+      connId,
+      nodeId,
+      member,
+    });
+
+    beforeEach(async () => {
+      store = await createStore();
+      key = unique('key');
+      room = { key, protocol: 'v4', channel: 'room' };
+    });
+
+    it('reports a new identity only for its first entry, and counts identities', async () => {
+      expect(await store.join(room, entry('a/1', { uuid: 'u1', user: 'alice' }), 1000)).toEqual({
+        firstOfIdentity: true,
+        identityCount: 1,
+      });
+      expect(await store.join(room, entry('b/1', { uuid: 'u2', user: 'alice' }, 'node-b'), 1001)).toEqual({
+        firstOfIdentity: false,
+        identityCount: 1,
+      });
+      expect(await store.join(room, entry('a/2', { uuid: 'u3' }), 1002)).toEqual({
+        firstOfIdentity: true,
+        identityCount: 2,
+      });
+    });
+
+    it('treats a join of an existing entry as a refresh, not a new identity', async () => {
+      await store.join(room, entry('a/1', { uuid: 'u1' }), 1000);
+      await store.join(room, entry('a/2', { uuid: 'u2' }), 1001);
+      expect(await store.join(room, entry('a/1', { uuid: 'u1' }), 1002)).toEqual({
+        firstOfIdentity: false,
+        identityCount: 2,
+      });
+      expect((await store.roster(room, 10)).members).toEqual([{ uuid: 'u1' }, { uuid: 'u2' }]);
+    });
+
+    it('reports the last entry of an identity on leave, and leave is idempotent', async () => {
+      await store.join(room, entry('a/1', { uuid: 'u1', user: 'alice' }), 1000);
+      await store.join(room, entry('b/1', { uuid: 'u2', user: 'alice' }, 'node-b'), 1001);
+      await store.join(room, entry('a/2', { uuid: 'u3', user: 'bob' }), 1002);
+      expect(await store.leave(room, 'a/1')).toEqual({
+        member: { uuid: 'u1', user: 'alice' },
+        lastOfIdentity: false,
+        identityCount: 2,
+      });
+      expect(await store.leave(room, 'b/1')).toEqual({
+        member: { uuid: 'u2', user: 'alice' },
+        lastOfIdentity: true,
+        identityCount: 1,
+      });
+      expect(await store.leave(room, 'b/1')).toBeNull();
+      expect(await store.leave({ ...room, channel: 'nowhere' }, 'a/2')).toBeNull();
+    });
+
+    it('orders the roster by last activity, ties by connId, with an exact total', async () => {
+      await store.join(room, entry('a/3', { uuid: 'u3' }), 1000);
+      await store.join(room, entry('a/1', { uuid: 'u1' }), 1000);
+      await store.join(room, entry('a/2', { uuid: 'u2' }), 1000);
+      await store.join(room, entry('a/4', { uuid: 'u4' }), 999);
+      expect(await store.roster(room, 10)).toEqual({
+        members: [{ uuid: 'u1' }, { uuid: 'u2' }, { uuid: 'u3' }, { uuid: 'u4' }],
+        total: 4,
+      });
+      await store.touch(room, 'a/4', 2000);
+      await store.touch(room, 'missing', 3000);
+      expect(await store.roster(room, 2)).toEqual({ members: [{ uuid: 'u4' }, { uuid: 'u1' }], total: 4 });
+      expect(await store.roster(room, 0)).toEqual({ members: [], total: 4 });
+      expect(await store.roster({ ...room, channel: 'empty' }, 10)).toEqual({ members: [], total: 0 });
+    });
+
+    it('keeps member objects with their JSON user type; identity is the user text, else the uuid', async () => {
+      await store.join(room, entry('a/1', { uuid: 'u1', user: { id: 7, name: 'Ann' } }), 1003);
+      await store.join(room, entry('a/2', { uuid: 'u2', user: 42 }), 1002);
+      await store.join(room, entry('a/3', { uuid: 'u3', user: null }), 1001);
+      await store.join(room, entry('a/4', { uuid: 'u4', user: 'zoë' }), 1000);
+      const page = await store.identities(room, 0, 10);
+      expect(page.identities).toEqual(['{"id":7,"name":"Ann"}', '42', 'u3', 'zoë']);
+      expect(page.members).toEqual([
+        { uuid: 'u1', user: { id: 7, name: 'Ann' } },
+        { uuid: 'u2', user: 42 },
+        { uuid: 'u3', user: null },
+        { uuid: 'u4', user: 'zoë' },
+      ]);
+    });
+
+    it('lists identities once each, most recently active first, ties by identity, in pages', async () => {
+      await store.join(room, entry('a/1', { uuid: 'u1', user: 'carol' }), 1000);
+      await store.join(room, entry('a/2', { uuid: 'u2', user: 'alice' }), 1001);
+      await store.join(room, entry('b/1', { uuid: 'u3', user: 'carol' }, 'node-b'), 1005);
+      await store.join(room, entry('a/3', { uuid: 'u4', user: 'bob' }), 1001);
+      await store.join(room, entry('a/4', { uuid: 'u5', user: 'dave' }), 900);
+      expect(await store.identities(room, 0, 10)).toEqual({
+        identities: ['carol', 'alice', 'bob', 'dave'],
+        members: [
+          { uuid: 'u3', user: 'carol' },
+          { uuid: 'u2', user: 'alice' },
+          { uuid: 'u4', user: 'bob' },
+          { uuid: 'u5', user: 'dave' },
+        ],
+        count: 4,
+      });
+      expect(await store.identities(room, 1, 2)).toMatchObject({ identities: ['alice', 'bob'], count: 4 });
+      expect(await store.identities(room, 4, 2)).toEqual({ identities: [], members: [], count: 4 });
+
+      await store.touch(room, 'a/4', 2000);
+      expect((await store.identities(room, 0, 1)).identities).toEqual(['dave']);
+      // carol's most recent entry leaves: her activity falls back to her other entry's
+      await store.leave(room, 'b/1');
+      expect(await store.identities(room, 0, 10)).toMatchObject({
+        identities: ['dave', 'alice', 'bob', 'carol'],
+        members: [{ uuid: 'u5' }, { uuid: 'u2' }, { uuid: 'u4' }, { uuid: 'u1', user: 'carol' }],
+        count: 4,
+      });
+    });
+
+    it('keeps protocols, channels and API keys apart', async () => {
+      const v3 = { ...room, protocol: 'v3' as const };
+      const other = { ...room, key: unique('other') };
+      await store.join(room, entry('a/1', { uuid: 'u1' }), 1000);
+      await store.join(v3, entry('a/2', { uuid: 'u2' }), 1000);
+      await store.join(other, entry('a/3', { uuid: 'u3' }), 1000);
+      expect((await store.roster(room, 10)).members).toEqual([{ uuid: 'u1' }]);
+      expect((await store.roster(v3, 10)).members).toEqual([{ uuid: 'u2' }]);
+      expect((await store.identities(other, 0, 10)).identities).toEqual(['u3']);
+      expect(await store.leave(v3, 'a/1')).toBeNull();
+    });
+
+    it('lists every channel of a key with entries, by channel, filtered by protocol', async () => {
+      await store.join({ ...room, channel: 'b-room' }, entry('a/1', { uuid: 'u1' }), 1000);
+      await store.join({ ...room, channel: 'b-room' }, entry('a/2', { uuid: 'u2', user: 'x' }), 1001);
+      await store.join({ ...room, channel: 'a-room', protocol: 'v3' }, entry('a/3', { uuid: 'u3' }), 1000);
+      await store.join({ ...room, channel: 'c-room' }, entry('a/4', { uuid: 'u4' }), 1000);
+      await store.join(
+        { key: unique('other'), protocol: 'v4', channel: 'z' },
+        entry('a/5', { uuid: 'u5' }),
+        1000,
+      );
+      await store.leave({ ...room, channel: 'c-room' }, 'a/4');
+      expect(await store.channels(key)).toEqual([
+        { channel: 'a-room', protocol: 'v3', members: [{ uuid: 'u3' }] },
+        { channel: 'b-room', protocol: 'v4', members: [{ uuid: 'u2', user: 'x' }, { uuid: 'u1' }] },
+      ]);
+      expect(await store.channels(key, 'v3')).toEqual([
+        { channel: 'a-room', protocol: 'v3', members: [{ uuid: 'u3' }] },
+      ]);
+      expect(await store.channels(unique('nobody'))).toEqual([]);
+    });
+
+    it("removes a node's entries only, reporting identities still present elsewhere as not left", async () => {
+      const lobby = { ...room, channel: 'lobby', protocol: 'v3' as const };
+      await store.join(room, entry('a/1', { uuid: 'u1', user: 'alice' }, 'node-a'), 1000);
+      await store.join(room, entry('b/1', { uuid: 'u2', user: 'alice' }, 'node-b'), 1001);
+      await store.join(room, entry('a/2', { uuid: 'u3', user: 'bob' }, 'node-a'), 1002);
+      await store.join(lobby, entry('a/3', { uuid: 'u4' }, 'node-a'), 1003);
+      const removed = await store.removeNode('node-a');
+      const byUuid = (x: { member: Member }, y: { member: Member }): number =>
+        x.member.uuid < y.member.uuid ? -1 : 1;
+      expect(removed.sort(byUuid)).toEqual([
+        {
+          topic: room,
+          member: { uuid: 'u1', user: 'alice' },
+          lastOfIdentity: false,
+          identityCount: expect.any(Number),
+        },
+        {
+          topic: room,
+          member: { uuid: 'u3', user: 'bob' },
+          lastOfIdentity: true,
+          identityCount: expect.any(Number),
+        },
+        { topic: lobby, member: { uuid: 'u4' }, lastOfIdentity: true, identityCount: 0 },
+      ]);
+      expect(await store.roster(room, 10)).toEqual({ members: [{ uuid: 'u2', user: 'alice' }], total: 1 });
+      expect(await store.channels(key)).toEqual([
+        { channel: 'room', protocol: 'v4', members: [{ uuid: 'u2', user: 'alice' }] },
+      ]);
+      expect(await store.removeNode('node-a')).toEqual([]);
+      expect(await store.leave(room, 'a/1')).toBeNull();
+    });
+
+    it('reports each removal exactly once when two survivors remove the same node at once', async () => {
+      const dead = unique('dead');
+      for (let i = 0; i < 50; i++) {
+        await store.join(
+          { ...room, channel: `ch${i % 5}` },
+          entry(`${dead}/${i}`, { uuid: `u${i}` }, dead),
+          1000 + i,
+        );
+      }
+      const [first, second] = await Promise.all([store.removeNode(dead), store.removeNode(dead)]);
+      const uuids = [...first, ...second].map((r) => r.member.uuid).sort();
+      expect(uuids).toEqual(Array.from({ length: 50 }, (_, i) => `u${i}`).sort());
+      expect(await store.channels(key)).toEqual([]);
+    });
+
+    it('moves an entry to the node of its latest join', async () => {
+      await store.join(room, entry('x/1', { uuid: 'u1' }, 'node-a'), 1000);
+      await store.join(room, entry('x/1', { uuid: 'u1' }, 'node-b'), 1001);
+      expect(await store.removeNode('node-a')).toEqual([]);
+      expect(await store.removeNode('node-b')).toHaveLength(1);
+    });
+  });
+}

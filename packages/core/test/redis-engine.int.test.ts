@@ -1,0 +1,122 @@
+import { Writable } from 'node:stream';
+import { loadConfig } from '../src/config/load';
+import type { Engine } from '../src/engine';
+import { EngineUnavailableError } from '../src/errors';
+import { createLogger } from '../src/logger';
+import type { Publication } from '../src/broker/broker';
+import { createRedisEngine } from '../src/redis/redis-engine';
+import type { Topic } from '../src/types';
+import { startRedis } from '../../testing/src/redis-server';
+import type { RedisServer } from '../../testing/src/redis-server';
+import { unique, waitUntil } from './support/wait';
+
+/** Outages against a standalone redis-server this file kills and restarts on the same port. */
+describe('Redis engine through an outage', () => {
+  let server: RedisServer;
+  let prefix: string;
+  const engines: Engine[] = [];
+  const lines: Array<{ level: number; msg: string }> = [];
+
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+
+  const engine = async (nodeId: string): Promise<Engine> => {
+    const config = loadConfig({ REDIS_URL: server.url, REDIS_PREFIX: prefix, NODE_ID: nodeId });
+    const created = await createRedisEngine(config, createLogger({ level: 'info', nodeId }, sink));
+    engines.push(created);
+    return created;
+  };
+
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+
+  beforeEach(() => {
+    prefix = unique('sbo');
+    lines.length = 0;
+  });
+
+  afterEach(async () => {
+    await Promise.all(engines.splice(0).map((e) => e.close()));
+  });
+
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('fails calls fast while Redis is down and recovers availability and subscriptions on its own', async () => {
+    const a = await engine('node-a');
+    const b = await engine('node-b');
+    const room: Topic = { key: unique('key'), protocol: 'v4', channel: 'room' };
+    const later: Topic = { ...room, channel: 'later' };
+    const received: Publication[] = [];
+    b.broker.setHandlers({ message: (p) => received.push(p), control: () => undefined });
+    a.broker.setHandlers({ message: () => undefined, control: () => undefined });
+    await b.broker.subscribe(room);
+    const changes: boolean[] = [];
+    b.onAvailability((available) => changes.push(available));
+    expect(b.isAvailable()).toBe(true);
+
+    await server.kill();
+    await waitUntil('availability false', () => !b.isAvailable() && !a.isAvailable(), 2000);
+    expect(changes).toEqual([false]);
+
+    const calls: Array<() => Promise<unknown>> = [
+      () => a.broker.publish({ topic: room, body: 'lost', origin: 'node-a' }),
+      () => a.broker.publishControl({ type: 'key-changed', key: room.key }),
+      () => a.presence.join(room, { connId: 'node-a/1', nodeId: 'node-a', member: { uuid: 'u1' } }, 1),
+      () => a.presence.identities(room, 0, 10),
+      () => a.counts.increment('node-a', room.key, 'room'),
+      () => a.counts.sum(room.key),
+      () => a.logs.recent(room.key),
+      () => a.keys.get(room.key),
+      () => a.nodes.heartbeat('node-a', 1),
+    ];
+    for (const call of calls) {
+      const started = Date.now();
+      await expect(call()).rejects.toBeInstanceOf(EngineUnavailableError);
+      expect(Date.now() - started).toBeLessThan(100);
+    }
+    // A subscription made during the outage is remembered and restored with the others.
+    await b.broker.subscribe(later).catch(() => undefined);
+
+    await server.restart();
+    await waitUntil('availability true', () => b.isAvailable() && a.isAvailable(), 5000);
+    expect(changes).toEqual([false, true]);
+
+    // The subscriber connection may come back a moment after the command connection.
+    await waitUntil(
+      'delivery after the restart',
+      () => {
+        if (received.some((p) => p.topic.channel === 'later')) return true;
+        void a.broker.publish({ topic: later, body: 'probe', origin: 'node-a' }).catch(() => undefined);
+        return false;
+      },
+      5000,
+    );
+    await a.broker.publish({ topic: room, body: 'back', origin: 'node-a' });
+    await waitUntil('delivery on the old subscription', () => received.some((p) => p.body === 'back'), 2000);
+    expect(received.some((p) => p.body === 'lost')).toBe(false);
+
+    const said = (msg: string): number => lines.filter((l) => l.msg === msg && l.msg).length;
+    expect(said('Redis lost')).toBe(2);
+    expect(said('Redis back')).toBe(2);
+    expect(lines.find((l) => l.msg === 'Redis lost')?.level).toBe(40);
+    expect(lines.find((l) => l.msg === 'Redis back')?.level).toBe(30);
+  });
+
+  it('starts unavailable when Redis is down, and becomes available when it comes up', async () => {
+    await server.kill();
+    const c = await engine('node-c');
+    expect(c.isAvailable()).toBe(false);
+    await expect(c.nodes.heartbeat('node-c', 1)).rejects.toBeInstanceOf(EngineUnavailableError);
+    await server.restart();
+    await waitUntil('availability', () => c.isAvailable(), 5000);
+    await c.nodes.heartbeat('node-c', 1);
+    expect(lines.filter((l) => l.msg === 'Redis back')).toHaveLength(1);
+  }, 20_000);
+});

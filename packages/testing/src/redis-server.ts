@@ -1,0 +1,219 @@
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * Real `redis-server` processes for tests, each on a free port (never 6379: a shared Redis may
+ * run there), without persistence. Suites own their servers, so they can kill and restart them.
+ */
+
+export interface RedisServer {
+  readonly url: string;
+  readonly port: number;
+  /** Graceful stop (SIGTERM), resolves once the process exited. */
+  stop(): Promise<void>;
+  /** SIGKILL, resolves once the process exited: an outage as clients see a crash. */
+  kill(): Promise<void>;
+  /** Starts the server again on the same port (empty: there is no persistence). */
+  restart(): Promise<void>;
+}
+
+export interface RedisClusterHandle {
+  readonly nodes: { host: string; port: number }[];
+  /** `REDIS_CLUSTER_NODES` form: "127.0.0.1:p1,127.0.0.1:p2,…" */
+  readonly nodesEnv: string;
+  stop(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+const READY_TIMEOUT_MS = 10_000;
+
+function redisServerBinary(): string {
+  const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' });
+  if (found.error || found.status !== 0) {
+    throw new Error(
+      'redis-server was not found on PATH. The Redis test suites spawn their own servers: install it with ' +
+        '`apt-get install redis-server` (Debian/Ubuntu) or `brew install redis` (macOS).',
+    );
+  }
+  return 'redis-server';
+}
+
+/** A port the OS reports free now (bound to 0, then released). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, HOST, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => (port ? resolve(port) : reject(new Error('no free port'))));
+    });
+  });
+}
+
+/** Whether `reply` holds a whole simple, error, integer or bulk-string RESP reply. */
+function replyComplete(reply: string): boolean {
+  const headerEnd = reply.indexOf('\r\n');
+  if (headerEnd < 0) return false;
+  if (!reply.startsWith('$')) return true;
+  const length = Number(reply.slice(1, headerEnd));
+  return length < 0 || Buffer.byteLength(reply) >= headerEnd + 2 + length + 2;
+}
+
+/** Sends one inline command and resolves with the raw reply, or rejects on connection errors. */
+function rawCommand(port: number, command: string, timeoutMs = 1000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = new Socket();
+    let reply = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('timeout'));
+    }, timeoutMs);
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('utf8');
+      if (replyComplete(reply)) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(reply);
+      }
+    });
+    socket.connect(port, HOST, () => socket.write(`${command}\r\n`));
+  });
+}
+
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = READY_TIMEOUT_MS,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+function spawnServer(port: number, args: string[], cwd: string): ChildProcess {
+  const child = spawn(
+    redisServerBinary(),
+    ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', cwd, ...args],
+    { cwd, stdio: 'ignore' },
+  );
+  child.on('error', () => undefined);
+  return child;
+}
+
+async function startProcess(port: number, args: string[], cwd: string): Promise<ChildProcess> {
+  const child = spawnServer(port, args, cwd);
+  try {
+    await waitFor(`redis-server on port ${port}`, async () => {
+      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+      return (await rawCommand(port, 'PING')).startsWith('+PONG');
+    });
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return child;
+}
+
+/** One standalone server on a free port. */
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'sb-redis-'));
+  let child: ChildProcess | undefined = await startProcess(port, [], dir);
+  const end = async (signal: NodeJS.Signals): Promise<void> => {
+    const current = child;
+    child = undefined;
+    if (!current) return;
+    current.kill(signal);
+    await exited(current);
+  };
+  return {
+    url: `redis://${HOST}:${port}`,
+    port,
+    kill: () => end('SIGKILL'),
+    stop: async () => {
+      await end('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+    restart: async () => {
+      await end('SIGKILL');
+      child = await startProcess(port, [], dir);
+    },
+  };
+}
+
+/** Three masters (no replicas) joined with `redis-cli --cluster create`, all slots covered. */
+export async function startRedisCluster(): Promise<RedisClusterHandle> {
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const dirs: string[] = [];
+  const children: ChildProcess[] = [];
+  const stop = async (): Promise<void> => {
+    for (const child of children) child.kill('SIGKILL');
+    await Promise.all(children.map(exited));
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) {
+      const dir = mkdtempSync(join(tmpdir(), 'sb-redis-cluster-'));
+      dirs.push(dir);
+      children.push(
+        await startProcess(
+          port,
+          [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            'nodes.conf',
+            '--cluster-node-timeout',
+            '2000',
+          ],
+          dir,
+        ),
+      );
+    }
+    const created = spawnSync(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...ports.map((p) => `${HOST}:${p}`),
+        '--cluster-replicas',
+        '0',
+        '--cluster-yes',
+      ],
+      { encoding: 'utf8', timeout: READY_TIMEOUT_MS },
+    );
+    if (created.error || created.status !== 0) {
+      throw new Error(
+        `redis-cli --cluster create failed: ${created.error?.message ?? created.stdout + created.stderr}`,
+      );
+    }
+    for (const port of ports) {
+      await waitFor(`cluster_state:ok on port ${port}`, async () =>
+        (await rawCommand(port, 'CLUSTER INFO')).includes('cluster_state:ok'),
+      );
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const nodes = ports.map((port) => ({ host: HOST, port }));
+  return { nodes, nodesEnv: nodes.map((n) => `${n.host}:${n.port}`).join(','), stop };
+}
