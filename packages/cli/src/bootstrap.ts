@@ -1,4 +1,4 @@
-import { ConfigError, createEngine, createLogger, generateKeyRecord, loadConfig } from '@switchboard/core';
+import { ConfigError, createEngine, createLogger, generateKeyRecord, loadConfig, seedKeys } from '@switchboard/core';
 import type { Config, Engine, Logger } from '@switchboard/core';
 import type { Env } from './commands/index';
 
@@ -20,15 +20,15 @@ export async function boot(env: Env): Promise<Runtime | undefined> {
   }
   const logger = createLogger({ level: config.logLevel, nodeId: config.nodeId });
   const engine = await createEngine(config, { logger });
-  for (const seed of config.seedKeys) {
-    const existing = await engine.keys.get(seed.key);
-    await engine.keys.put({ ...seed, createdAt: existing?.createdAt ?? new Date().toISOString() });
+  // Seeded keys that changed are announced so running nodes drop their cached records at once.
+  for (const key of await seedKeys(engine.keys, config.seedKeys)) {
+    await engine.broker.publishControl({ type: 'key-changed', key }).catch(() => undefined);
   }
   return { config, logger, engine };
 }
 
 /** First start with no keys: create a development key and print it once, with a tour. */
-export async function ensureDevelopmentKey(runtime: Runtime, port: number): Promise<void> {
+export async function ensureDevelopmentKey(runtime: Runtime, port: number, accountPort: number): Promise<void> {
   if ((await runtime.engine.keys.list()).length > 0) return;
   const record = generateKeyRecord();
   await runtime.engine.keys.put(record);
@@ -46,6 +46,8 @@ export async function ensureDevelopmentKey(runtime: Runtime, port: number): Prom
       'Publish from a backend:',
       `  curl -s ${base}/api/publish -H 'content-type: application/json' \\`,
       `    -d '{"key":"${record.key}","secret":"${record.secret}","channel":"room-1","message":{"event":"hello","data":"world"}}'`,
+      'Ask the account API:',
+      `  curl -s localhost:${accountPort}/api/connections -H 'key: ${record.key}' -H 'secret: ${record.secret}'`,
       '',
     ].join('\n'),
   );

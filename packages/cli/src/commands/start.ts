@@ -1,17 +1,21 @@
+import { startAccountApi } from '@switchboard/account-api';
 import { createGateway } from '@switchboard/gateway';
 import { boot, ensureDevelopmentKey, onShutdownSignal } from '../bootstrap';
 import type { Env } from './index';
 
-/** `switchboard start` / `npm start`: the all-in-one process. */
+/** `switchboard start` / `npm start`: a gateway and the account API in one process, one engine. */
 export async function runStart(env: Env): Promise<number | undefined> {
   const runtime = await boot(env);
   if (!runtime) return 1;
   const { config, logger, engine } = runtime;
   const gateway = createGateway({ config, engine, logger });
   const port = await gateway.listen();
-  await ensureDevelopmentKey(runtime, port);
+  const accountApi = await startAccountApi({ config, engine, logger: logger.child({ service: 'account-api' }) });
+  logger.info({ port: accountApi.port, service: 'account-api' }, 'ready');
+  await ensureDevelopmentKey(runtime, port, accountApi.port);
   onShutdownSignal(logger, async () => {
     await gateway.drain();
+    await accountApi.close();
     await gateway.close();
     await engine.close();
   });
