@@ -92,12 +92,14 @@ export async function populatedApp() {
   return { engine, app: createAccountApi({ engine, logger: silentLogger(), config: testConfig() }) };
 }
 
-/** Every method of every store port rejects as an unreachable Redis would. */
-export function failingPort<T extends object>(port: T, error: () => Error): T {
+/** The port's methods (all, or those in `only`) reject as an unreachable Redis would. */
+export function failingPort<T extends object>(port: T, error: () => Error, only?: ReadonlyArray<keyof T>): T {
   return new Proxy(port, {
     get: (target, property, receiver) => {
       const value: unknown = Reflect.get(target, property, receiver);
-      return typeof value === 'function' ? () => Promise.reject(error()) : value;
+      if (typeof value !== 'function') return value;
+      if (only && !only.includes(property as keyof T)) return value.bind(target);
+      return () => Promise.reject(error());
     },
   });
 }
