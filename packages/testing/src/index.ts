@@ -1,3 +1,4 @@
 export * from './redis-server';
 export * from './gateway';
 export * from './ws-client';
+export * from './process';
