@@ -47,6 +47,10 @@ export class BrokerSubscriptions {
     await Promise.all([...this.counts.values()].map(({ topic }) => this.broker.subscribe(topic)));
   }
 
+  has(topic: Topic): boolean {
+    return this.counts.has(topicKey(topic));
+  }
+
   get size(): number {
     return this.counts.size;
   }
