@@ -44,6 +44,17 @@ function toLeave(reply: unknown): LeaveResult {
   return { member: memberOf(json), lastOfIdentity: last === 1, identityCount: count };
 }
 
+const byChannelThenProtocol = (a: ChannelMembers, b: ChannelMembers): number =>
+  a.channel < b.channel
+    ? -1
+    : a.channel > b.channel
+      ? 1
+      : a.protocol < b.protocol
+        ? -1
+        : a.protocol > b.protocol
+          ? 1
+          : 0;
+
 export class RedisPresenceStore implements PresenceStore {
   constructor(
     private readonly client: RedisClient,
@@ -151,14 +162,3 @@ export class RedisPresenceStore implements PresenceStore {
     return removed;
   }
 }
-
-export const byChannelThenProtocol = (a: ChannelMembers, b: ChannelMembers): number =>
-  a.channel < b.channel
-    ? -1
-    : a.channel > b.channel
-      ? 1
-      : a.protocol < b.protocol
-        ? -1
-        : a.protocol > b.protocol
-          ? 1
-          : 0;

@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PRESENCE_TOPIC_SUFFIXES, redisKeys } from '../src/redis/keys';
+import type { RedisKeys } from '../src/redis/keys';
+
+const keys = redisKeys('<prefix>');
+const topic = { key: '<key>', protocol: '<protocol>', channel: '<channel>' } as never;
+const topicBase = keys.presenceTopic(topic);
+
+/** Every name keys.ts builds, pinned; `null` marks helpers that only build prefixes of these. */
+const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
+  presenceTopic: null,
+  presenceTopicPrefix: null,
+  presenceNodePrefix: null,
+  presenceChannels: '<prefix>:presence:{<key>}:channels',
+  presenceNodeEntries: '<prefix>:presence:{<key>}:node:<nodeId>',
+  presenceNodeKeys: '<prefix>:presence-node:{<nodeId>}',
+  countsChannels: '<prefix>:counts:{<key>}:channels',
+  countsTotal: '<prefix>:counts:{<key>}:total',
+  countsNode: '<prefix>:counts:{<key>}:node:<nodeId>',
+  countsNodeKeys: '<prefix>:counts-node:{<nodeId>}',
+  log: '<prefix>:log:{<key>}',
+  apiKey: '<prefix>:apikey:{keystore}:<key>',
+  apiKeyIndex: '<prefix>:apikeys:{keystore}',
+  nodes: '<prefix>:nodes',
+  fanout: '<prefix>:fanout:{<key>|<protocol>|<channel>}',
+  control: '<prefix>:control',
+};
+
+const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
+  presenceTopic: topicBase,
+  presenceTopicPrefix: keys.presenceTopicPrefix('<key>'),
+  presenceNodePrefix: keys.presenceNodePrefix('<key>'),
+  presenceChannels: keys.presenceChannels('<key>'),
+  presenceNodeEntries: keys.presenceNodeEntries('<key>', '<nodeId>'),
+  presenceNodeKeys: keys.presenceNodeKeys('<nodeId>'),
+  countsChannels: keys.countsChannels('<key>'),
+  countsTotal: keys.countsTotal('<key>'),
+  countsNode: keys.countsNode('<key>', '<nodeId>'),
+  countsNodeKeys: keys.countsNodeKeys('<nodeId>'),
+  log: keys.log('<key>'),
+  apiKey: keys.apiKey('<key>'),
+  apiKeyIndex: keys.apiKeyIndex(),
+  nodes: keys.nodes(),
+  fanout: keys.fanout(topic),
+  control: keys.control(),
+};
+
+/** The full set of key and channel patterns, including the per-topic keys the scripts derive. */
+const patterns = (): string[] => [
+  ...Object.values(NAMES).filter((n): n is string => n !== null),
+  ...Object.values(PRESENCE_TOPIC_SUFFIXES).map((suffix) =>
+    suffix.endsWith(':') ? `${topicBase}${suffix}<identity>` : `${topicBase}${suffix}`,
+  ),
+];
+
+/** First cell of every table row whose first cell is code: the documented patterns. */
+function documented(): string[] {
+  const doc = readFileSync(join(__dirname, '../../../docs/redis-keys.md'), 'utf8');
+  return doc
+    .split('\n')
+    .map((line) => /^\| `([^`]+)` +\|/.exec(line)?.[1])
+    .filter((cell): cell is string => cell !== undefined)
+    .map((cell) => cell.replace(/\\\|/g, '|'));
+}
+
+describe('Redis key names', () => {
+  it('are the pinned strings', () => {
+    expect(Object.keys(built).sort()).toEqual(Object.keys(NAMES).sort());
+    expect(Object.keys(keys).sort()).toEqual(['prefix', ...Object.keys(NAMES)].sort());
+    for (const [method, name] of Object.entries(NAMES)) {
+      if (name !== null) expect(built[method as keyof typeof built]).toBe(name);
+    }
+    expect(topicBase).toBe('<prefix>:presence:{<key>}:topic:<protocol>|<channel>');
+    expect(topicBase.startsWith(built.presenceTopicPrefix)).toBe(true);
+    expect(built.presenceNodeEntries.startsWith(built.presenceNodePrefix)).toBe(true);
+  });
+
+  it('agree with docs/redis-keys.md, both ways', () => {
+    expect(documented().sort()).toEqual(patterns().sort());
+  });
+
+  it('keep every multi-key operation of an API key in one hash slot', () => {
+    const tag = (name: string): string | undefined => /\{([^}]*)\}/.exec(name)?.[1];
+    const perKey = [
+      topicBase,
+      built.presenceChannels,
+      built.presenceNodeEntries,
+      built.countsChannels,
+      built.countsTotal,
+      built.countsNode,
+    ];
+    expect(new Set(perKey.map(tag))).toEqual(new Set(['<key>']));
+    expect(tag(built.fanout)).toBe('<key>|<protocol>|<channel>');
+    expect(tag(built.apiKey)).toBe(tag(built.apiKeyIndex));
+  });
+
+  it('refuse names that would break a hash tag or a separator', () => {
+    expect(() => redisKeys('sb{x}')).toThrow(/REDIS_PREFIX/);
+    expect(() => keys.log('a}b')).toThrow(/API key/);
+    expect(() => keys.fanout({ key: 'k', protocol: 'v4', channel: 'a|b' })).toThrow(/channel/);
+    expect(() => keys.countsNode('k', '')).toThrow(/node id/);
+  });
+});
