@@ -27,9 +27,9 @@ describe('publication wire form', () => {
 
   it('carries the body verbatim after a short header', () => {
     expect(encodePublication({ topic, body: '{"a":"b|c"}', origin: 'n1' })).toBe('|n1|{"a":"b|c"}');
-    expect(encodePublication({ topic, body: 'x', origin: 'n1', binary: true, stampable: true, to: 'a|b' })).toBe(
-      'bst|n1|3|a|bx',
-    );
+    expect(
+      encodePublication({ topic, body: 'x', origin: 'n1', binary: true, stampable: true, to: 'a|b' }),
+    ).toBe('bst|n1|3|a|bx');
   });
 
   it('rejects messages that are not publications', () => {
