@@ -43,7 +43,11 @@ const logRecord = (n: number, extra: Partial<LogRecord> = {}): LogRecord => ({
  * so counts mix protocols), presence members of both protocols, and three log records.
  */
 export async function populatedEngine(): Promise<Engine> {
-  const engine = createMemoryEngine(createMemoryState());
+  return populate(createMemoryEngine(createMemoryState()));
+}
+
+/** Writes the fixture data through the engine's ports (any engine). */
+export async function populate(engine: Engine): Promise<Engine> {
   await engine.keys.put(KEY_A);
   await engine.keys.put(KEY_B);
   const count = async (channel: string, n: number, node = 'node-1') => {

@@ -204,6 +204,18 @@ async function run(command: string, parsed: Parsed, engine: Engine, io: Io): Pro
   }
 }
 
+/** Where the engine points, for messages: host and port only, never a password from the URL. */
+function redisTarget(config: Config): string {
+  const redis = config.redis;
+  if (!redis) return 'memory';
+  if (redis.kind === 'cluster') return redis.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  try {
+    return new URL(redis.url).host;
+  } catch {
+    return 'REDIS_URL';
+  }
+}
+
 /** Quieter than the servers: only warnings reach stderr unless LOG_LEVEL asks for more detail. */
 const cliLogLevel = (config: Config): string =>
   ['debug', 'trace', 'silent', 'error', 'fatal'].includes(config.logLevel) ? config.logLevel : 'warn';
@@ -250,6 +262,11 @@ export async function runKeys(argv: string[], env: Env): Promise<number> {
     engine = await createEngine(config, { logger });
   } catch (error) {
     io.err(`Cannot open the engine: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+  if (!engine.isAvailable()) {
+    io.err(`Cannot reach Redis at ${redisTarget(config)}; nothing was changed`);
+    await engine.close().catch(() => undefined);
     return 1;
   }
   try {
