@@ -35,8 +35,13 @@ COPY packages/account-api/package.json packages/account-api/
 COPY packages/testing/package.json packages/testing/
 COPY packages/cli/package.json packages/cli/
 # Workspace packages are linked into node_modules/@switchboard/*; only their dist/ is copied below.
+# uWebSockets.js ships binaries for every platform and Node ABI (~90 MB): keep this image's one.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
     && npm cache clean --force \
+    && node -e "const fs = require('fs'), dir = 'node_modules/uWebSockets.js/binaries'; \
+        const keep = 'uws_' + process.platform + '_' + process.arch + '_' + process.versions.modules + '.node'; \
+        if (!fs.existsSync(dir + '/' + keep)) throw new Error('uWebSockets.js has no ' + keep); \
+        for (const file of fs.readdirSync(dir)) if (file !== keep) fs.rmSync(dir + '/' + file);" \
     && mkdir -p /data && chown node:node /data
 COPY --from=build /app/packages/core/dist packages/core/dist
 COPY --from=build /app/packages/gateway/dist packages/gateway/dist

@@ -9,6 +9,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
@@ -25,6 +26,9 @@ import {
   readDotEnv,
 } from './support/compose';
 import { contextCopySources, execForm, isDockerIgnored, parseDockerfile } from './support/dockerfile';
+import { startHaproxy } from './support/haproxy';
+import type { RunningHaproxy } from './support/haproxy';
+import WebSocket, { WebSocketServer } from 'ws';
 
 const ROOT = join(__dirname, '..', '..');
 const at = (...parts: string[]): string => join(ROOT, ...parts);
@@ -35,6 +39,14 @@ function hasCommand(command: string, args: string[]): boolean {
   return !result.error && result.status === 0;
 }
 const itWhen = (present: boolean): jest.It => (present ? it : it.skip);
+
+/** Listens on a free loopback port and resolves it; with `release`, closes again and hands the port on. */
+async function listenOnFreePort(server: Server, release = false): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  if (release) await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 const CONFIG_DEFAULTS = configSchema.parse({});
 /** Config errors of an environment, one line per problem (empty when valid). */
@@ -298,6 +310,104 @@ describe('docker-compose.yml', () => {
     expect(result.stdout + result.stderr).toMatch(/Configuration file is valid/);
     expect(result.status).toBe(0);
   });
+});
+
+describe('HAProxy with the shipped configuration, in front of two stand-in gateways (needs haproxy)', () => {
+  const present = hasCommand('haproxy', ['-v']);
+  const itHaproxy = itWhen(present);
+
+  interface StandIn {
+    name: string;
+    port: number;
+    healthy: boolean;
+    server: Server;
+    wss: WebSocketServer;
+  }
+  const standIns: StandIn[] = [];
+  let haproxy: RunningHaproxy | undefined;
+
+  async function standIn(name: string): Promise<StandIn> {
+    const gateway = { name, port: 0, healthy: true } as StandIn;
+    gateway.server = createServer((req, res) => {
+      if (req.url !== '/api/health') return void res.writeHead(404).end();
+      res.writeHead(gateway.healthy ? 200 : 503, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ status: gateway.healthy ? 'ok' : 'draining' }));
+    });
+    gateway.wss = new WebSocketServer({ server: gateway.server });
+    gateway.wss.on('connection', (socket) => socket.send(name));
+    gateway.port = await listenOnFreePort(gateway.server);
+    return gateway;
+  }
+
+  /** Opens a WebSocket through HAProxy and resolves with it and the name of the gateway it reached. */
+  function connectThrough(): Promise<{ socket: WebSocket; gateway: string }> {
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocket(`ws://127.0.0.1:${haproxy!.port}/v3/room-1?api_key=k`);
+      socket.once('message', (data: Buffer) => resolve({ socket, gateway: data.toString() }));
+      socket.once('error', reject);
+    });
+  }
+
+  beforeAll(async () => {
+    if (!present) return;
+    standIns.push(await standIn('gw1'), await standIn('gw2'));
+    const listenPort = await listenOnFreePort(createServer(), true);
+    haproxy = await startHaproxy({
+      listenPort,
+      backends: standIns.map(({ name, port }) => ({ name, port })),
+      checkIntervalMs: 100,
+    });
+  });
+
+  afterAll(async () => {
+    await haproxy?.close();
+    for (const gateway of standIns) {
+      gateway.wss.clients.forEach((client) => client.terminate());
+      gateway.wss.close();
+      await new Promise<void>((resolve) => gateway.server.close(() => resolve()));
+    }
+  });
+
+  itHaproxy('passes WebSocket upgrades through and balances them by open connections', async () => {
+    const opened = await Promise.all([
+      connectThrough(),
+      connectThrough(),
+      connectThrough(),
+      connectThrough(),
+    ]);
+    const counts = opened.reduce<Record<string, number>>(
+      (acc, { gateway }) => ({ ...acc, [gateway]: (acc[gateway] ?? 0) + 1 }),
+      {},
+    );
+    expect(counts).toEqual({ gw1: 2, gw2: 2 });
+    opened.forEach(({ socket }) => socket.close());
+  });
+
+  itHaproxy(
+    'stops sending new clients to a gateway whose health turns 503, without cutting its sockets',
+    async () => {
+      const existing: WebSocket[] = [];
+      while (!existing.some((s) => (s as WebSocket & { gateway?: string }).gateway === 'gw1')) {
+        const { socket, gateway } = await connectThrough();
+        Object.assign(socket, { gateway });
+        existing.push(socket);
+      }
+      const onGw1 = existing.find((s) => (s as WebSocket & { gateway?: string }).gateway === 'gw1')!;
+      standIns[0]!.healthy = false; // gw1 starts draining
+      await new Promise((resolve) => setTimeout(resolve, 800)); // fall 2 x inter 100 ms, with margin
+      const after = await Promise.all([connectThrough(), connectThrough(), connectThrough()]);
+      expect(after.map(({ gateway }) => gateway)).toEqual(['gw2', 'gw2', 'gw2']);
+      // The draining gateway still reaches its existing client: closing it is the gateway's job.
+      expect(onGw1.readyState).toBe(WebSocket.OPEN);
+      const received = new Promise<string>((resolve) =>
+        onGw1.once('message', (data: Buffer) => resolve(data.toString())),
+      );
+      standIns[0]!.wss.clients.forEach((client) => client.send('still here'));
+      expect(await received).toBe('still here');
+      [...existing, ...after.map(({ socket }) => socket)].forEach((socket) => socket.close());
+      standIns[0]!.healthy = true;
+    },
+  );
 });
 
 describe('k8s/', () => {
