@@ -65,6 +65,8 @@ export class Membership {
   async cleanupNode(node: NodeId): Promise<number> {
     const removed = await this.ctx.engine.presence.removeNode(node);
     await this.ctx.engine.counts.removeNode(node);
+    if (removed.length > 0)
+      this.ctx.logger.info({ node, removed: removed.length }, 'presence of a node removed');
     for (const left of removed) await publishLeave(this.ctx, left.topic, left).catch(() => undefined);
     return removed.length;
   }

@@ -1,3 +1,4 @@
+import { seedKeys } from '@switchboard/core';
 import type { ConnId, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { publishToChannel } from '../ws/events';
@@ -14,7 +15,10 @@ const BATCH = 500;
  * - presence: leaves that failed while the engine was away are retried (with their events), and
  *   every open presence subscription is joined again (idempotent; a V4 identity that had been
  *   removed is announced with `member_joined` again);
- * - broker subscriptions: every topic with local subscribers is subscribed again.
+ * - broker subscriptions: every topic with local subscribers is subscribed again;
+ * - keys: `SWITCHBOARD_KEYS` is applied again, so a Redis that came back empty (no
+ *   persistence) still knows the deployment's keys. Keys created with `switchboard keys` live
+ *   only in Redis: keep Redis persistent if you use them (docs/scaling.md).
  */
 export class Recovery {
   private readonly failedLeaves = new Map<string, { topic: Topic; connId: ConnId }>();
@@ -49,6 +53,7 @@ export class Recovery {
     const started = Date.now();
     try {
       await ctx.subscriptions.restore();
+      for (const key of await seedKeys(engine.keys, ctx.config.seedKeys)) ctx.keys.invalidate(key);
       await engine.counts.removeNode(nodeId);
       for (const [id, { topic, connId }] of [...this.failedLeaves]) {
         const left = await engine.presence.leave(topic, connId);
@@ -71,7 +76,7 @@ export class Recovery {
                     member: sub.member,
                     count: joined.identityCount,
                   });
-                  publishToChannel(ctx, sub.topic, event, { stampable: true });
+                  void publishToChannel(ctx, sub.topic, event, { stampable: true });
                 }
               }),
             );

@@ -8,14 +8,15 @@ import { sendTo } from './send';
 /**
  * Publishes a frame to a channel on every node: this node's connections at once, the others
  * through the broker. `sender` (local) is excluded unless its `notify_self` is on. A broker
- * failure loses only the remote part; it is logged, never thrown.
+ * failure loses only the remote part; it is logged, never thrown. Resolves once the broker took
+ * it (or failed), for callers that must not close the engine before.
  */
 export function publishToChannel(
   ctx: GatewayContext,
   topic: Topic,
   body: string,
   options: { stampable: boolean; sender?: ConnectionState; to?: string; binary?: boolean },
-): void {
+): Promise<void> {
   const publication = {
     topic,
     body,
@@ -25,7 +26,7 @@ export function publishToChannel(
     ...(options.binary ? { binary: true } : {}),
   };
   deliverLocal(ctx, publication, options.sender);
-  ctx.engine.broker.publish(publication).catch((error: unknown) => {
+  return ctx.engine.broker.publish(publication).catch((error: unknown) => {
     ctx.logger.warn(
       { err: error, channel: topic.channel },
       'cross-node fan-out failed; delivered on this node only',

@@ -42,7 +42,7 @@ export async function joinPresence(
       event: 'system:member_joined',
       data: { member: sub.member, members },
     });
-    publishToChannel(ctx, sub.topic, joinedEvent, { stampable: false });
+    void publishToChannel(ctx, sub.topic, joinedEvent, { stampable: false });
     return;
   }
   const page = await presence.identities(sub.topic, 0, limit);
@@ -58,7 +58,7 @@ export async function joinPresence(
       member: sub.member,
       count: joined.identityCount,
     });
-    publishToChannel(ctx, sub.topic, event, { stampable: true });
+    void publishToChannel(ctx, sub.topic, event, { stampable: true });
   }
 }
 
@@ -72,7 +72,7 @@ export async function publishLeave(ctx: GatewayContext, topic: Topic, left: Leav
   if (topic.protocol === 'v3') {
     const { members } = await ctx.engine.presence.roster(topic, ctx.config.limits.rosterLimit);
     const event = JSON.stringify({ event: 'system:member_left', data: { member: left.member, members } });
-    publishToChannel(ctx, topic, event, { stampable: false });
+    await publishToChannel(ctx, topic, event, { stampable: false });
     return;
   }
   if (left.lastOfIdentity) {
@@ -81,7 +81,7 @@ export async function publishLeave(ctx: GatewayContext, topic: Topic, left: Leav
       member: left.member,
       count: left.identityCount,
     });
-    publishToChannel(ctx, topic, event, { stampable: true });
+    await publishToChannel(ctx, topic, event, { stampable: true });
   }
 }
 

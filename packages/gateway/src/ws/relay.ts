@@ -16,7 +16,7 @@ export function relayClientMessage(
   body: string,
   options: { stampable: boolean; to?: string; binary?: boolean },
 ): void {
-  publishToChannel(ctx, sub.topic, body, { ...options, sender: state });
+  void publishToChannel(ctx, sub.topic, body, { ...options, sender: state });
   const record: LogRecord = {
     id: randomUUID(),
     channel: sub.channel,
