@@ -1,5 +1,8 @@
-// Tests run from TypeScript sources (swc transpiles; `tsc -p tsconfig.tests.json` type-checks them).
-const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] };
+// Tests run from TypeScript sources: ts-jest only transpiles (`tsc -p tsconfig.tests.json`
+// type-checks them in `npm run lint`).
+const transform = {
+  '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } }],
+};
 const moduleNameMapper = { '^@switchboard/([a-z-]+)$': '<rootDir>/packages/$1/src' };
 const base = { rootDir: __dirname, transform, moduleNameMapper, testEnvironment: 'node' };
 

@@ -12,7 +12,8 @@ describe('stampChannel', () => {
         (object, channel) => {
           delete (object as Record<string, unknown>)['system::channel'];
           const stamped = stampChannel(JSON.stringify(object), channel);
-          expect(JSON.parse(stamped)).toEqual({ ...object, 'system::channel': channel });
+          const expected: unknown = JSON.parse(JSON.stringify({ ...object, 'system::channel': channel }));
+        expect(JSON.parse(stamped)).toEqual(expected);
         },
       ),
     );
