@@ -37,7 +37,9 @@ let memoryApp: Express;
 beforeAll(async () => {
   redis = await startRedis();
   const prefix = `acct-${randomBytes(4).toString('hex')}`;
-  engine = await createEngine(testConfig({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }), { logger: silentLogger() });
+  engine = await createEngine(testConfig({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }), {
+    logger: silentLogger(),
+  });
   await populate(engine);
   app = createAccountApi({ engine, logger: silentLogger(), config: testConfig() });
   ({ app: memoryApp } = await populatedApp());
@@ -66,7 +68,10 @@ describe('account API on the Redis engine', () => {
   });
 
   test('credentials and parameters are checked as on the memory engine', async () => {
-    await request(app).get('/api/logs').set({ ...authA, secret: 'wrong' }).expect(401);
+    await request(app)
+      .get('/api/logs')
+      .set({ ...authA, secret: 'wrong' })
+      .expect(401);
     await request(app).get('/api/logs').set({ key: 'unknown', secret: 'x' }).expect(401);
     await request(app).get('/api/connections?page=0').set(authA).expect(400);
   });
@@ -91,6 +96,9 @@ describe('account API on the Redis engine', () => {
     // The restarted server has no persistence: the key is gone until it is stored again.
     await request(app).get('/api/domains').set(authA).expect(401);
     await engine.keys.put(KEY_A);
-    await request(app).get('/api/domains').set(authA).expect(200, [...KEY_A.domains]);
+    await request(app)
+      .get('/api/domains')
+      .set(authA)
+      .expect(200, [...KEY_A.domains]);
   });
 });
