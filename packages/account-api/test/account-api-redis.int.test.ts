@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { createEngine } from '@switchboard/core';
 import type { Engine } from '@switchboard/core';
-import { startRedis } from '@switchboard/testing';
-import type { RedisServer } from '@switchboard/testing';
+import { startRedis, startRedisCluster } from '@switchboard/testing';
+import type { RedisClusterHandle, RedisServer } from '@switchboard/testing';
 import type { Express } from 'express';
 import { createAccountApi } from '../src';
 import { authA, authB, KEY_A, populate, populatedApp, silentLogger, testConfig } from './fixtures';
@@ -100,5 +100,35 @@ describe('account API on the Redis engine', () => {
       .get('/api/domains')
       .set(authA)
       .expect(200, [...KEY_A.domains]);
+  });
+});
+
+describe('account API on Redis Cluster', () => {
+  let cluster: RedisClusterHandle;
+  let clusterEngine: Engine;
+  let clusterApp: Express;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    const config = testConfig({
+      REDIS_CLUSTER_NODES: cluster.nodesEnv,
+      REDIS_PREFIX: `acct-${randomBytes(4).toString('hex')}`,
+    });
+    clusterEngine = await createEngine(config, { logger: silentLogger() });
+    await populate(clusterEngine);
+    clusterApp = createAccountApi({ engine: clusterEngine, logger: silentLogger(), config });
+  }, 30_000);
+
+  afterAll(async () => {
+    await clusterEngine?.close();
+    await cluster?.stop();
+  });
+
+  test.each(PATHS)('GET %s answers as on the memory engine', async (path) => {
+    for (const auth of [authA, authB]) {
+      const onCluster = await request(clusterApp).get(path).set(auth).expect(200);
+      const inMemory = await request(memoryApp).get(path).set(auth).expect(200);
+      expect(onCluster.body).toEqual(inMemory.body);
+    }
   });
 });
