@@ -6,8 +6,10 @@ import type { RedisKeys } from './keys';
 import { decodePublication, encodePublication } from './publication-codec';
 
 /**
- * Fan-out through Redis pub/sub: one channel per topic (sharded pub/sub on a cluster), control
- * commands on one plain channel that every node subscribes to.
+ * Fan-out through Redis pub/sub: one channel per topic, and one control channel every node
+ * subscribes to. On a cluster both are sharded (SPUBLISH/SSUBSCRIBE): topics spread over the
+ * masters, and the control channel lives on one master, so a publisher's commands stay in order
+ * (plain PUBLISH would go to a random node each time and could overtake itself).
  *
  * On a standalone server the broker restores its own subscriptions on every `ready` of the
  * subscriber connection (ioredis' autoResubscribe is off, so unsubscribes during an outage are
@@ -20,6 +22,8 @@ export class RedisBroker implements Broker {
   /** Cluster only: wanted channels whose SSUBSCRIBE failed, retried on the next `ready`. */
   private readonly pending = new Set<string>();
   private readonly sharded: boolean;
+  /** Cluster only: the control channel's first SSUBSCRIBE (queued until the cluster is ready). */
+  private readonly controlSubscribed: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(
@@ -29,9 +33,8 @@ export class RedisBroker implements Broker {
     this.sharded = clients.target.kind === 'cluster';
     const { subscriber } = clients;
     subscriber.on(this.sharded ? 'smessage' : 'message', this.onMessage);
-    if (this.sharded) subscriber.on('message', this.onMessage);
     subscriber.on('ready', this.resubscribe);
-    if (this.sharded) subscriber.subscribe(keys.control()).catch(() => undefined);
+    if (this.sharded) this.controlSubscribed = this.shardedSubscribe(keys.control()).catch(() => undefined);
     else if (subscriber.status === 'ready') this.resubscribe();
   }
 
@@ -43,7 +46,8 @@ export class RedisBroker implements Broker {
   async ready(): Promise<void> {
     const { subscriber } = this.clients;
     if (this.sharded) {
-      await subscriber.subscribe(this.keys.control());
+      await this.controlSubscribed;
+      if (this.pending.has(this.keys.control())) await this.shardedSubscribe(this.keys.control());
       return;
     }
     if (subscriber.status !== 'ready') await new Promise((resolve) => subscriber.once('ready', resolve));
@@ -55,9 +59,8 @@ export class RedisBroker implements Broker {
     this.wanted.set(channel, topic);
     const { subscriber } = this.clients;
     if (this.sharded) {
-      this.pending.add(channel);
-      await guard(subscriber, () => subscriber.ssubscribe(channel));
-      this.pending.delete(channel);
+      if (subscriber.status !== 'ready') this.pending.add(channel);
+      await guard(subscriber, () => this.shardedSubscribe(channel));
     } else if (subscriber.status === 'ready') {
       await guard(subscriber, () => subscriber.subscribe(channel));
     }
@@ -83,7 +86,11 @@ export class RedisBroker implements Broker {
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {
     const { command } = this.clients;
-    await guard(command, () => command.publish(this.keys.control(), JSON.stringify(controlCommand)));
+    const channel = this.keys.control();
+    const wire = JSON.stringify(controlCommand);
+    await guard(command, () =>
+      this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
+    );
   }
 
   async close(): Promise<void> {
@@ -103,13 +110,15 @@ export class RedisBroker implements Broker {
       return;
     }
     // ioredis restores what it subscribed itself; only the calls that never reached it are left.
-    for (const channel of this.pending) {
-      subscriber.ssubscribe(channel).then(
-        () => this.pending.delete(channel),
-        () => undefined,
-      );
-    }
+    for (const channel of this.pending) this.shardedSubscribe(channel).catch(() => undefined);
   };
+
+  /** SSUBSCRIBE, remembering the channel as pending until Redis confirmed it. */
+  private async shardedSubscribe(channel: string): Promise<void> {
+    this.pending.add(channel);
+    await this.clients.subscriber.ssubscribe(channel);
+    this.pending.delete(channel);
+  }
 
   private readonly onMessage = (channel: string, message: string): void => {
     const handlers = this.handlers;
