@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createEngine, createLogger, loadConfig } from '@switchboard/core';
 import type { ApiKeyRecord, ControlCommand, Engine } from '@switchboard/core';
-import { startRedis } from '@switchboard/testing';
-import type { RedisServer } from '@switchboard/testing';
+import { startRedis, startRedisCluster } from '@switchboard/testing';
+import type { RedisClusterHandle, RedisServer } from '@switchboard/testing';
 import { runKeys } from '../src/commands/keys';
 import { startAccountApiProcess } from '../src/commands/account-api';
 import { captured, tempDataDir } from './run-captured';
@@ -112,5 +112,41 @@ describe('switchboard keys on Redis', () => {
     const { result, stderr } = await captured(() => runKeys(['list'], dead));
     expect(result).toBe(1);
     expect(stderr.trim()).toBe('Cannot reach Redis at 127.0.0.1:1; nothing was changed');
+  });
+});
+
+describe('switchboard keys on Redis Cluster', () => {
+  let cluster: RedisClusterHandle;
+  let clusterEnv: Record<string, string>;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    clusterEnv = {
+      REDIS_CLUSTER_NODES: cluster.nodesEnv,
+      REDIS_PREFIX: `cli-${randomBytes(4).toString('hex')}`,
+      LOG_LEVEL: 'silent',
+    };
+  }, 30_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  test('create, domains, list and delete', async () => {
+    const run = (...argv: string[]) => captured(() => runKeys(argv, clusterEnv));
+    const record = JSON.parse((await run('create', '--json')).stdout) as ApiKeyRecord;
+    expect((await run('domains', record.key, 'example.com')).result).toBe(0);
+    const listed = JSON.parse((await run('list', '--json')).stdout) as ApiKeyRecord[];
+    expect(listed).toEqual([
+      {
+        key: record.key,
+        domains: ['example.com'],
+        clientMessages: true,
+        forceAuth: false,
+        createdAt: record.createdAt,
+      },
+    ]);
+    expect((await run('delete', record.key)).result).toBe(0);
+    expect(JSON.parse((await run('list', '--json')).stdout)).toEqual([]);
   });
 });
