@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import type { ApiKeyRecord } from '@switchboard/core';
+import { connectClient, postJson, startGateway, startRedis } from '@switchboard/testing';
+import type { RedisServer, TestGateway } from '@switchboard/testing';
+import { runKeys } from '../../packages/cli/src/commands/keys';
+
+/**
+ * `switchboard keys …` against the cluster's Redis reaches gateways that cache key records for a
+ * minute: the `key-changed` announcement, not the cache expiry, makes the change visible.
+ */
+
+let redis: RedisServer;
+let env: Record<string, string>;
+const nodes: TestGateway[] = [];
+
+async function keys(...argv: string[]): Promise<string> {
+  let out = '';
+  const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out += chunk.toString();
+    return true;
+  });
+  try {
+    expect(await runKeys(argv, env)).toBe(0);
+  } finally {
+    write.mockRestore();
+  }
+  return out;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 3000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} not within 3 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  env = { REDIS_URL: redis.url, REDIS_PREFIX: `rev-${randomBytes(4).toString('hex')}`, LOG_LEVEL: 'silent' };
+  for (let i = 0; i < 2; i += 1) nodes.push(await startGateway({ env: { ...env, KEY_CACHE_MS: '60000' } }));
+});
+
+afterAll(async () => {
+  for (const node of nodes) await node.close();
+  await redis?.stop();
+});
+
+const publish = (node: TestGateway, record: ApiKeyRecord) =>
+  postJson(`${node.httpUrl}/api/publish`, {
+    key: record.key,
+    secret: record.secret,
+    channel: 'c',
+    message: 'm',
+  });
+
+describe('key changes reach every gateway at once', () => {
+  test('a new domain list applies and a deleted key is refused on every node despite their caches', async () => {
+    const record = JSON.parse(await keys('create', '--json')) as ApiKeyRecord;
+    for (const node of nodes)
+      await waitFor('the new key', async () => (await publish(node, record)).status === 200);
+
+    await keys('domains', record.key, 'allowed.example');
+    const [first] = nodes as [TestGateway];
+    await waitFor('the new domain list', async () => {
+      const client = await connectClient(first.wsUrl('/v3/c', { api_key: record.key }), {
+        origin: 'https://evil.example',
+      });
+      const closed = await Promise.race([client.closed, new Promise((r) => setTimeout(() => r(null), 300))]);
+      client.close();
+      return closed !== null;
+    });
+
+    await keys('delete', record.key);
+    for (const node of nodes)
+      await waitFor('the deletion', async () => (await publish(node, record)).status === 401);
+  });
+});
