@@ -128,6 +128,7 @@ describe('Redis outages', () => {
     await redis.kill();
     await waitUntil(async () => (await health(a)).status === 503, 5000, 'health 503');
     expect((await health(a)).body).toMatchObject({ status: 'unavailable' });
+    expect((await fetch(`${a.httpUrl}/api/live`)).status).toBe(200);
     expect((await api(a, '/api/publish', { channel: 'outage', message: 'x' })).status).toBe(503);
     expect((await api(a, '/api/v4/members', { channel: 'outage' })).status).toBe(503);
     expect((await api(a, '/api/v4/kick', { user: 'c1' })).status).toBe(503);

@@ -269,6 +269,12 @@ describe('HTTP errors and health', () => {
     expect(await response.json()).toMatchObject({ status: 'ok' });
   });
 
+  it('answers liveness at /api/live', async () => {
+    const response = await fetch(`${node.httpUrl}/api/live`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'alive' });
+  });
+
   it('answers 404 for unknown paths and 405 with Allow for wrong methods', async () => {
     expect(await postJson(`${node.httpUrl}/api/nope`, {})).toMatchObject({
       status: 404,

@@ -1,7 +1,11 @@
 import type { GatewayContext } from '../context';
 import type { HttpReply } from '../transport/types';
 
-/** `GET /api/health`: 200 `ok` while serving and reaching the engine; 503 with a reason otherwise. */
+/**
+ * `GET /api/health` (readiness): 200 `ok` while serving and reaching the engine; 503 with a
+ * reason otherwise. `GET /api/live` (liveness) answers 200 whenever the process serves HTTP,
+ * whatever Redis or a drain is doing, so an orchestrator never restarts a node for a Redis outage.
+ */
 export function health(ctx: GatewayContext): HttpReply {
   if (ctx.status.draining) {
     return { status: 503, body: JSON.stringify({ status: 'draining', reason: 'The node is shutting down' }) };

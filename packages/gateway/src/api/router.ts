@@ -43,7 +43,7 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
     const path =
       request.path.length > 1 && request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
     const handler = POST_ROUTES[path];
-    const isHealth = path === '/api/health';
+    const isHealth = path === '/api/health' || path === '/api/live';
     if (!handler && !isHealth) {
       return errorReply(new AppError('SB_NOT_FOUND', `No such endpoint: ${request.method} ${path}`), ctx);
     }
@@ -55,6 +55,7 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
       );
       return { ...errorReply(error, ctx), headers: { allow } };
     }
+    if (path === '/api/live') return json(200, { status: 'alive' });
     if (isHealth) return health(ctx);
     try {
       return json(200, await handler!(ctx, parseBody(request)));
