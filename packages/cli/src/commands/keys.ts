@@ -8,7 +8,7 @@ Commands:
   keys create [--domain D]... [--no-client-messages] [--force-auth]
                               create a key; prints its key and secret (the secret is shown only here)
   keys list [--show-secrets]  every key with its domains, options and creation time
-  keys delete KEY             delete a key: its connections and API calls stop being admitted
+  keys delete KEY             delete a key: new connections and API calls with it are refused
   keys domains KEY [D]...     replace the key's allowed domains; none allows any origin
 
 Options:
