@@ -95,6 +95,8 @@ export const PRESENCE_TOPIC_SUFFIXES = {
   byConn: ':byconn',
   /** ZSET identity → −last active of its most recent entry (V4 order) */
   byIdentity: ':byident',
+  /** HASH identity → connId of its most recent entry (the member object an identity page shows) */
+  identityConn: ':identconn',
   /** ZSET connId → −last active, one per identity: the identity's entries */
   identity: ':ident:',
 } as const;

@@ -3,7 +3,7 @@ import { LuaScript } from './clients';
 /**
  * Presence scripts. Every key a script touches carries the API key's hash tag, so one script is
  * one slot on Redis Cluster. Scripts derive the per-topic keys from a topic base passed in KEYS
- * (`<base>:conns`, `:byconn`, `:byident`, `:ident:<identity>`, see keys.ts) and node index keys
+ * (`<base>:conns`, `:byconn`, `:byident`, `:identconn`, `:ident:<identity>`, see keys.ts) and node index keys
  * from a prefix in ARGV; both stay inside the tag.
  *
  * Scores are −(last active ms): ascending ZRANGE gives most recent first and, on equal scores,
@@ -15,9 +15,11 @@ local function refreshIdentity(base, identity)
   local first = redis.call('ZRANGE', ik, 0, 0, 'WITHSCORES')
   if #first == 0 then
     redis.call('ZREM', base .. ':byident', identity)
+    redis.call('HDEL', base .. ':identconn', identity)
     return true
   end
   redis.call('ZADD', base .. ':byident', first[2], identity)
+  redis.call('HSET', base .. ':identconn', identity, first[1])
   return false
 end
 
@@ -32,6 +34,17 @@ local function leaveEntry(base, nodePrefix, channelsKey, topic, connId)
   redis.call('SREM', nodePrefix .. e.n, topic .. '|' .. connId)
   if redis.call('EXISTS', base .. ':conns') == 0 then redis.call('SREM', channelsKey, topic) end
   return {old, last and 1 or 0, redis.call('ZCARD', base .. ':byident')}
+end
+`;
+
+const READ_LIB = `
+local function hmgetAll(key, fields)
+  local out = {}
+  for i = 1, #fields, 1000 do
+    local chunk = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))
+    for j = 1, #chunk do out[#out + 1] = chunk[j] end
+  end
+  return out
 end
 `;
 
@@ -90,13 +103,10 @@ return 1
  * KEYS[1] topic base; ARGV[1] limit
  * Returns {entry count, {entry JSON…}} most recent first.
  */
-export const presenceRoster = new LuaScript(`
+export const presenceRoster = new LuaScript(`${READ_LIB}
 local base, limit = KEYS[1], tonumber(ARGV[1])
 local out = {}
-if limit > 0 then
-  local ids = redis.call('ZRANGE', base .. ':byconn', 0, limit - 1)
-  for i, id in ipairs(ids) do out[i] = redis.call('HGET', base .. ':conns', id) end
-end
+if limit > 0 then out = hmgetAll(base .. ':conns', redis.call('ZRANGE', base .. ':byconn', 0, limit - 1)) end
 return {redis.call('ZCARD', base .. ':byconn'), out}
 `);
 
@@ -104,14 +114,11 @@ return {redis.call('ZCARD', base .. ':byconn'), out}
  * KEYS[1] topic base; ARGV[1] offset, ARGV[2] limit
  * Returns {identity count, {identity…}, {entry JSON of its most recent entry…}}.
  */
-export const presenceIdentities = new LuaScript(`
+export const presenceIdentities = new LuaScript(`${READ_LIB}
 local base, offset, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
 local ids, entries = {}, {}
 if limit > 0 then ids = redis.call('ZRANGE', base .. ':byident', offset, offset + limit - 1) end
-for i, id in ipairs(ids) do
-  local conn = redis.call('ZRANGE', base .. ':ident:' .. id, 0, 0)[1]
-  entries[i] = redis.call('HGET', base .. ':conns', conn)
-end
+if #ids > 0 then entries = hmgetAll(base .. ':conns', hmgetAll(base .. ':identconn', ids)) end
 return {redis.call('ZCARD', base .. ':byident'), ids, entries}
 `);
 
@@ -119,16 +126,12 @@ return {redis.call('ZCARD', base .. ':byident'), ids, entries}
  * KEYS[1] the key's channel index; ARGV[1] topic base prefix, ARGV[2] protocol or ''
  * Returns {{topic, {entry JSON…}}…}, entries most recent first.
  */
-export const presenceChannels = new LuaScript(`
+export const presenceChannels = new LuaScript(`${READ_LIB}
 local out = {}
 for _, topic in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   if ARGV[2] == '' or string.sub(topic, 1, #ARGV[2] + 1) == ARGV[2] .. '|' then
     local base = ARGV[1] .. topic
-    local entries = {}
-    for i, id in ipairs(redis.call('ZRANGE', base .. ':byconn', 0, -1)) do
-      entries[i] = redis.call('HGET', base .. ':conns', id)
-    end
-    out[#out + 1] = {topic, entries}
+    out[#out + 1] = {topic, hmgetAll(base .. ':conns', redis.call('ZRANGE', base .. ':byconn', 0, -1))}
   end
 end
 return out
