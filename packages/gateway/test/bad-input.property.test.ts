@@ -13,7 +13,7 @@ import type { ApiKeyRecord } from '@switchboard/core';
 import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
 import type { Received, TestClient, TestGateway } from '@switchboard/testing';
 
-const RUNS = 60;
+const RUNS = 50;
 const LIMIT = 64 * 1024;
 
 const ENDPOINTS = [
@@ -871,6 +871,16 @@ describe('broken frames and URLs', () => {
       }
     }
     await expectServing('v4');
+  });
+
+  it('drops a frame over 16 times the limit without reading it (no error frame, no close frame: 1006)', async () => {
+    // uWebSockets.js' own maxPayloadLength (16 × MAX_MESSAGE_BYTES): it fails the connection
+    // before the gateway sees the frame.
+    const client = await open('/v3/fuzz-huge-frame');
+    client.send(Buffer.alloc(16 * LIMIT + 1, 1));
+    expect(await client.closed).toEqual({ code: 1006, reason: '' });
+    expect(client.received).toEqual([]);
+    await expectServing('v3');
   });
 
   it('admits any percent-encoded channel path that decodes to a valid name, and refuses the rest with 4502', async () => {
