@@ -253,3 +253,22 @@ describe('500: a bug stays inside', () => {
     expect(lines.join('')).not.toContain(KEY_A.secret);
   });
 });
+
+describe('errorHandler with errors from Express itself', () => {
+  test.each([
+    [400, 'SB_INVALID_FIELD', 'Bad request'],
+    [404, 'SB_NOT_FOUND', 'Not found'],
+    [413, 'SB_PAYLOAD_TOO_LARGE', 'Payload too large'],
+  ])('a %i http-error keeps its status, with the catalog text', async (status, code, text) => {
+    const { default: express } = await import('express');
+    const { errorHandler } = await import('../src');
+    const api = express();
+    api.get('/x', () => {
+      throw Object.assign(new Error('internal detail'), { status, expose: true });
+    });
+    api.use(errorHandler(silentLogger()));
+    const res = await request(api).get('/x');
+    expectErrorBody(res, status, code);
+    expect(res.body.error).toBe(text);
+  });
+});

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError, EngineUnavailableError } from '@switchboard/core';
-import type { Logger } from '@switchboard/core';
+import { AppError, EngineUnavailableError, HTTP_ERRORS } from '@switchboard/core';
+import type { HttpErrorCode, Logger } from '@switchboard/core';
 
 /** The body of every error response: a text a person can act on and a stable catalog code. */
 export interface ErrorBody {
@@ -18,11 +18,19 @@ function clientStatus(error: unknown): number | undefined {
   return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
 }
 
-function catalogCodeFor(status: number): string {
-  if (status === 404) return 'SB_NOT_FOUND';
-  if (status === 405) return 'SB_METHOD_NOT_ALLOWED';
-  if (status === 413) return 'SB_PAYLOAD_TOO_LARGE';
-  return 'SB_INVALID_FIELD';
+/** Their own texts may describe internals, so the catalog's text for the status is sent instead. */
+function clientErrorBody(status: number): ErrorBody {
+  const code: HttpErrorCode | undefined =
+    status === 404
+      ? 'SB_NOT_FOUND'
+      : status === 405
+        ? 'SB_METHOD_NOT_ALLOWED'
+        : status === 413
+          ? 'SB_PAYLOAD_TOO_LARGE'
+          : undefined;
+  return code
+    ? { error: HTTP_ERRORS[code].message, code }
+    : { error: 'Bad request', code: 'SB_INVALID_FIELD' };
 }
 
 /**
@@ -42,7 +50,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       }
     } else if (clientStatus(error) !== undefined) {
       status = clientStatus(error) ?? 400;
-      body = { error: 'Bad request', code: catalogCodeFor(status) };
+      body = clientErrorBody(status);
     } else {
       status = 500;
       body = INTERNAL;
