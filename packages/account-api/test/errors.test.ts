@@ -1,8 +1,13 @@
 import request from 'supertest';
 import type { Response } from 'supertest';
-import { createMemoryEngine, createMemoryState, EngineUnavailableError } from '@switchboard/core';
+import {
+  createLogger,
+  createMemoryEngine,
+  createMemoryState,
+  EngineUnavailableError,
+} from '@switchboard/core';
 import type { Engine } from '@switchboard/core';
-import { createAccountApi } from '../src';
+import { createAccountApi, errorHandler } from '../src';
 import {
   authA,
   failingPort,
@@ -12,6 +17,7 @@ import {
   silentLogger,
   testConfig,
 } from './fixtures';
+import express from 'express';
 import type { Express } from 'express';
 
 const ENDPOINTS = ['/api/domains', '/api/connections', '/api/connections/sum', '/api/logs', '/api/members'];
@@ -236,7 +242,6 @@ describe('503: the engine is unreachable', () => {
 describe('500: a bug stays inside', () => {
   test('an unexpected error answers a generic JSON 500 and is logged', async () => {
     const lines: string[] = [];
-    const { createLogger } = await import('@switchboard/core');
     const logger = createLogger({ level: 'error' }, { write: (line: string) => void lines.push(line) });
     const engine = createMemoryEngine(createMemoryState());
     await engine.keys.put(KEY_A);
@@ -260,8 +265,6 @@ describe('errorHandler with errors from Express itself', () => {
     [404, 'SB_NOT_FOUND', 'Not found'],
     [413, 'SB_PAYLOAD_TOO_LARGE', 'Payload too large'],
   ])('a %i http-error keeps its status, with the catalog text', async (status, code, text) => {
-    const { default: express } = await import('express');
-    const { errorHandler } = await import('../src');
     const api = express();
     api.get('/x', () => {
       throw Object.assign(new Error('internal detail'), { status, expose: true });
