@@ -5,7 +5,13 @@ import { connectClient, postJson, startSwitchboardProcess } from '@switchboard/t
 import type { SwitchboardProcess } from '@switchboard/testing';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'sb-start-'));
-const env = { PORT: '0', ACCOUNT_PORT: '0', HOST: '127.0.0.1', SWITCHBOARD_DATA_DIR: dataDir };
+const env = {
+  PORT: '0',
+  ACCOUNT_PORT: '0',
+  METRICS_PORT: '0',
+  HOST: '127.0.0.1',
+  SWITCHBOARD_DATA_DIR: dataDir,
+};
 const running: SwitchboardProcess[] = [];
 
 afterAll(() => {
@@ -13,17 +19,28 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function start(): Promise<{ proc: SwitchboardProcess; port: number; accountPort: number }> {
+async function start(): Promise<{
+  proc: SwitchboardProcess;
+  port: number;
+  accountPort: number;
+  metricsPort: number;
+}> {
   const proc = startSwitchboardProcess(['start'], env);
   running.push(proc);
   const gateway = await proc.waitForLog({ msg: 'ready', component: 'gateway' });
   const account = await proc.waitForLog({ msg: 'ready', service: 'account-api' });
-  return { proc, port: Number(gateway['port']), accountPort: Number(account['port']) };
+  const metrics = await proc.waitForLog({ msg: 'metrics ready' });
+  return {
+    proc,
+    port: Number(gateway['port']),
+    accountPort: Number(account['port']),
+    metricsPort: Number(metrics['port']),
+  };
 }
 
 describe('npm start (switchboard start)', () => {
   it('creates a development key on first start, prints it once, and serves both APIs with it', async () => {
-    const { proc, port, accountPort } = await start();
+    const { proc, port, accountPort, metricsPort } = await start();
     const key = (await proc.waitForLine((line) => line.trim().startsWith('key:'))).trim().slice(4).trim();
     const secret = (await proc.waitForLine((line) => line.trim().startsWith('secret:')))
       .trim()
@@ -47,6 +64,11 @@ describe('npm start (switchboard start)', () => {
       headers: { key, secret },
     });
     expect(await counts.json()).toEqual([{ channel_id: 'room-1', room_id: 'room-1', connection_count: 1 }]);
+    const scrape = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(scrape).toMatch(
+      /^switchboard_connections\{protocol="v3",service="all-in-one",node_id="[^"]+"\} 1$/m,
+    );
+    expect(scrape).toMatch(/^switchboard_messages_out_total\{protocol="v3",source="api",[^}]*\} 1$/m);
 
     proc.kill('SIGTERM');
     expect((await client.closed).code).toBe(4000);

@@ -1,15 +1,26 @@
-import { ConfigError, createEngine, createLogger, generateKeyRecord, loadConfig, seedKeys } from '@switchboard/core';
-import type { Config, Engine, Logger } from '@switchboard/core';
+import {
+  ConfigError,
+  createEngine,
+  createLogger,
+  generateKeyRecord,
+  createMetrics,
+  loadConfig,
+  seedKeys,
+  startMetricsServer,
+} from '@switchboard/core';
+import type { Config, Engine, Logger, Metrics } from '@switchboard/core';
 import type { Env } from './commands/index';
 
 export interface Runtime {
   config: Config;
   logger: Logger;
   engine: Engine;
+  /** Present when `METRICS_PORT` is set. */
+  metrics: Metrics | undefined;
 }
 
 /** Loads the config (printing one line per problem on failure), the logger and the engine. */
-export async function boot(env: Env): Promise<Runtime | undefined> {
+export async function boot(env: Env, service: string): Promise<Runtime | undefined> {
   let config: Config;
   try {
     config = loadConfig(env);
@@ -24,11 +35,26 @@ export async function boot(env: Env): Promise<Runtime | undefined> {
   for (const key of await seedKeys(engine.keys, config.seedKeys)) {
     await engine.broker.publishControl({ type: 'key-changed', key }).catch(() => undefined);
   }
-  return { config, logger, engine };
+  const metrics =
+    config.metricsPort === undefined ? undefined : createMetrics({ service, nodeId: config.nodeId });
+  return { config, logger, engine, metrics };
+}
+
+/** Serves `/metrics` on `METRICS_PORT` when set; resolves the closer (a no-op otherwise). */
+export async function serveMetrics(runtime: Runtime): Promise<() => Promise<void>> {
+  const { metrics, config, logger } = runtime;
+  if (!metrics || config.metricsPort === undefined) return async () => undefined;
+  const server = await startMetricsServer(metrics, config.metricsPort, config.host);
+  logger.info({ port: server.port, service: 'metrics' }, 'metrics ready');
+  return () => server.close();
 }
 
 /** First start with no keys: create a development key and print it once, with a tour. */
-export async function ensureDevelopmentKey(runtime: Runtime, port: number, accountPort: number): Promise<void> {
+export async function ensureDevelopmentKey(
+  runtime: Runtime,
+  port: number,
+  accountPort: number,
+): Promise<void> {
   if ((await runtime.engine.keys.list()).length > 0) return;
   const record = generateKeyRecord();
   await runtime.engine.keys.put(record);

@@ -14,6 +14,8 @@ describe('publication wire form', () => {
         binary: fc.constant(true),
         stampable: fc.constant(true),
         to: fc.string({ unit: 'grapheme' }),
+        source: fc.constantFrom('api' as const, 'client' as const),
+        acceptedAt: fc.integer({ min: 0, max: 2 ** 48 }),
       },
       { requiredKeys: ['body', 'origin'] },
     );

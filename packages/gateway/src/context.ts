@@ -4,6 +4,7 @@ import type { Registry } from './ws/registry';
 import type { BrokerSubscriptions } from './ws/broker-subscriptions';
 import type { KeyCache } from './key-cache';
 import type { Recovery } from './cluster/recovery';
+import type { Meters } from './meters';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -16,6 +17,7 @@ export interface GatewayContext {
   readonly subscriptions: BrokerSubscriptions;
   readonly keys: KeyCache;
   readonly recovery: Recovery;
+  readonly meters: Meters;
   readonly status: { draining: boolean; admitting: number };
   nextConnId(): string;
 }

@@ -1,9 +1,10 @@
-import type { Config, ControlCommand, Engine, Logger } from '@switchboard/core';
+import type { Config, ControlCommand, Engine, Logger, Metrics } from '@switchboard/core';
 import { bodyTooLarge, createApiHandler } from './api/router';
 import { Membership } from './cluster/membership';
 import { Recovery } from './cluster/recovery';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
+import { createMeters } from './meters';
 import type { Transport } from './transport/types';
 import { createUwsTransport } from './transport/uws';
 import { BrokerSubscriptions } from './ws/broker-subscriptions';
@@ -18,6 +19,8 @@ export interface GatewayDeps {
   readonly config: Config;
   readonly engine: Engine;
   readonly logger: Logger;
+  /** Prometheus instruments (`createMetrics`); none when metrics are off. */
+  readonly metrics?: Metrics;
 }
 
 export interface Gateway {
@@ -61,6 +64,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       return recovery;
     },
     status: { draining: false, admitting: 0 },
+    meters: createMeters(deps.metrics),
     nextConnId: () => `${config.nodeId}/${(++sequence).toString(36)}`,
   };
   const recovery = new Recovery(ctx);
@@ -97,7 +101,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
       }
     },
   });
+  ctx.meters.redisConnected(engine.kind === 'redis' && engine.isAvailable());
   engine.onAvailability((available) => {
+    ctx.meters.redisConnected(available);
     if (!available || ctx.status.draining) return;
     void recovery.restore();
     void membership.tick();

@@ -13,7 +13,7 @@ describe('stampChannel', () => {
           delete (object as Record<string, unknown>)['system::channel'];
           const stamped = stampChannel(JSON.stringify(object), channel);
           const expected: unknown = JSON.parse(JSON.stringify({ ...object, 'system::channel': channel }));
-        expect(JSON.parse(stamped)).toEqual(expected);
+          expect(JSON.parse(stamped)).toEqual(expected);
         },
       ),
     );

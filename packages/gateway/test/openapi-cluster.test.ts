@@ -123,6 +123,8 @@ describe('docs/openapi.yaml: cluster API', () => {
     await post('/api/kick', { ...creds(), reason: 'bye' });
     await post('/api/v4/kick', { ...creds(), user: 'nobody', channel: 'room-4' });
     checker.check('get', '/api/health', await call(node.httpUrl, 'GET', '/api/health'));
+    checker.check('get', '/api/live', await call(node.httpUrl, 'GET', '/api/live'));
+    checker.check('get', '/api/live', await call(broken.url, 'GET', '/api/live'));
   });
 
   test('400, 401, 413 and 503 responses of every endpoint match', async () => {

@@ -6,7 +6,7 @@ import {
   createMemoryState,
   loadConfig,
 } from '@switchboard/core';
-import type { ApiKeyRecord, Config, Engine, MemoryState } from '@switchboard/core';
+import type { ApiKeyRecord, Config, Engine, MemoryState, Metrics } from '@switchboard/core';
 import { createGateway } from '@switchboard/gateway';
 import type { Gateway } from '@switchboard/gateway';
 
@@ -27,6 +27,8 @@ export interface StartGatewayOptions {
   env?: Record<string, string>;
   /** Memory engine: share state with other test gateways or an account API. */
   memoryState?: MemoryState;
+  /** Prometheus instruments to record into. */
+  metrics?: Metrics;
 }
 
 /** A real gateway listening on a free port of 127.0.0.1; logs are silent unless LOG_LEVEL is set. */
@@ -46,7 +48,12 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<T
   const engine = config.redis
     ? await createEngine(config, { logger })
     : createMemoryEngine(options.memoryState ?? createMemoryState({ logSize: config.limits.logSize }));
-  const gateway = createGateway({ config, engine, logger });
+  const gateway = createGateway({
+    config,
+    engine,
+    logger,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+  });
   const port = await gateway.listen();
   const httpUrl = `http://127.0.0.1:${port}`;
   return {

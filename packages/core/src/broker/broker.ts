@@ -23,6 +23,10 @@ export interface Publication {
   readonly origin: NodeId;
   /** V4 direct message: only connections whose `user` identity equals this receive it. */
   readonly to?: string;
+  /** Where the message entered: a REST publish or a client frame (presence events: neither). */
+  readonly source?: 'api' | 'client';
+  /** When the origin node accepted it (ms since the epoch), for publish-to-delivery latency. */
+  readonly acceptedAt?: number;
 }
 
 /** Which connections a kick applies to (SPEC §4, rest-interface §4.1 rules 1 to 6). */

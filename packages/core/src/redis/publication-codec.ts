@@ -4,16 +4,25 @@ import type { Topic } from '../types';
 /**
  * Wire form of a publication on its topic's pub/sub channel (the topic is the channel itself):
  *
- *   <flags>|<origin>|[<to length>|<to>]<body>
+ *   <flags>|<origin>|[<acceptedAt>|][<to length>|<to>]<body>
  *
- * `flags` holds `b` (binary), `s` (stampable), `t` (a `to` follows). The body is carried verbatim:
+ * `flags` holds `b` (binary), `s` (stampable), `m` (an `acceptedAt` follows, decimal ms), `t` (a
+ * `to` follows), `A`/`C` (source api/client). The body is carried verbatim:
  * no escaping, so encoding costs one concatenation and decoding three `indexOf`s, whatever the
  * body holds (JSON would escape every quote of a JSON body and parse it again on every node).
  */
+const SOURCE_FLAG = { api: 'A', client: 'C' } as const;
+
 export function encodePublication(p: Publication): string {
-  const flags = `${p.binary ? 'b' : ''}${p.stampable ? 's' : ''}${p.to !== undefined ? 't' : ''}`;
+  const flags =
+    (p.binary ? 'b' : '') +
+    (p.stampable ? 's' : '') +
+    (p.acceptedAt !== undefined ? 'm' : '') +
+    (p.to !== undefined ? 't' : '') +
+    (p.source ? SOURCE_FLAG[p.source] : '');
+  const accepted = p.acceptedAt !== undefined ? `${p.acceptedAt}|` : '';
   const to = p.to !== undefined ? `${p.to.length}|${p.to}` : '';
-  return `${flags}|${p.origin}|${to}${p.body}`;
+  return `${flags}|${p.origin}|${accepted}${to}${p.body}`;
 }
 
 /** The inverse of `encodePublication`; `null` for a message that is not one. */
@@ -23,6 +32,13 @@ export function decodePublication(topic: Topic, wire: string): Publication | nul
   if (originEnd < 0) return null;
   const flags = wire.slice(0, flagsEnd);
   let bodyStart = originEnd + 1;
+  let acceptedAt: number | undefined;
+  if (flags.includes('m')) {
+    const acceptedEnd = wire.indexOf('|', bodyStart);
+    acceptedAt = Number(wire.slice(bodyStart, acceptedEnd));
+    if (acceptedEnd < 0 || !Number.isFinite(acceptedAt)) return null;
+    bodyStart = acceptedEnd + 1;
+  }
   let to: string | undefined;
   if (flags.includes('t')) {
     const lengthEnd = wire.indexOf('|', bodyStart);
@@ -38,5 +54,11 @@ export function decodePublication(topic: Topic, wire: string): Publication | nul
     ...(flags.includes('b') ? { binary: true } : {}),
     ...(flags.includes('s') ? { stampable: true } : {}),
     ...(to !== undefined ? { to } : {}),
+    ...(flags.includes('A')
+      ? { source: 'api' as const }
+      : flags.includes('C')
+        ? { source: 'client' as const }
+        : {}),
+    ...(acceptedAt !== undefined ? { acceptedAt } : {}),
   };
 }

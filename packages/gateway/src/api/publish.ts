@@ -42,10 +42,13 @@ export async function publish(ctx: GatewayContext, protocol: Protocol, body: Bod
     topic: { key: record.key, protocol, channel },
     body: text,
     origin: ctx.nodeId,
+    source: 'api',
+    acceptedAt: Date.now(),
     ...(stampable && protocol === 'v4' ? { stampable: true } : {}),
   };
   // Accepted by the engine first: a 503 means nobody, on any node, received it.
   await ctx.engine.broker.publish(publication);
+  ctx.meters.messagesIn[protocol].api.inc();
   deliverLocal(ctx, publication);
   await ctx.engine.logs
     .append(record.key, {

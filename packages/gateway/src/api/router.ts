@@ -40,6 +40,12 @@ export const bodyTooLarge = (limit: number): HttpReply =>
 /** The cluster API (SPEC §4) on the gateway port. */
 export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) => Promise<HttpReply> {
   return async (request) => {
+    const reply = await route(request);
+    ctx.meters.http(ROUTE_NAMES.has(request.path) ? request.path : 'other', reply.status);
+    return reply;
+  };
+
+  async function route(request: HttpRequest): Promise<HttpReply> {
     const path =
       request.path.length > 1 && request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
     const handler = POST_ROUTES[path];
@@ -62,5 +68,8 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
     } catch (error) {
       return errorReply(error, ctx);
     }
-  };
+  }
 }
+
+/** Route labels for metrics: known paths only, never a raw URL (unbounded label values). */
+const ROUTE_NAMES = new Set([...Object.keys(POST_ROUTES), '/api/health', '/api/live']);

@@ -20,6 +20,7 @@ export async function enterChannel(
   state.subs.set(sub.channel, sub);
   state.conn?.subscribe(localTopicOf(sub.topic, sub.primary));
   ctx.registry.joinTopic(sub.topic, state);
+  ctx.meters.subscriptions[sub.topic.protocol].inc();
   ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(logFailure(ctx, 'count increment'));
   acknowledge?.();
   if (sub.presence) await joinPresence(ctx, state, sub).catch(logFailure(ctx, 'presence join'));
@@ -37,6 +38,7 @@ export async function leaveChannel(
   if (!state.closed) state.conn?.unsubscribe(localTopicOf(sub.topic, sub.primary));
   state.subs.delete(sub.channel);
   ctx.registry.leaveTopic(sub.topic, state);
+  ctx.meters.subscriptions[sub.topic.protocol].dec();
   ctx.subscriptions.release(sub.topic);
   if (ctx.status.draining) return;
   ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(logFailure(ctx, 'count decrement'));

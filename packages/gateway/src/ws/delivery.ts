@@ -17,20 +17,38 @@ export function deliverLocal(ctx: GatewayContext, publication: Publication, send
     return;
   }
   const { topic } = publication;
-  const via = sender && !sender.notifySelf && sender.conn ? sender.conn : ctx.transport;
+  const excluded = sender && !sender.notifySelf && sender.conn ? sender.conn : undefined;
+  const via = excluded ?? ctx.transport;
+  let recipients: number;
   if (topic.protocol === 'v3') {
-    if (publication.binary) via.publish(v3Topic(topic), Buffer.from(publication.body, 'base64'), true);
-    else via.publish(v3Topic(topic), publication.body);
-    return;
+    const local = v3Topic(topic);
+    recipients = ctx.transport.numSubscribers(local);
+    if (publication.binary) via.publish(local, Buffer.from(publication.body, 'base64'), true);
+    else via.publish(local, publication.body);
+  } else {
+    const primary = v4PrimaryTopic(topic);
+    const secondary = v4SecondaryTopic(topic);
+    const secondaries = ctx.transport.numSubscribers(secondary);
+    recipients = ctx.transport.numSubscribers(primary) + secondaries;
+    via.publish(primary, publication.body);
+    if (secondaries > 0) {
+      via.publish(
+        secondary,
+        publication.stampable ? stampChannel(publication.body, topic.channel) : publication.body,
+      );
+    }
   }
-  via.publish(v4PrimaryTopic(topic), publication.body);
-  const secondary = v4SecondaryTopic(topic);
-  if (ctx.transport.numSubscribers(secondary) > 0) {
-    via.publish(
-      secondary,
-      publication.stampable ? stampChannel(publication.body, topic.channel) : publication.body,
-    );
-  }
+  record(ctx, publication, excluded ? recipients - 1 : recipients);
+}
+
+/** Deliveries and publish-to-delivery latency of messages (presence events have no source). */
+function record(ctx: GatewayContext, publication: Publication, recipients: number): void {
+  const { source, acceptedAt } = publication;
+  if (!source || recipients <= 0) return;
+  const { protocol } = publication.topic;
+  ctx.meters.messagesOut[protocol][source].inc(recipients);
+  if (acceptedAt !== undefined)
+    ctx.meters.deliveryLatency(protocol, Math.max(0, Date.now() - acceptedAt) / 1000);
 }
 
 /**

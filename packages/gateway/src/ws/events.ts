@@ -15,12 +15,20 @@ export function publishToChannel(
   ctx: GatewayContext,
   topic: Topic,
   body: string,
-  options: { stampable: boolean; sender?: ConnectionState; to?: string; binary?: boolean },
+  options: {
+    stampable: boolean;
+    sender?: ConnectionState;
+    to?: string;
+    binary?: boolean;
+    source?: 'api' | 'client';
+  },
 ): Promise<void> {
   const publication = {
     topic,
     body,
     origin: ctx.nodeId,
+    acceptedAt: Date.now(),
+    ...(options.source ? { source: options.source } : {}),
     ...(options.stampable ? { stampable: true } : {}),
     ...(options.to !== undefined ? { to: options.to } : {}),
     ...(options.binary ? { binary: true } : {}),

@@ -21,6 +21,7 @@ export function executeKick(ctx: GatewayContext, selector: KickSelector): number
     const matched = [...state.subs.values()].filter((sub) => matches(sub, selector));
     if (matched.length === 0) continue;
     affected++;
+    ctx.meters.kicks[state.protocol].inc();
     if (state.protocol === 'v3' || matched.length === state.subs.size || matched.some((sub) => sub.primary)) {
       closeConnection(state, 'KICKED', selector.reason);
       continue;

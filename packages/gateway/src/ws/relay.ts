@@ -16,7 +16,8 @@ export function relayClientMessage(
   body: string,
   options: { stampable: boolean; to?: string; binary?: boolean },
 ): void {
-  void publishToChannel(ctx, sub.topic, body, { ...options, sender: state });
+  ctx.meters.messagesIn[sub.topic.protocol].client.inc();
+  void publishToChannel(ctx, sub.topic, body, { ...options, sender: state, source: 'client' });
   const record: LogRecord = {
     id: randomUUID(),
     channel: sub.channel,

@@ -32,12 +32,12 @@ export function createSocketHandlers(
       }
       const state = data;
       state.conn = conn as Conn<ConnectionState>;
+      ctx.registry.add(state);
+      ctx.meters.connections[state.protocol].inc();
       if (ctx.status.draining) {
-        ctx.registry.add(state);
         closeConnection(state, 'SERVER_DRAINING');
         return;
       }
-      ctx.registry.add(state);
       if (state.boot) sendTo(ctx, state, BOOT_FRAME);
       const primary = state.subs.get(state.primary);
       if (primary) void enterChannel(ctx, state, primary);
@@ -52,12 +52,14 @@ export function createSocketHandlers(
       // Flow control is the slow-consumer sweep's job; nothing is queued in JavaScript.
     },
 
-    close(conn) {
+    close(conn, code) {
+      ctx.meters.closed(code);
       const state = conn.getUserData();
       if (isRejection(state) || state.closed) return;
       state.closed = true;
       state.conn = undefined;
       ctx.registry.remove(state);
+      ctx.meters.connections[state.protocol].dec();
       for (const sub of [...state.subs.values()]) void leaveChannel(ctx, state, sub);
     },
   };

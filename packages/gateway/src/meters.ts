@@ -1,0 +1,61 @@
+import type { Metrics, Protocol } from '@switchboard/core';
+
+type Count = { inc(value?: number): void };
+type Level = { inc(value?: number): void; dec(value?: number): void };
+
+/**
+ * The gateway's instruments, bound to their label values once, so a hot path pays one property
+ * access and an addition, never a label lookup. Without a metrics registry every meter is a no-op.
+ */
+export interface Meters {
+  readonly connections: Record<Protocol, Level>;
+  readonly subscriptions: Record<Protocol, Level>;
+  readonly messagesIn: Record<Protocol, { api: Count; client: Count }>;
+  readonly messagesOut: Record<Protocol, { api: Count; client: Count }>;
+  readonly kicks: Record<Protocol, Count>;
+  deliveryLatency(protocol: Protocol, seconds: number): void;
+  closed(code: number): void;
+  http(route: string, status: number): void;
+  redisConnected(up: boolean): void;
+}
+
+const NOOP: Level = { inc: () => undefined, dec: () => undefined };
+
+export function createMeters(metrics: Metrics | undefined): Meters {
+  if (!metrics) {
+    const both = <T>(value: T): Record<Protocol, T> => ({ v3: value, v4: value });
+    return {
+      connections: both(NOOP),
+      subscriptions: both(NOOP),
+      messagesIn: both({ api: NOOP, client: NOOP }),
+      messagesOut: both({ api: NOOP, client: NOOP }),
+      kicks: both(NOOP),
+      deliveryLatency: () => undefined,
+      closed: () => undefined,
+      http: () => undefined,
+      redisConnected: () => undefined,
+    };
+  }
+  const per = <T>(make: (protocol: Protocol) => T): Record<Protocol, T> => ({
+    v3: make('v3'),
+    v4: make('v4'),
+  });
+  const latency = per((protocol) => metrics.deliveryLatency.labels(protocol));
+  return {
+    connections: per((protocol) => metrics.connections.labels(protocol)),
+    subscriptions: per((protocol) => metrics.subscriptions.labels(protocol)),
+    messagesIn: per((protocol) => ({
+      api: metrics.messagesIn.labels(protocol, 'api'),
+      client: metrics.messagesIn.labels(protocol, 'client'),
+    })),
+    messagesOut: per((protocol) => ({
+      api: metrics.messagesOut.labels(protocol, 'api'),
+      client: metrics.messagesOut.labels(protocol, 'client'),
+    })),
+    kicks: per((protocol) => metrics.kicks.labels(protocol)),
+    deliveryLatency: (protocol, seconds) => latency[protocol].observe(seconds),
+    closed: (code) => metrics.closes.inc({ code: String(code) }),
+    http: (route, status) => metrics.httpRequests.inc({ route, status: String(status) }),
+    redisConnected: (up) => metrics.redisConnected.set(up ? 1 : 0),
+  };
+}

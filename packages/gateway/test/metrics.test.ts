@@ -1,0 +1,54 @@
+import { createMemoryState, createMetrics } from '@switchboard/core';
+import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+
+/** The gateway's Prometheus series move with connections, messages, kicks and closes. */
+it('records connections, subscriptions, messages, latency, kicks, closes and HTTP requests', async () => {
+  const metrics = createMetrics({ service: 'gateway', nodeId: 'n1', defaultMetrics: false });
+  const node = await startGateway({ memoryState: createMemoryState(), metrics });
+  const value = async (name: string, labels: Record<string, string> = {}): Promise<number> => {
+    const values = (await metrics.registry.getMetricsAsJSON()).flatMap((m) =>
+      m.values.map((v) => ({ ...v, name: (v as { metricName?: string }).metricName ?? m.name })),
+    );
+    const match = values.filter(
+      (v) => v.name === name && Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l),
+    );
+    return match.reduce((sum, v) => sum + v.value, 0);
+  };
+  try {
+    const key = await createTestKey(node.engine);
+    const a = await connectClient(node.wsUrl('/v4/m', { api_key: key.key }));
+    const b = await connectClient(node.wsUrl('/v4/m', { api_key: key.key }));
+    a.send({ event: 'system::subscribe', data: { channel: 'side' } });
+    await a.nextEvent('system::subscribe_success');
+    expect(await value('switchboard_connections', { protocol: 'v4' })).toBe(2);
+    expect(await value('switchboard_subscriptions', { protocol: 'v4' })).toBe(3);
+
+    await postJson(`${node.httpUrl}/api/v4/publish`, {
+      key: key.key,
+      secret: key.secret,
+      channel: 'm',
+      message: 'x',
+    });
+    await a.next((f) => f.text === 'x');
+    b.send('from-b');
+    await a.next((f) => f.text === 'from-b');
+    expect(await value('switchboard_messages_in_total', { protocol: 'v4', source: 'api' })).toBe(1);
+    expect(await value('switchboard_messages_in_total', { protocol: 'v4', source: 'client' })).toBe(1);
+    expect(await value('switchboard_messages_out_total', { protocol: 'v4', source: 'api' })).toBe(2);
+    expect(await value('switchboard_messages_out_total', { protocol: 'v4', source: 'client' })).toBe(1);
+    expect(await value('switchboard_delivery_latency_seconds_count', { protocol: 'v4' })).toBe(2);
+    expect(await value('switchboard_http_requests_total', { route: '/api/v4/publish', status: '200' })).toBe(
+      1,
+    );
+
+    await postJson(`${node.httpUrl}/api/kick`, { key: key.key, secret: key.secret });
+    await a.closed;
+    await b.closed;
+    expect(await value('switchboard_kicks_total', { protocol: 'v4' })).toBe(2);
+    expect(await value('switchboard_closes_total', { code: '4509' })).toBe(2);
+    expect(await value('switchboard_connections', { protocol: 'v4' })).toBe(0);
+    expect(await value('switchboard_subscriptions', { protocol: 'v4' })).toBe(0);
+  } finally {
+    await node.close();
+  }
+});
