@@ -1,7 +1,10 @@
 // Tests run from TypeScript sources: ts-jest only transpiles (`tsc -p tsconfig.tests.json`
 // type-checks them in `npm run lint`).
 const transform = {
-  '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } }],
+  '^.+\\.ts$': [
+    'ts-jest',
+    { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } },
+  ],
 };
 const moduleNameMapper = { '^@switchboard/([a-z-]+)$': '<rootDir>/packages/$1/src' };
 const base = { rootDir: __dirname, transform, moduleNameMapper, testEnvironment: 'node' };
@@ -9,7 +12,12 @@ const base = { rootDir: __dirname, transform, moduleNameMapper, testEnvironment:
 module.exports = {
   testTimeout: 20000,
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/packages/*/test/**/*.test.ts'], testPathIgnorePatterns: ['\\.int\\.test\\.ts$'] },
+    {
+      ...base,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/packages/*/test/**/*.test.ts'],
+      testPathIgnorePatterns: ['\\.int\\.test\\.ts$'],
+    },
     { ...base, displayName: 'redis', testMatch: ['<rootDir>/packages/*/test/**/*.int.test.ts'] },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
   ],

@@ -24,7 +24,6 @@ export const HTTP_ERRORS = {
     status: 503,
     message: 'The engine is unreachable; the request was not carried out',
   },
-  SB_DRAINING: { status: 503, message: 'The node is draining; retry on another node' },
 } as const satisfies Record<string, HttpErrorSpec>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;
@@ -67,7 +66,7 @@ export const CLOSE_CODES = {
   RATE_LIMITED: { code: 4029, message: 'Rate limit exceeded, slow down' },
   /** Terminal: the `api_key` is missing or unknown. */
   INVALID_API_KEY: { code: 4501, message: 'Invalid API key' },
-  /** Terminal: the channel name breaks the naming rules or the path is not /v3/… or /v4/…. */
+  /** Terminal: the channel name in the /v3/… or /v4/… path breaks the naming rules. */
   INVALID_CHANNEL: { code: 4502, message: 'Invalid channel name' },
   /** Terminal: the `Origin` is not one of the key's allowed domains. */
   ORIGIN_NOT_ALLOWED: { code: 4503, message: 'Origin not allowed for this API key' },

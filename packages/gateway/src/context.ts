@@ -5,6 +5,7 @@ import type { BrokerSubscriptions } from './ws/broker-subscriptions';
 import type { KeyCache } from './key-cache';
 import type { Recovery } from './cluster/recovery';
 import type { Meters } from './meters';
+import type { ApiRateLimit } from './api/rate-limit';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -18,6 +19,7 @@ export interface GatewayContext {
   readonly keys: KeyCache;
   readonly recovery: Recovery;
   readonly meters: Meters;
+  readonly apiRateLimit: ApiRateLimit;
   readonly status: { draining: boolean; admitting: number };
   nextConnId(): string;
 }

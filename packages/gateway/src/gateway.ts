@@ -5,6 +5,7 @@ import { Recovery } from './cluster/recovery';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
+import { ApiRateLimit } from './api/rate-limit';
 import type { Transport } from './transport/types';
 import { createUwsTransport } from './transport/uws';
 import { BrokerSubscriptions } from './ws/broker-subscriptions';
@@ -46,15 +47,14 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const logger = deps.logger.child({ component: 'gateway' });
   const registry = new Registry();
   let sequence = 0;
-  let transport: Transport | undefined;
 
   const ctx: GatewayContext = {
     config,
     engine,
     logger,
     nodeId: config.nodeId,
+    // Getters: the transport and the recovery need the context themselves, so they come after it.
     get transport(): Transport {
-      if (!transport) throw new Error('transport not created yet');
       return transport;
     },
     registry,
@@ -65,11 +65,12 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),
+    apiRateLimit: new ApiRateLimit(config.limits.apiRequestsPerSecond),
     nextConnId: () => `${config.nodeId}/${(++sequence).toString(36)}`,
   };
   const recovery = new Recovery(ctx);
   const membership = new Membership(ctx);
-  transport = createUwsTransport<SocketData>(
+  const transport = createUwsTransport<SocketData>(
     {
       ...createSocketHandlers(ctx),
       http: createApiHandler(ctx),
@@ -77,7 +78,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
     {
       // Frames up to 16× the message limit reach the gateway, which answers them with 4513 and an
-      // error frame; beyond that uWS drops the connection itself (1009) without reading more.
+      // error frame; beyond that uWS drops the connection itself (1006, no close
+      // frame) without buffering more.
       maxFrameBytes: config.limits.maxMessageBytes * 16,
       maxBodyBytes: config.limits.maxMessageBytes,
       idleTimeoutSeconds: config.limits.idleTimeoutSeconds,

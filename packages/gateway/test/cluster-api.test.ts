@@ -262,6 +262,40 @@ describe('kicks', () => {
   });
 });
 
+describe('API rate limit', () => {
+  it('answers 429 with Retry-After past API_REQUESTS_PER_SECOND per key, and carries nothing out', async () => {
+    const limited = await startGateway({
+      memoryState: createMemoryState(),
+      env: { API_REQUESTS_PER_SECOND: '1' },
+    });
+    try {
+      const k = await createTestKey(limited.engine);
+      const other = await createTestKey(limited.engine);
+      const body = (creds: ApiKeyRecord) => ({
+        key: creds.key,
+        secret: creds.secret,
+        channel: 'r',
+        message: 'm',
+      });
+      // Ten requests take far less than two seconds, so at least two share a one-second window.
+      const responses = [];
+      for (let i = 0; i < 10; i++) responses.push(await postJson(`${limited.httpUrl}/api/publish`, body(k)));
+      const refused = responses.find((r) => r.status === 429);
+      expect(refused?.headers.get('retry-after')).toBe('1');
+      expect(refused?.body).toEqual({
+        success: false,
+        error: 'Rate limit exceeded: more than 1 requests per second for this API key',
+        code: 'SB_RATE_LIMITED',
+      });
+      const accepted = responses.filter((r) => r.status === 200).length;
+      expect((await limited.engine.logs.recent(k.key)).length).toBe(accepted);
+      expect((await postJson(`${limited.httpUrl}/api/publish`, body(other))).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe('HTTP errors and health', () => {
   it('answers health with ok', async () => {
     const response = await fetch(`${node.httpUrl}/api/health`);
@@ -297,6 +331,12 @@ describe('HTTP errors and health', () => {
       'Request body must be a JSON object',
     );
     expect((await postJson(`${node.httpUrl}/api/publish`, '')).status).toBe(400);
+    const badUtf8 = await fetch(`${node.httpUrl}/api/publish`, {
+      method: 'POST',
+      body: Buffer.from([0x7b, 0xff, 0x7d]),
+    });
+    expect(badUtf8.status).toBe(400);
+    expect(await badUtf8.json()).toMatchObject({ error: 'Request body is not valid UTF-8' });
     const big = await call('/api/publish', { channel: 'c', message: 'x'.repeat(70 * 1024) });
     expect(big).toMatchObject({ status: 413, body: { success: false } });
     expect((await fetch(`${node.httpUrl}/api/health`)).status).toBe(200);

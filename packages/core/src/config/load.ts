@@ -20,6 +20,8 @@ export interface Config {
   readonly limits: {
     readonly maxMessageBytes: number;
     readonly clientMessagesPerSecond: number;
+    /** Cluster API requests per second per key on one node; 0 means unlimited. */
+    readonly apiRequestsPerSecond: number;
     readonly rosterLimit: number;
     readonly logSize: number;
     readonly maxConnectionsPerNode: number;
@@ -86,6 +88,7 @@ export function loadConfig(
     limits: {
       maxMessageBytes: e.MAX_MESSAGE_BYTES,
       clientMessagesPerSecond: e.CLIENT_MESSAGES_PER_SECOND,
+      apiRequestsPerSecond: e.API_REQUESTS_PER_SECOND,
       rosterLimit: e.ROSTER_LIMIT,
       logSize: e.LOG_SIZE,
       maxConnectionsPerNode: e.MAX_CONNECTIONS_PER_NODE,

@@ -71,6 +71,7 @@ export const configSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     MAX_MESSAGE_BYTES: positiveInt.default(64 * 1024),
     CLIENT_MESSAGES_PER_SECOND: positiveInt.default(100),
+    API_REQUESTS_PER_SECOND: nonNegativeInt.default(0),
     ROSTER_LIMIT: positiveInt.default(200),
     LOG_SIZE: positiveInt.default(500),
     MAX_CONNECTIONS_PER_NODE: nonNegativeInt.default(0),

@@ -11,13 +11,21 @@ import type { HttpRequest } from '../transport/types';
 
 export type Body = Record<string, unknown>;
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 /** The request body as a JSON object, or a 400 that says what is wrong with it. */
 export function parseBody(request: HttpRequest): Body {
   if (request.body.length === 0)
     throw new AppError('SB_BAD_JSON', 'Request body is empty; send a JSON object');
+  let text: string;
+  try {
+    text = utf8.decode(request.body);
+  } catch {
+    throw new AppError('SB_BAD_JSON', 'Request body is not valid UTF-8');
+  }
   let value: unknown;
   try {
-    value = JSON.parse(request.body.toString('utf8'));
+    value = JSON.parse(text);
   } catch (error) {
     throw new AppError('SB_BAD_JSON', `Request body is not valid JSON: ${(error as Error).message}`);
   }
@@ -49,6 +57,7 @@ export async function authenticate(ctx: GatewayContext, body: Body): Promise<Api
   if (typeof secret !== 'string') throw invalid('secret', 'must be a string');
   const record = isValidApiKey(key) ? await ctx.keys.get(key) : null;
   if (!record || !secretMatches(secret, record.secret)) throw new AppError('SB_UNAUTHORIZED');
+  ctx.apiRateLimit.take(record.key);
   return record;
 }
 

@@ -24,8 +24,10 @@ const json = (status: number, value: object, headers?: Record<string, string>): 
 
 /** The one mapping from errors to responses: `{"success":false,"error":text,"code":CODE}`. */
 export function errorReply(error: unknown, ctx: GatewayContext): HttpReply {
-  if (error instanceof AppError)
-    return json(error.status, { success: false, error: error.message, code: error.code });
+  if (error instanceof AppError) {
+    const headers = error.code === 'SB_RATE_LIMITED' ? { 'retry-after': '1' } : undefined;
+    return json(error.status, { success: false, error: error.message, code: error.code }, headers);
+  }
   ctx.logger.error({ err: error }, 'cluster API request failed');
   return json(500, { success: false, error: 'Internal error', code: 'SB_INTERNAL' });
 }

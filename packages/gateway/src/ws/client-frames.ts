@@ -17,12 +17,9 @@ export function sendFrameError(
   channel?: string,
 ): void {
   if (state.protocol === 'v3') sendTo(ctx, state, v3ErrorEvent(text));
-  else
-    sendTo(
-      ctx,
-      state,
-      v4Event('system::error', channel === undefined ? { error: text } : { channel, error: text }),
-    );
+  else if (channel === undefined || channel === state.primary)
+    sendTo(ctx, state, v4Event('system::error', { error: text }));
+  else sendTo(ctx, state, v4Event('system::error', { channel, error: text }, channel));
 }
 
 /** Every client frame enters here: size limit, rate limit, then the protocol's rules (SPEC §6, §9). */
