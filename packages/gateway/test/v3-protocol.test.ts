@@ -39,6 +39,21 @@ describe('V3 protocol', () => {
     await alice.expectSilence();
   });
 
+  it('logs relayed client messages with their sender', async () => {
+    const alice = await open('logged', { user: 'alice', uuid: 'dev-a', notify_self: '1' });
+    alice.send('{"event":"note","data":1}');
+    await alice.next();
+    const [latest] = await node.engine.logs.recent(key.key, 1);
+    expect(latest).toMatchObject({
+      channel: 'logged',
+      protocol: 'v3',
+      source: 'client',
+      message: '{"event":"note","data":1}',
+      uuid: 'dev-a',
+      user: 'alice',
+    });
+  });
+
   it('echoes to the sender when notify_self is on', async () => {
     const alice = await open('echo', { notify_self: '1' });
     alice.send('raw text is fine');
