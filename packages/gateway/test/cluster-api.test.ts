@@ -1,38 +1,17 @@
+import { useGateway } from './support/fixture';
 import { createMemoryState } from '@switchboard/core';
 import type { ApiKeyRecord } from '@switchboard/core';
 import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
-import type { TestClient, TestGateway } from '@switchboard/testing';
+import type { TestClient } from '@switchboard/testing';
 
-let node: TestGateway;
-let key: ApiKeyRecord;
-const clients: TestClient[] = [];
+const fx = useGateway();
+const { open, call } = fx;
 
-const open = async (
-  path: string,
-  query: Record<string, string> = {},
-  apiKey = key.key,
-): Promise<TestClient> => {
-  const client = await connectClient(node.wsUrl(path, { api_key: apiKey, ...query }));
-  clients.push(client);
-  return client;
-};
-const call = (path: string, body: Record<string, unknown>, creds: ApiKeyRecord = key) =>
-  postJson(`${node.httpUrl}${path}`, { key: creds.key, secret: creds.secret, ...body });
-/** Joins presence and waits for the member list, so the member is stored. */
 const member = async (path: string, query: Record<string, string>): Promise<TestClient> => {
   const client = await open(path, { presence: '1', ...query });
   await client.next((f) => String(f.json?.['event']).endsWith('member_list'));
   return client;
 };
-
-beforeAll(async () => {
-  node = await startGateway({ memoryState: createMemoryState() });
-  key = await createTestKey(node.engine);
-});
-afterEach(() => {
-  for (const client of clients.splice(0)) client.close();
-});
-afterAll(() => node.close());
 
 describe('POST /api/publish and /api/v4/publish', () => {
   it('accepts the SDK aliases channelId and roomId, and a JSON-encoded string message as that string', async () => {
@@ -62,10 +41,15 @@ describe('POST /api/publish and /api/v4/publish', () => {
       'Invalid field "channel"',
     );
     expect(
-      await postJson(`${node.httpUrl}/api/publish`, { secret: 'x', channel: 'c', message: 1 }),
+      await postJson(`${fx.node.httpUrl}/api/publish`, { secret: 'x', channel: 'c', message: 1 }),
     ).toMatchObject({ status: 400, body: { error: 'Missing field "key"' } });
     expect(
-      await postJson(`${node.httpUrl}/api/publish`, { key: key.key, secret: 5, channel: 'c', message: 1 }),
+      await postJson(`${fx.node.httpUrl}/api/publish`, {
+        key: fx.key.key,
+        secret: 5,
+        channel: 'c',
+        message: 1,
+      }),
     ).toMatchObject({ status: 400, body: { error: 'Invalid field "secret": must be a string' } });
   });
 
@@ -79,7 +63,7 @@ describe('POST /api/publish and /api/v4/publish', () => {
 
   it('appends publishes to the key log', async () => {
     await call('/api/v4/publish', { channel: 'logged', message: { event: 'l' } });
-    const [latest] = await node.engine.logs.recent(key.key, 1);
+    const [latest] = await fx.node.engine.logs.recent(fx.key.key, 1);
     expect(latest).toMatchObject({
       channel: 'logged',
       protocol: 'v4',
@@ -90,7 +74,7 @@ describe('POST /api/publish and /api/v4/publish', () => {
   });
 
   it('never delivers across keys', async () => {
-    const other = await createTestKey(node.engine);
+    const other = await createTestKey(fx.node.engine);
     const outsider = await open('/v3/shared-name', {}, other.key);
     const insider = await open('/v3/shared-name');
     await call('/api/publish', { channel: 'shared-name', message: 'mine' });
@@ -147,7 +131,7 @@ describe('POST /api/v4/members', () => {
         const c = await connectClient(
           small.wsUrl('/v4/big', { api_key: k.key, presence: '1', user: `u${i}` }),
         );
-        clients.push(c);
+        fx.track(c);
         await c.nextEvent('system::member_list');
       }
       expect(
@@ -190,7 +174,7 @@ describe('kicks', () => {
   };
 
   it('/api/kick closes every connection of the key, both versions, with the reason', async () => {
-    const k = await createTestKey(node.engine);
+    const k = await createTestKey(fx.node.engine);
     const v3 = await open('/v3/k1', {}, k.key);
     const v4 = await open('/v4/k2', {}, k.key);
     const bystander = await open('/v3/k1');
@@ -298,40 +282,40 @@ describe('API rate limit', () => {
 
 describe('HTTP errors and health', () => {
   it('answers health with ok', async () => {
-    const response = await fetch(`${node.httpUrl}/api/health`);
+    const response = await fetch(`${fx.node.httpUrl}/api/health`);
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ status: 'ok' });
   });
 
   it('answers liveness at /api/live', async () => {
-    const response = await fetch(`${node.httpUrl}/api/live`);
+    const response = await fetch(`${fx.node.httpUrl}/api/live`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: 'alive' });
   });
 
   it('answers 404 for unknown paths and 405 with Allow for wrong methods', async () => {
-    expect(await postJson(`${node.httpUrl}/api/nope`, {})).toMatchObject({
+    expect(await postJson(`${fx.node.httpUrl}/api/nope`, {})).toMatchObject({
       status: 404,
       body: { success: false, error: 'No such endpoint: POST /api/nope' },
     });
-    const wrong = await fetch(`${node.httpUrl}/api/publish`);
+    const wrong = await fetch(`${fx.node.httpUrl}/api/publish`);
     expect(wrong.status).toBe(405);
     expect(wrong.headers.get('allow')).toBe('POST');
     expect(await wrong.json()).toMatchObject({ success: false });
-    const health = await fetch(`${node.httpUrl}/api/health`, { method: 'POST' });
+    const health = await fetch(`${fx.node.httpUrl}/api/health`, { method: 'POST' });
     expect(health.status).toBe(405);
     expect(health.headers.get('allow')).toBe('GET, HEAD');
   });
 
   it('answers 400 for malformed JSON and non-object bodies, 413 over 64 KiB', async () => {
-    expect((await postJson(`${node.httpUrl}/api/publish`, '{"key":')).body['error']).toMatch(
+    expect((await postJson(`${fx.node.httpUrl}/api/publish`, '{"key":')).body['error']).toMatch(
       /^Request body is not valid JSON/,
     );
-    expect((await postJson(`${node.httpUrl}/api/publish`, '[1,2]')).body['error']).toBe(
+    expect((await postJson(`${fx.node.httpUrl}/api/publish`, '[1,2]')).body['error']).toBe(
       'Request body must be a JSON object',
     );
-    expect((await postJson(`${node.httpUrl}/api/publish`, '')).status).toBe(400);
-    const badUtf8 = await fetch(`${node.httpUrl}/api/publish`, {
+    expect((await postJson(`${fx.node.httpUrl}/api/publish`, '')).status).toBe(400);
+    const badUtf8 = await fetch(`${fx.node.httpUrl}/api/publish`, {
       method: 'POST',
       body: Buffer.from([0x7b, 0xff, 0x7d]),
     });
@@ -339,6 +323,6 @@ describe('HTTP errors and health', () => {
     expect(await badUtf8.json()).toMatchObject({ error: 'Request body is not valid UTF-8' });
     const big = await call('/api/publish', { channel: 'c', message: 'x'.repeat(70 * 1024) });
     expect(big).toMatchObject({ status: 413, body: { success: false } });
-    expect((await fetch(`${node.httpUrl}/api/health`)).status).toBe(200);
+    expect((await fetch(`${fx.node.httpUrl}/api/health`)).status).toBe(200);
   });
 });

@@ -1,29 +1,8 @@
-import { createMemoryState } from '@switchboard/core';
-import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
-import type { TestClient, TestGateway } from '@switchboard/testing';
+import { useGateway } from './support/fixture';
+import { postJson } from '@switchboard/testing';
 
-let node: TestGateway;
-let key: ApiKeyRecord;
-const clients: TestClient[] = [];
-
-const open = async (path: string, query: Record<string, string> = {}): Promise<TestClient> => {
-  const client = await connectClient(node.wsUrl(path, { api_key: key.key, ...query }));
-  clients.push(client);
-  return client;
-};
-
-beforeAll(async () => {
-  node = await startGateway({
-    memoryState: createMemoryState(),
-    env: { CLIENT_MESSAGES_PER_SECOND: '20', SLOW_CONSUMER_BYTES: String(256 * 1024) },
-  });
-  key = await createTestKey(node.engine);
-});
-afterEach(() => {
-  for (const client of clients.splice(0)) client.close();
-});
-afterAll(() => node.close());
+const fx = useGateway({ CLIENT_MESSAGES_PER_SECOND: '20', SLOW_CONSUMER_BYTES: String(256 * 1024) });
+const { open } = fx;
 
 describe('limits (SPEC §9)', () => {
   it('closes a frame over 64 KiB with an error frame and 4513', async () => {
@@ -56,18 +35,18 @@ describe('limits (SPEC §9)', () => {
     (slow.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
     const message = 'z'.repeat(32 * 1024);
     let published = 0;
-    const before = node.gateway.context.registry.size;
-    while (node.gateway.context.registry.size === before && published < 2000) {
-      const response = await postJson(`${node.httpUrl}/api/publish`, {
-        key: key.key,
-        secret: key.secret,
+    const before = fx.node.gateway.context.registry.size;
+    while (fx.node.gateway.context.registry.size === before && published < 2000) {
+      const response = await postJson(`${fx.node.httpUrl}/api/publish`, {
+        key: fx.key.key,
+        secret: fx.key.secret,
         channel: 'firehose',
         message,
       });
       expect(response.status).toBe(200);
       published++;
     }
-    expect(node.gateway.context.registry.size).toBe(before - 1);
+    expect(fx.node.gateway.context.registry.size).toBe(before - 1);
     await fast.next(() => fast.received.length === published, 10_000);
     (slow.socket as unknown as { _socket: { resume(): void } })._socket.resume();
     expect((await slow.closed).code).toBe(4008);

@@ -1,18 +1,11 @@
-import { createMemoryState } from '@switchboard/core';
-import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
-import type { TestClient, TestGateway } from '@switchboard/testing';
+import { useGateway } from './support/fixture';
+import { connectClient, createTestKey, postJson } from '@switchboard/testing';
+import type { TestClient } from '@switchboard/testing';
 import { SignJWT } from 'jose';
 
-let node: TestGateway;
-let key: ApiKeyRecord;
-const clients: TestClient[] = [];
+const fx = useGateway();
+const { open } = fx;
 
-const open = async (channel: string, query: Record<string, string> = {}): Promise<TestClient> => {
-  const client = await connectClient(node.wsUrl(`/v4/${channel}`, { api_key: key.key, ...query }));
-  clients.push(client);
-  return client;
-};
 const subscribe = async (
   client: TestClient,
   data: Record<string, unknown>,
@@ -23,41 +16,33 @@ const subscribe = async (
   );
   return reply.json!;
 };
+
 const sign = (channel: string, claims: Record<string, unknown> = {}): Promise<string> =>
   new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(channel)
-    .sign(new TextEncoder().encode(key.secret));
-
-beforeAll(async () => {
-  node = await startGateway({ memoryState: createMemoryState() });
-  key = await createTestKey(node.engine);
-});
-afterEach(() => {
-  for (const client of clients.splice(0)) client.close();
-});
-afterAll(() => node.close());
+    .sign(new TextEncoder().encode(fx.key.secret));
 
 describe('V4 multiplexing', () => {
   it('acknowledges a subscribe, then stamps frames of the secondary and leaves the primary unchanged', async () => {
-    const alice = await open('lobby');
+    const alice = await open('/v4/lobby');
     expect(await subscribe(alice, { channel: 'room-2', uuid: 'u-a2' })).toEqual({
       event: 'system::subscribe_success',
       data: { channel: 'room-2' },
     });
-    const bob = await open('room-2');
+    const bob = await open('/v4/room-2');
     bob.send('{"event":"chat","data":"yo"}');
     expect((await alice.next()).text).toBe('{"event":"chat","data":"yo","system::channel":"room-2"}');
-    const carol = await open('lobby');
+    const carol = await open('/v4/lobby');
     carol.send('{"event":"hello","data":1}');
     expect((await alice.next()).text).toBe('{"event":"hello","data":1}');
   });
 
   it('routes a client frame by system::channel and delivers it untagged to primary subscribers', async () => {
-    const alice = await open('home-a');
+    const alice = await open('/v4/home-a');
     await subscribe(alice, { channel: 'shared' });
-    const bob = await open('shared');
-    const carol = await open('home-c');
+    const bob = await open('/v4/shared');
+    const carol = await open('/v4/home-c');
     await subscribe(carol, { channel: 'shared' });
     alice.send({ event: 'chat', data: 'yo', 'system::channel': 'shared' });
     expect((await bob.next()).text).toBe('{"event":"chat","data":"yo"}');
@@ -65,7 +50,7 @@ describe('V4 multiplexing', () => {
   });
 
   it('refuses a frame for a channel the socket is not subscribed to', async () => {
-    const alice = await open('solo');
+    const alice = await open('/v4/solo');
     alice.send({ event: 'chat', data: 1, 'system::channel': 'elsewhere' });
     expect((await alice.nextEvent('system::error')).json?.['data']).toEqual({
       error: 'Not subscribed to channel "elsewhere"',
@@ -73,13 +58,13 @@ describe('V4 multiplexing', () => {
   });
 
   it('unsubscribes, and refuses to unsubscribe the primary or an unknown channel', async () => {
-    const alice = await open('base');
+    const alice = await open('/v4/base');
     await subscribe(alice, { channel: 'extra' });
     alice.send({ event: 'system::unsubscribe', data: { channel: 'extra' } });
     expect((await alice.nextEvent('system::unsubscribe_success')).json?.['data']).toEqual({
       channel: 'extra',
     });
-    const bob = await open('extra');
+    const bob = await open('/v4/extra');
     bob.send('after');
     await alice.expectSilence((f) => f.text.includes('after'));
     alice.send({ event: 'system::unsubscribe', data: { channel: 'base' } });
@@ -94,7 +79,7 @@ describe('V4 multiplexing', () => {
   });
 
   it('needs a JWT for private channels on subscribe, checking sub and signature', async () => {
-    const alice = await open('pub');
+    const alice = await open('/v4/pub');
     expect(await subscribe(alice, { channel: 'private-x' })).toEqual({
       event: 'system::subscribe_error',
       data: { channel: 'private-x', error: 'Authentication failed, provide valid jwt token.' },
@@ -108,7 +93,7 @@ describe('V4 multiplexing', () => {
   });
 
   it('rejects invalid channel names and malformed subscribe data with a subscribe_error naming the problem', async () => {
-    const alice = await open('names');
+    const alice = await open('/v4/names');
     const bad = await subscribe(alice, { channel: 'bad name!' });
     expect(bad).toMatchObject({ event: 'system::subscribe_error', data: { channel: 'bad name!' } });
     expect(String((bad['data'] as Record<string, unknown>)['error'])).toContain('Invalid channel name');
@@ -124,7 +109,7 @@ describe('V4 multiplexing', () => {
   });
 
   it('sends presence deltas, with subscribe_success before the member list and one join per identity', async () => {
-    const alice = await open('p-home', { user: 'alice' });
+    const alice = await open('/v4/p-home', { user: 'alice' });
     expect(
       await subscribe(alice, { channel: 'p-room', presence: true, uuid: 'a1', user: 'alice' }),
     ).toMatchObject({ event: 'system::subscribe_success' });
@@ -139,7 +124,7 @@ describe('V4 multiplexing', () => {
       member: { uuid: 'a1', user: 'alice' },
       count: 1,
     });
-    const bob = await open('p-room', { presence: '1', user: 'bob', uuid: 'b1' });
+    const bob = await open('/v4/p-room', { presence: '1', user: 'bob', uuid: 'b1' });
     expect((await alice.nextEvent('system::member_joined')).json).toEqual({
       event: 'system::member_joined',
       data: { channel: 'p-room', member: { uuid: 'b1', user: 'bob' }, count: 2 },
@@ -150,7 +135,7 @@ describe('V4 multiplexing', () => {
     expect((bobList.json?.['data'] as Record<string, unknown>)['count']).toBe(2);
 
     // A second connection of bob: no second join; its departure: no leave while one remains.
-    const bob2 = await open('p-room', { presence: '1', user: 'bob', uuid: 'b2' });
+    const bob2 = await open('/v4/p-room', { presence: '1', user: 'bob', uuid: 'b2' });
     await bob2.nextEvent('system::member_list');
     await alice.expectSilence((f) => f.json?.['event'] === 'system::member_joined');
     bob2.close();
@@ -165,7 +150,7 @@ describe('V4 multiplexing', () => {
   });
 
   it('answers get_members for subscribed channels and member_list_error otherwise', async () => {
-    const alice = await open('gm', { presence: '1', user: 'alice', uuid: 'a' });
+    const alice = await open('/v4/gm', { presence: '1', user: 'alice', uuid: 'a' });
     await alice.nextEvent('system::member_list');
     alice.send({ event: 'system::get_members', data: { channel: 'gm' } });
     expect((await alice.nextEvent('system::member_list')).json?.['data']).toEqual({
@@ -181,9 +166,9 @@ describe('V4 multiplexing', () => {
   });
 
   it('delivers system::to direct messages only to the target user', async () => {
-    const alice = await open('dm', { user: 'alice' });
-    const bob = await open('dm', { user: 'bob' });
-    const carol = await open('dm', { user: 'carol' });
+    const alice = await open('/v4/dm', { user: 'alice' });
+    const bob = await open('/v4/dm', { user: 'bob' });
+    const carol = await open('/v4/dm', { user: 'carol' });
     const dm =
       '{"event":"chat-message","data":{"text":"psst","dm":true},"meta":{"from":"alice"},"system::to":"bob"}';
     alice.send(dm);
@@ -193,8 +178,8 @@ describe('V4 multiplexing', () => {
   });
 
   it('relays binary frames of the primary as system::binary with base64 data', async () => {
-    const alice = await open('bin4');
-    const bob = await open('bin4');
+    const alice = await open('/v4/bin4');
+    const bob = await open('/v4/bin4');
     alice.send(Buffer.from('hello'));
     expect((await bob.next()).json).toEqual({
       event: 'system::binary',
@@ -203,18 +188,18 @@ describe('V4 multiplexing', () => {
   });
 
   it('keeps V3 and V4 apart: publishes and client frames never cross versions', async () => {
-    const v4 = await open('iso');
-    const v3 = await connectClient(node.wsUrl('/v3/iso', { api_key: key.key }));
-    clients.push(v3);
-    await postJson(`${node.httpUrl}/api/publish`, {
-      key: key.key,
-      secret: key.secret,
+    const v4 = await open('/v4/iso');
+    const v3 = await connectClient(fx.node.wsUrl('/v3/iso', { api_key: fx.key.key }));
+    fx.track(v3);
+    await postJson(`${fx.node.httpUrl}/api/publish`, {
+      key: fx.key.key,
+      secret: fx.key.secret,
       channel: 'iso',
       message: 'for-v3',
     });
-    await postJson(`${node.httpUrl}/api/v4/publish`, {
-      key: key.key,
-      secret: key.secret,
+    await postJson(`${fx.node.httpUrl}/api/v4/publish`, {
+      key: fx.key.key,
+      secret: fx.key.secret,
       channel: 'iso',
       message: 'for-v4',
     });
@@ -226,18 +211,18 @@ describe('V4 multiplexing', () => {
   });
 
   it('stamps API publishes for secondaries when the message is a JSON object, and not otherwise', async () => {
-    const alice = await open('stamp-home');
+    const alice = await open('/v4/stamp-home');
     await subscribe(alice, { channel: 'stamp' });
-    await postJson(`${node.httpUrl}/api/v4/publish`, {
-      key: key.key,
-      secret: key.secret,
+    await postJson(`${fx.node.httpUrl}/api/v4/publish`, {
+      key: fx.key.key,
+      secret: fx.key.secret,
       channel: 'stamp',
       message: { event: 'e' },
     });
     expect((await alice.next()).text).toBe('{"event":"e","system::channel":"stamp"}');
-    await postJson(`${node.httpUrl}/api/v4/publish`, {
-      key: key.key,
-      secret: key.secret,
+    await postJson(`${fx.node.httpUrl}/api/v4/publish`, {
+      key: fx.key.key,
+      secret: fx.key.secret,
       channel: 'stamp',
       message: 'plain text',
     });
@@ -245,9 +230,9 @@ describe('V4 multiplexing', () => {
   });
 
   it('refuses client messages when the key disables them, with an error event', async () => {
-    const quiet = await createTestKey(node.engine, { clientMessages: false });
-    const alice = await connectClient(node.wsUrl('/v4/q', { api_key: quiet.key }));
-    clients.push(alice);
+    const quiet = await createTestKey(fx.node.engine, { clientMessages: false });
+    const alice = await connectClient(fx.node.wsUrl('/v4/q', { api_key: quiet.key }));
+    fx.track(alice);
     alice.send('{"event":"x"}');
     expect((await alice.nextEvent('system::error')).json?.['data']).toEqual({
       error: 'Client messages are disabled for this API key',
