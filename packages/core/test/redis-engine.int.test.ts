@@ -3,11 +3,11 @@ import { loadConfig } from '../src/config/load';
 import type { Engine } from '../src/engine';
 import { EngineUnavailableError } from '../src/errors';
 import { createLogger } from '../src/logger';
-import type { Publication } from '../src/broker/broker';
+import type { ControlCommand, Publication } from '../src/broker/broker';
 import { createRedisEngine } from '../src/redis/redis-engine';
 import type { Topic } from '../src/types';
-import { startRedis } from '../../testing/src/redis-server';
-import type { RedisServer } from '../../testing/src/redis-server';
+import { startRedis, startRedisCluster } from '../../testing/src/redis-server';
+import type { RedisClusterHandle, RedisServer } from '../../testing/src/redis-server';
 import { unique, waitUntil } from './support/wait';
 
 /** Outages against a standalone redis-server this file kills and restarts on the same port. */
@@ -119,4 +119,84 @@ describe('Redis engine through an outage', () => {
     await c.nodes.heartbeat('node-c', 1);
     expect(lines.filter((l) => l.msg === 'Redis back')).toHaveLength(1);
   }, 20_000);
+});
+
+/** The same outage on a 3-master cluster: every master killed at once, then restarted. */
+describe('Redis Cluster engine through an outage', () => {
+  let cluster: RedisClusterHandle;
+  const engines: Engine[] = [];
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all(engines.splice(0).map((e) => e.close()));
+    await cluster.stop();
+  });
+
+  it('fails fast while the cluster is down and restores availability and sharded subscriptions', async () => {
+    const prefix = unique('sbc');
+    const engine = async (nodeId: string): Promise<Engine> => {
+      const config = loadConfig({
+        REDIS_CLUSTER_NODES: cluster.nodesEnv,
+        REDIS_PREFIX: prefix,
+        NODE_ID: nodeId,
+      });
+      const created = await createRedisEngine(config, createLogger({ level: 'silent' }));
+      engines.push(created);
+      return created;
+    };
+    const a = await engine('node-a');
+    const b = await engine('node-b');
+    const received: string[] = [];
+    const controls: ControlCommand[] = [];
+    b.broker.setHandlers({ message: (p) => received.push(p.body), control: (c) => controls.push(c) });
+    a.broker.setHandlers({ message: () => undefined, control: () => undefined });
+    const rooms: Topic[] = Array.from({ length: 6 }, (_, i) => ({
+      key: unique('key'),
+      protocol: 'v4',
+      channel: `room-${i}`,
+    }));
+    for (const room of rooms) await b.broker.subscribe(room);
+    for (const room of rooms)
+      await a.broker.publish({ topic: room, body: `before ${room.channel}`, origin: 'node-a' });
+    await waitUntil('delivery before the outage', () => received.length === rooms.length);
+
+    await cluster.kill();
+    await waitUntil('availability false', () => !a.isAvailable() && !b.isAvailable(), 5000);
+    const started = Date.now();
+    await expect(
+      a.broker.publish({ topic: rooms[0] as Topic, body: 'lost', origin: 'node-a' }),
+    ).rejects.toBeInstanceOf(EngineUnavailableError);
+    await expect(a.counts.sum('k')).rejects.toBeInstanceOf(EngineUnavailableError);
+    expect(Date.now() - started).toBeLessThan(100);
+
+    await cluster.restart();
+    await waitUntil('availability true', () => a.isAvailable() && b.isAvailable(), 10_000);
+    received.length = 0;
+    await waitUntil(
+      'delivery on every old subscription',
+      () => {
+        for (const room of rooms) {
+          if (!received.includes(`after ${room.channel}`)) {
+            void a.broker
+              .publish({ topic: room, body: `after ${room.channel}`, origin: 'node-a' })
+              .catch(() => undefined);
+          }
+        }
+        return rooms.every((room) => received.includes(`after ${room.channel}`));
+      },
+      10_000,
+    );
+    await waitUntil(
+      'control delivery',
+      () => {
+        if (controls.length === 0)
+          void a.broker.publishControl({ type: 'node-dead', nodeId: 'x' }).catch(() => undefined);
+        return controls.length > 0;
+      },
+      10_000,
+    );
+  }, 40_000);
 });

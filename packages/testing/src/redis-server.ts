@@ -26,6 +26,10 @@ export interface RedisClusterHandle {
   /** `REDIS_CLUSTER_NODES` form: "127.0.0.1:p1,127.0.0.1:p2,…" */
   readonly nodesEnv: string;
   stop(): Promise<void>;
+  /** SIGKILL every node: the whole cluster is gone, as clients see it. */
+  kill(): Promise<void>;
+  /** Starts every node again on its port; they rejoin from nodes.conf (data is empty). */
+  restart(): Promise<void>;
 }
 
 const HOST = '127.0.0.1';
@@ -162,32 +166,43 @@ export async function startRedis(): Promise<RedisServer> {
 /** Three masters (no replicas) joined with `redis-cli --cluster create`, all slots covered. */
 export async function startRedisCluster(): Promise<RedisClusterHandle> {
   const ports = [await freePort(), await freePort(), await freePort()];
-  const dirs: string[] = [];
-  const children: ChildProcess[] = [];
+  const dirs = ports.map(() => mkdtempSync(join(tmpdir(), 'sb-redis-cluster-')));
+  const clusterArgs = [
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    'nodes.conf',
+    '--cluster-node-timeout',
+    '2000',
+  ];
+  let children: ChildProcess[] = [];
+  const kill = async (): Promise<void> => {
+    const running = children;
+    children = [];
+    for (const child of running) child.kill('SIGKILL');
+    await Promise.all(running.map(exited));
+  };
   const stop = async (): Promise<void> => {
-    for (const child of children) child.kill('SIGKILL');
-    await Promise.all(children.map(exited));
+    await kill();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   };
-  try {
+  const startAll = async (): Promise<void> => {
+    const started = await Promise.allSettled(
+      ports.map((port, i) => startProcess(port, clusterArgs, dirs[i] as string)),
+    );
+    children = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  };
+  const clusterOk = async (): Promise<void> => {
     for (const port of ports) {
-      const dir = mkdtempSync(join(tmpdir(), 'sb-redis-cluster-'));
-      dirs.push(dir);
-      children.push(
-        await startProcess(
-          port,
-          [
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            'nodes.conf',
-            '--cluster-node-timeout',
-            '2000',
-          ],
-          dir,
-        ),
+      await waitFor(`cluster_state:ok on port ${port}`, async () =>
+        (await rawCommand(port, 'CLUSTER INFO')).includes('cluster_state:ok'),
       );
     }
+  };
+  try {
+    await startAll();
     const created = spawnSync(
       'redis-cli',
       [
@@ -205,15 +220,21 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
         `redis-cli --cluster create failed: ${created.error?.message ?? created.stdout + created.stderr}`,
       );
     }
-    for (const port of ports) {
-      await waitFor(`cluster_state:ok on port ${port}`, async () =>
-        (await rawCommand(port, 'CLUSTER INFO')).includes('cluster_state:ok'),
-      );
-    }
+    await clusterOk();
   } catch (error) {
     await stop();
     throw error;
   }
   const nodes = ports.map((port) => ({ host: HOST, port }));
-  return { nodes, nodesEnv: nodes.map((n) => `${n.host}:${n.port}`).join(','), stop };
+  return {
+    nodes,
+    nodesEnv: nodes.map((n) => `${n.host}:${n.port}`).join(','),
+    stop,
+    kill,
+    restart: async () => {
+      await kill();
+      await startAll();
+      await clusterOk();
+    },
+  };
 }

@@ -4,6 +4,8 @@ import type { ClusterOptions, RedisOptions } from 'ioredis';
 import type { RedisTarget } from '../config/load';
 import { EngineUnavailableError } from '../errors';
 import type { Logger } from '../logger';
+import { clusterHealth, standaloneHealth } from './connection-health';
+import type { ConnectionHealth } from './connection-health';
 
 /** A command connection: standalone or cluster; the ports only use what both offer. */
 export type RedisClient = Redis | Cluster;
@@ -12,10 +14,17 @@ export interface RedisClients {
   readonly target: RedisTarget;
   /** Commands and scripts; rejects at once while disconnected (no offline queue). */
   readonly command: RedisClient;
-  /** Pub/sub only: SUBSCRIBE on standalone, SSUBSCRIBE (+ SUBSCRIBE for control) on a cluster. */
+  /** Pub/sub only: SUBSCRIBE on standalone, SSUBSCRIBE on a cluster. */
   readonly subscriber: RedisClient;
+  /** Whether `command` can carry calls now; `guard` fails calls at once while it cannot. */
+  readonly health: ConnectionHealth;
+  /** Resolves once `command` is up (for start-up and tests; never rejects). */
+  up(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** Health of each command connection, consulted by `guard`. */
+const healthOf = new WeakMap<RedisClient, ConnectionHealth>();
 
 /** Reconnect forever with a capped backoff: a gateway outlives any Redis outage. */
 export const retryDelay = (times: number): number => Math.min(times * 100, 1000);
@@ -62,11 +71,19 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
   }
   command.on('error', onError('command'));
   subscriber.on('error', onError('subscriber'));
+  const health = command instanceof Cluster ? clusterHealth(command) : standaloneHealth(command);
+  healthOf.set(command, health);
   return {
     target,
     command,
     subscriber,
+    health,
+    up: () =>
+      health.isUp()
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => health.onChange((isUp) => isUp && resolve())),
     close: async () => {
+      health.stop();
       await Promise.all([command, subscriber].map((client) => quit(client)));
     },
   };

@@ -15,8 +15,9 @@ const STARTUP_WAIT_MS = 5000;
 
 /**
  * The Redis engine: every port over one command connection and one subscriber connection.
- * Availability follows the command connection: false from the moment it drops, true once it is
- * `ready` again; listeners hear every change, the log hears `Redis lost` / `Redis back` once each.
+ * Availability follows the command connection's health (clients.ts): false from the moment it
+ * drops (on a cluster: any master), true once it is usable again; listeners hear every change,
+ * the log hears `Redis lost` / `Redis back` once each.
  */
 export async function createRedisEngine(
   config: Config,
@@ -26,10 +27,10 @@ export async function createRedisEngine(
   const log = logger.child({ component: 'redis' });
   const clients = createRedisClients(config.redis, logger);
   const keys = redisKeys(config.redisPrefix);
-  const { command } = clients;
+  const { command, health } = clients;
   const broker = new RedisBroker(clients, keys);
 
-  let available = command.status === 'ready';
+  let available = health.isUp();
   // The first connection is not news; `Redis back` is logged only after a loss or a failed start.
   let starting = true;
   let closing = false;
@@ -43,14 +44,10 @@ export async function createRedisEngine(
     }
     for (const listener of listeners) listener(next);
   };
-  command.on('ready', () => setAvailable(true));
-  for (const event of ['close', 'end', 'reconnecting'] as const) command.on(event, () => setAvailable(false));
+  health.onChange(setAvailable);
 
   const started = await Promise.race([
-    Promise.all([
-      available ? Promise.resolve() : new Promise((resolve) => command.once('ready', resolve)),
-      broker.ready(),
-    ]).then(() => true),
+    Promise.all([clients.up(), broker.ready()]).then(() => true),
     new Promise<false>((resolve) => setTimeout(() => resolve(false), STARTUP_WAIT_MS).unref()),
   ]);
   starting = false;

@@ -20,8 +20,7 @@ export interface RedisBackend {
 }
 
 async function ready(clients: RedisClients): Promise<RedisClients> {
-  const { command } = clients;
-  if (command.status !== 'ready') await new Promise((resolve) => command.once('ready', resolve));
+  await clients.up();
   return clients;
 }
 
