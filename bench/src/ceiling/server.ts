@@ -1,0 +1,116 @@
+/**
+ * The benchmark's CEILING: a minimal uWebSockets.js server, the reference every Switchboard figure
+ * is divided by. It is NOT product code (the product imports uWS only in
+ * packages/gateway/src/transport/uws.ts); it does the least work that still delivers a REST
+ * publish: parse the JSON body, `app.publish(channel, message)`.
+ *
+ *   node server.js single   HTTP POST → app.publish
+ *   node server.js redis    HTTP POST → Redis PUBLISH; SUBSCRIBE (per channel with local
+ *                           subscribers) → app.publish. Two such processes = one Redis hop.
+ *
+ * Env: PORT, HOST, REDIS_URL (redis mode). WebSocket path: /<anything>/<channel>?…
+ * POST /members (redis mode): ZRANGE of 100 on a sorted set and its JSON, the ceiling of a
+ * members page.
+ */
+import * as uWS from 'uWebSockets.js';
+import Redis from 'ioredis';
+
+const mode = process.argv[2] === 'redis' ? 'redis' : 'single';
+const host = process.env['HOST'] ?? '127.0.0.1';
+const port = Number(process.env['PORT'] ?? 0);
+const app = uWS.App();
+const pub = mode === 'redis' ? new Redis(process.env['REDIS_URL'] ?? '') : undefined;
+const sub = mode === 'redis' ? new Redis(process.env['REDIS_URL'] ?? '') : undefined;
+const refs = new Map<string, number>();
+
+sub?.on('messageBuffer', (channel: Buffer, message: Buffer) => {
+  app.publish(channel.toString(), message);
+});
+
+interface Data {
+  channel: string;
+}
+
+app.ws<Data>('/*', {
+  compression: uWS.DISABLED,
+  maxPayloadLength: 64 * 1024,
+  idleTimeout: 60,
+  maxBackpressure: 1024 * 1024,
+  sendPingsAutomatically: true,
+  upgrade: (res, req, context) => {
+    const channel = req.getUrl().split('/')[2] ?? 'none';
+    res.upgrade<Data>(
+      { channel },
+      req.getHeader('sec-websocket-key'),
+      req.getHeader('sec-websocket-protocol'),
+      req.getHeader('sec-websocket-extensions'),
+      context,
+    );
+  },
+  open: (ws) => {
+    const { channel } = ws.getUserData();
+    ws.subscribe(channel);
+    const count = refs.get(channel) ?? 0;
+    refs.set(channel, count + 1);
+    if (count === 0) void sub?.subscribe(channel);
+  },
+  close: (ws) => {
+    const { channel } = ws.getUserData();
+    const count = (refs.get(channel) ?? 1) - 1;
+    if (count > 0) refs.set(channel, count);
+    else {
+      refs.delete(channel);
+      void sub?.unsubscribe(channel);
+    }
+  },
+});
+
+function readBody(res: uWS.HttpResponse, then: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  res.onData((chunk, isLast) => {
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (isLast) then(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+  });
+}
+
+function answer(res: uWS.HttpResponse, aborted: { value: boolean }, body: string): void {
+  if (aborted.value) return;
+  res.cork(() => {
+    res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(body);
+  });
+}
+
+app.post('/members', (res) => {
+  const aborted = { value: false };
+  res.onAborted(() => (aborted.value = true));
+  readBody(res, (body) => {
+    const { set } = JSON.parse(body.toString()) as { set: string };
+    void pub!.zrange(set, 0, 99).then((members) => {
+      answer(res, aborted, JSON.stringify({ success: true, members: members.map((uuid) => ({ uuid })) }));
+    });
+  });
+});
+
+app.post('/*', (res) => {
+  const aborted = { value: false };
+  res.onAborted(() => (aborted.value = true));
+  readBody(res, (body) => {
+    const { channel, message } = JSON.parse(body.toString()) as { channel: string; message: string };
+    if (pub) {
+      void pub.publish(channel, message).then(() => answer(res, aborted, '{"success":true}'));
+    } else {
+      app.publish(channel, message);
+      answer(res, aborted, '{"success":true}');
+    }
+  });
+});
+
+app.listen(host, port, (socket) => {
+  if (!socket) {
+    console.error(JSON.stringify({ msg: 'listen failed', port }));
+    process.exit(1);
+  }
+  console.log(JSON.stringify({ msg: 'ready', port: uWS.us_socket_local_port(socket) }));
+});
+
+process.on('SIGTERM', () => process.exit(0));

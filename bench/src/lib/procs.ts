@@ -1,0 +1,195 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
+import type { RedisServer } from '@switchboard/testing/dist/redis-server';
+
+export const ROOT = join(__dirname, '..', '..', '..');
+/** Where the product under test lives (a checkout with built packages); `--product-dir` changes it. */
+export const product = { dir: ROOT };
+export const cliPath = (): string => join(product.dir, 'packages', 'cli', 'dist', 'main.js');
+export const CEILING = join(__dirname, '..', 'ceiling', 'server.js');
+export const HOST = '127.0.0.1';
+export const KEY = 'benchkey';
+export const SECRET = 'bench-secret-123';
+
+/** A server process the harness started (bash raises the fd limit, then execs node). */
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly pid: number;
+  readonly lines: string[];
+  stop(): Promise<void>;
+}
+
+export function rssKiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmRSS:\s+(\d+) kB/.exec(status);
+  return match ? Number(match[1]) : 0;
+}
+
+/** Spawns `node <args>` through bash with `ulimit -n` raised; resolves once a `"msg":"ready"` line appears. */
+export async function startNode(
+  args: string[],
+  env: Record<string, string>,
+  options: { nodeOptions?: string; timeoutMs?: number; healthPath?: string } = {},
+): Promise<ServerProcess> {
+  const port = Number(env['PORT'] ?? (await freePort()));
+  const quoted = [process.execPath, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const child = spawn('bash', ['-c', `ulimit -n $(ulimit -Hn) 2>/dev/null; exec ${quoted}`], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '',
+      ...env,
+      PORT: String(port),
+      ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let rest = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `not ready within ${options.timeoutMs ?? 20_000} ms: ${args.join(' ')}\n${lines.join('\n')}`,
+          ),
+        ),
+      options.timeoutMs ?? 20_000,
+    );
+    const feed = (chunk: Buffer): void => {
+      const parts = (rest + chunk.toString()).split('\n');
+      rest = parts.pop() ?? '';
+      for (const line of parts) {
+        if (lines.length < 200) lines.push(line);
+        if (line.includes('"msg":"ready"')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      }
+    };
+    child.stdout?.on('data', feed);
+    child.stderr?.on('data', feed);
+    if (options.healthPath) {
+      // LOG_LEVEL=warn hides the info-level "ready" line: poll the health endpoint instead.
+      const probe = (): void => {
+        fetch(`http://${HOST}:${port}${options.healthPath}`)
+          .then((res) => {
+            if (res.ok) {
+              clearTimeout(timer);
+              resolve();
+            } else setTimeout(probe, 50);
+          })
+          .catch(() => {
+            if (child.exitCode === null) setTimeout(probe, 50);
+          });
+      };
+      setTimeout(probe, 100);
+    }
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code}: ${args.join(' ')}\n${lines.join('\n')}`));
+    });
+  });
+  await ready;
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  return {
+    child,
+    port,
+    pid: child.pid ?? 0,
+    lines,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 8000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export type SystemName = 'switchboard-redis' | 'switchboard-memory' | 'ceiling-uws' | 'ceiling-redis';
+
+/** A running system under test: its server processes and how to reach them. */
+export interface System {
+  readonly name: SystemName;
+  readonly nodes: ServerProcess[];
+  readonly redis?: RedisServer;
+  readonly publishPath: (protocol: 'v3' | 'v4') => string;
+  wsUrl(node: number, protocol: 'v3' | 'v4', channel: string, extra?: string): string;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  nodes: number;
+  nodeOptions?: string;
+  env?: Record<string, string>;
+}
+
+export const REDIS_PREFIX = 'bench';
+
+/** The gateway environment every Switchboard node of the benchmark runs with. */
+export function gatewayEnv(nodeId: string, redisUrl: string | undefined): Record<string, string> {
+  return {
+    HOST,
+    NODE_ID: nodeId,
+    ...(redisUrl ? { REDIS_URL: redisUrl, REDIS_PREFIX } : {}),
+    SWITCHBOARD_KEYS: JSON.stringify([{ key: KEY, secret: SECRET }]),
+    SWITCHBOARD_DATA_DIR: mkdtempSync(join(tmpdir(), 'sb-bench-')),
+    LOG_LEVEL: 'warn',
+    DRAIN_GRACE_MS: '2000',
+    DRAIN_BATCH_SIZE: '5000',
+  };
+}
+
+export async function startSystem(name: SystemName, options: StartOptions): Promise<System> {
+  const redis = name === 'switchboard-redis' || name === 'ceiling-redis' ? await startRedis() : undefined;
+  const nodes: ServerProcess[] = [];
+  try {
+    for (let i = 0; i < options.nodes; i++) {
+      if (name.startsWith('switchboard')) {
+        nodes.push(
+          await startNode(
+            [cliPath(), 'gateway'],
+            { ...gatewayEnv(`bench-${i + 1}`, redis?.url), ...(options.env ?? {}) },
+            {
+              healthPath: '/api/health',
+              ...(options.nodeOptions ? { nodeOptions: options.nodeOptions } : {}),
+            },
+          ),
+        );
+      } else {
+        nodes.push(
+          await startNode([CEILING, name === 'ceiling-redis' ? 'redis' : 'single'], {
+            HOST,
+            ...(redis ? { REDIS_URL: redis.url } : {}),
+          }),
+        );
+      }
+    }
+  } catch (error) {
+    await Promise.all(nodes.map((n) => n.stop()));
+    await redis?.stop();
+    throw error;
+  }
+  const isSwitchboard = name.startsWith('switchboard');
+  return {
+    name,
+    nodes,
+    ...(redis ? { redis } : {}),
+    publishPath: (protocol) =>
+      isSwitchboard ? (protocol === 'v3' ? '/api/publish' : '/api/v4/publish') : '/publish',
+    wsUrl: (node, protocol, channel, extra = '') =>
+      `ws://${HOST}:${nodes[node % nodes.length]!.port}/${protocol}/${channel}?api_key=${KEY}${extra}`,
+    stop: async () => {
+      await Promise.all(nodes.map((n) => n.stop()));
+      await redis?.stop();
+    },
+  };
+}

@@ -1,0 +1,374 @@
+import { writeFileSync } from 'node:fs';
+import type { Meta, Results, ThroughputShape } from './run';
+import type { SystemName } from './lib/procs';
+import type { Step } from './scenarios/load';
+
+const CEILING_OF: Partial<Record<SystemName, SystemName>> = {
+  'switchboard-redis': 'ceiling-redis',
+  'switchboard-memory': 'ceiling-uws',
+};
+const LABEL: Record<SystemName, string> = {
+  'switchboard-redis': 'Switchboard, 2 nodes + Redis',
+  'switchboard-memory': 'Switchboard, 1 node, memory engine',
+  'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes',
+  'ceiling-uws': 'Ceiling: raw uWS, 1 process',
+};
+const COLOR: Record<SystemName, string> = {
+  'switchboard-redis': '#2b6cb0',
+  'switchboard-memory': '#63b3ed',
+  'ceiling-redis': '#718096',
+  'ceiling-uws': '#cbd5e0',
+};
+
+const int = (n: number | undefined): string =>
+  n === undefined ? '–' : Math.round(n).toLocaleString('en-US');
+const ms = (n: number | undefined): string => (n === undefined ? '–' : n < 10 ? n.toFixed(2) : n.toFixed(1));
+const pct = (n: number | undefined): string =>
+  n === undefined || !Number.isFinite(n) ? '–' : `${(n * 100).toFixed(0)}%`;
+const lossText = (s: Step | undefined): string =>
+  s ? (s.loss === 0 ? '0' : `${(s.loss * 100).toFixed(3)}%`) : '–';
+
+interface Target {
+  name: string;
+  goal: string;
+  measured: string;
+  met: boolean | undefined;
+  gap: string;
+}
+
+function ratio(a: number | undefined, b: number | undefined): number | undefined {
+  return a !== undefined && b ? a / b : undefined;
+}
+
+function targets(r: Results): Target[] {
+  const out: Target[] = [];
+  for (const shape of r.fanout?.shapes ?? []) {
+    const sb = shape.median['switchboard-redis']?.max;
+    const ceil = shape.median['ceiling-redis']?.max;
+    const q = ratio(sb?.deliveriesPerSecond, ceil?.deliveriesPerSecond);
+    const met = q === undefined ? undefined : q >= 0.85 && sb?.loss === 0;
+    out.push({
+      name: `Fan-out, ${shape.label}, 2 nodes + Redis`,
+      goal: '≥ 85% of the Redis-hop ceiling, no loss',
+      measured: `${int(sb?.deliveriesPerSecond)}/s = ${pct(q)} of ${int(ceil?.deliveriesPerSecond)}/s, loss ${lossText(sb)}`,
+      met,
+      gap:
+        q === undefined
+          ? 'not measured'
+          : met
+            ? '–'
+            : `${int(0.85 * (ceil?.deliveriesPerSecond ?? 0) - (sb?.deliveriesPerSecond ?? 0))} deliveries/s (${((0.85 - q) * 100).toFixed(0)} points)`,
+    });
+  }
+  for (const shape of r.channels?.shapes ?? []) {
+    const sb = shape.median['switchboard-redis']?.max;
+    const ceil = shape.median['ceiling-redis']?.max;
+    const q = ratio(sb?.deliveriesPerSecond, ceil?.deliveriesPerSecond);
+    const met = q === undefined ? undefined : q >= 0.7 && sb?.loss === 0;
+    out.push({
+      name: `Many channels, ${shape.label}, 2 nodes + Redis`,
+      goal: '≥ 70% of the Redis-hop ceiling',
+      measured: `${int(sb?.deliveriesPerSecond)}/s = ${pct(q)} of ${int(ceil?.deliveriesPerSecond)}/s`,
+      met,
+      gap:
+        q === undefined
+          ? 'not measured'
+          : met
+            ? '–'
+            : `${int(0.7 * (ceil?.deliveriesPerSecond ?? 0) - (sb?.deliveriesPerSecond ?? 0))} deliveries/s (${((0.7 - q) * 100).toFixed(0)} points)`,
+    });
+  }
+  for (const c of (r.memory?.cases ?? []).filter((c) => c.system.startsWith('switchboard'))) {
+    const met = c.error ? undefined : c.perConnectionKiB <= 3;
+    out.push({
+      name: `Idle memory, ${c.system === 'switchboard-redis' ? 'Redis engine' : 'memory engine'}, ${c.protocol.toUpperCase()}`,
+      goal: '≤ 3 KiB RSS per connection',
+      measured: `${c.perConnectionKiB.toFixed(2)} KiB at ${int(c.ok)} connections`,
+      met,
+      gap: met === false ? `${(c.perConnectionKiB - 3).toFixed(2)} KiB per connection` : '–',
+    });
+  }
+  const p = r.presence?.median;
+  if (p?.joins) {
+    const met = p.joins.perSecondPerNode >= 5000 && p.joins.failed === 0;
+    out.push({
+      name: 'Presence joins through Redis',
+      goal: '≥ 5,000 joins/s per node',
+      measured: `${int(p.joins.perSecondPerNode)}/s per node (${int(p.joins.ok)} joins on ${p.nodes} nodes)`,
+      met,
+      gap: met ? '–' : `${int(5000 - p.joins.perSecondPerNode)} joins/s per node`,
+    });
+  }
+  if (p?.members) {
+    const met = p.members.medianMs < 5 && p.members.count === p.members.members;
+    out.push({
+      name: `Members page on a ${int(p.members.members)}-member channel`,
+      goal: '< 5 ms median',
+      measured: `${ms(p.members.medianMs)} ms median (count ${int(p.members.count)})`,
+      met,
+      gap: met ? '–' : `${ms(p.members.medianMs - 5)} ms`,
+    });
+  }
+  const first = r.fanout?.shapes[0];
+  if (first) {
+    const sb = first.median['switchboard-redis']?.half;
+    const ceil = first.median['ceiling-redis']?.sameRate;
+    const q = ratio(sb?.p99Ms, ceil?.p99Ms);
+    const met = q === undefined ? undefined : q <= 1.5;
+    out.push({
+      name: `Latency at half the max rate, ${first.label}`,
+      goal: "p99 ≤ 1.5× the ceiling's p99 at the same rate",
+      measured: `p99 ${ms(sb?.p99Ms)} ms vs ${ms(ceil?.p99Ms)} ms at ${int(sb?.rate)} publishes/s = ${q === undefined ? '–' : q.toFixed(2)}×`,
+      met,
+      gap: met === false ? `${ms((sb?.p99Ms ?? 0) - 1.5 * (ceil?.p99Ms ?? 0))} ms` : '–',
+    });
+  }
+  return out;
+}
+
+function throughputTable(shapes: ThroughputShape[]): string[] {
+  const lines: string[] = [];
+  for (const shape of shapes) {
+    lines.push(`### ${shape.label}`, '');
+    lines.push(
+      "| System | max publishes/s | max deliveries/s | ratio to its ceiling | loss at max | p50 / p95 / p99 at max (ms) | at half max: p50 / p95 / p99 (ms) | at the fixed rate: p50 / p99 (ms), loss | same rate as Switchboard's half max: p50 / p99 (ms) |",
+      '|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const [system, c] of Object.entries(shape.median) as [
+      SystemName,
+      (typeof shape.median)[SystemName],
+    ][]) {
+      if (!c) continue;
+      const ceiling = CEILING_OF[system];
+      const q = ceiling
+        ? ratio(c.max?.deliveriesPerSecond, shape.median[ceiling]?.max?.deliveriesPerSecond)
+        : undefined;
+      lines.push(
+        `| ${LABEL[system]} | ${int(c.max?.rate)} | ${int(c.max?.deliveriesPerSecond)} | ${ceiling ? pct(q) : '(ceiling)'} | ${lossText(c.max)} | ${ms(c.max?.p50Ms)} / ${ms(c.max?.p95Ms)} / ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p95Ms)} / ${ms(c.half?.p99Ms)} | ${ms(c.fixed?.p50Ms)} / ${ms(c.fixed?.p99Ms)}, ${lossText(c.fixed)} (${int(c.fixed?.rate)}/s) | ${c.sameRate ? `${ms(c.sameRate.p50Ms)} / ${ms(c.sameRate.p99Ms)} (${int(c.sameRate.rate)}/s)` : '–'} |` +
+          (c.error ? ` ⚠ ${c.error.slice(0, 120)}` : ''),
+      );
+    }
+    lines.push('');
+    const searches = Object.entries(shape.median)
+      .map(([system, c]) =>
+        c && c.search.length
+          ? `${LABEL[system as SystemName]}: ${c.search.map((s) => `${s.rate}${s.pass ? '✓' : '✗'}`).join(' → ')}`
+          : '',
+      )
+      .filter(Boolean);
+    if (searches.length)
+      lines.push('Rate search (publishes/s, ✓ passed, ✗ failed):', '', ...searches.map((s) => `- ${s}`), '');
+  }
+  return lines;
+}
+
+function svg(r: Results): string {
+  const groups: { label: string; bars: { system: SystemName; value: number; ratio?: number }[] }[] = [];
+  for (const shape of [...(r.fanout?.shapes ?? []), ...(r.channels?.shapes ?? [])]) {
+    const bars = (Object.keys(LABEL) as SystemName[])
+      .filter((s) => shape.median[s]?.max)
+      .map((system) => {
+        const value = shape.median[system]!.max!.deliveriesPerSecond;
+        const ceiling = CEILING_OF[system];
+        const q = ceiling ? ratio(value, shape.median[ceiling]?.max?.deliveriesPerSecond) : undefined;
+        return { system, value, ...(q !== undefined ? { ratio: q } : {}) };
+      });
+    if (bars.length) groups.push({ label: shape.label, bars });
+  }
+  const max = Math.max(1, ...groups.flatMap((g) => g.bars.map((b) => b.value)));
+  const width = 860;
+  const left = 300;
+  const barH = 18;
+  const plotW = width - left - 150;
+  let y = 50;
+  const parts: string[] = [];
+  for (const group of groups) {
+    parts.push(`<text x="10" y="${y + 4}" font-weight="bold">${group.label}</text>`);
+    y += 14;
+    for (const bar of group.bars) {
+      const w = Math.max(1, (bar.value / max) * plotW);
+      parts.push(
+        `<text x="${left - 8}" y="${y + 13}" text-anchor="end">${LABEL[bar.system]}</text>`,
+        `<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${COLOR[bar.system]}"/>`,
+        `<text x="${left + w + 6}" y="${y + 13}">${int(bar.value)}/s${bar.ratio !== undefined ? ` (${pct(bar.ratio)} of ceiling)` : ''}</text>`,
+      );
+      y += barH + 4;
+    }
+    y += 16;
+  }
+  const height = y + 10;
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    `<text x="10" y="22" font-size="15" font-weight="bold">Maximum sustainable deliveries per second (no loss, p99 within the bound)</text>`,
+    ...parts,
+    '</svg>',
+    '',
+  ].join('\n');
+}
+
+function metaLines(name: string, meta: Meta | undefined): string[] {
+  if (!meta) return [];
+  const m = meta.machine;
+  return [
+    `- **${name}**: \`${meta.command}\` at ${meta.startedAt} (${meta.seconds} s); load average ${m.loadAverage.join(' / ')} at start, ${meta.loadAverageAtEnd.join(' / ')} at end; product ${meta.productCommit}`,
+  ];
+}
+
+export function writeReport(r: Results, mdPath: string, svgPath: string): void {
+  writeFileSync(svgPath, svg(r));
+  const anyMeta = r.fanout?.meta ?? r.channels?.meta ?? r.presence?.meta ?? r.memory?.meta ?? r.profile?.meta;
+  const m = anyMeta?.machine;
+  const t = targets(r);
+  const lines: string[] = [
+    '# Benchmarks',
+    '',
+    '<!-- Generated by `npm run bench` (bench/src/report.ts) from bench/results/latest.json. Do not edit by hand. -->',
+    '',
+    'Measured on one machine, load generator included: every figure is also given as a ratio to a',
+    '**ceiling** measured in the same run with the same clients, a minimal uWebSockets.js server that',
+    'only does `app.publish` (bench/src/ceiling/server.ts). Ratios are what matter; absolute values',
+    'depend on the machine and on what else runs on it (the load average is recorded).',
+    '',
+    '## Machine and commands',
+    '',
+    m
+      ? `- ${m.nproc} CPUs, ${m.cpuModel}, ${m.memoryGiB} GiB RAM, Node ${m.node}, Linux ${m.kernel}`
+      : '- (no run yet)',
+    ...metaLines('fan-out', r.fanout?.meta),
+    ...metaLines('many channels', r.channels?.meta),
+    ...metaLines('presence', r.presence?.meta),
+    ...metaLines('idle memory', r.memory?.meta),
+    ...metaLines('profile', r.profile?.meta),
+    '',
+    'Default run (≤ 5 minutes): `npm run bench`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`.',
+    '',
+    '## Targets (issue 6)',
+    '',
+    '| Target | Goal | Measured | Met | Gap |',
+    '|---|---|---|---|---|',
+    ...t.map(
+      (x) =>
+        `| ${x.name} | ${x.goal} | ${x.measured} | ${x.met === undefined ? '–' : x.met ? '✅ yes' : '❌ no'} | ${x.gap} |`,
+    ),
+    '',
+    '![Maximum sustainable deliveries per second](../bench/results/latest.svg)',
+    '',
+  ];
+  if (r.fanout) lines.push('## Fan-out', '', ...throughputTable(r.fanout.shapes));
+  if (r.channels)
+    lines.push(
+      '## Many channels',
+      '',
+      'Publishes round-robin over the channels; each publish is delivered to 2 subscribers (one per node on 2 nodes).',
+      '',
+      ...throughputTable(r.channels.shapes),
+    );
+  const p = r.presence?.median;
+  if (p) {
+    lines.push(
+      '## Presence',
+      '',
+      `V4 clients with \`presence=1\` and a distinct \`user\` each, in channels of ${p.channelSize}, spread over ${p.nodes} nodes + Redis; a join counts when the client receives its \`system::member_list\` (the entry is in Redis by then). Leaves: every socket closed at once, timed until the nodes' presence index sets in Redis are empty.`,
+      '',
+      '| Measure | Switchboard | Ceiling (same clients, raw uWS + Redis) | Ratio |',
+      '|---|---|---|---|',
+      `| Joins per second per node | ${int(p.joins?.perSecondPerNode)} (${int(p.joins?.ok)} in ${ms(p.joins?.seconds)} s${p.joins?.failed ? `, ${p.joins.failed} failed` : ''}) | ${int(p.ceilingConnects?.perSecondPerNode)} plain connections/s per node | ${pct(ratio(p.joins?.perSecondPerNode, p.ceilingConnects?.perSecondPerNode))} |`,
+      `| Leaves per second per node | ${int(p.leaves?.perSecondPerNode)} (${int(p.leaves?.connections)} in ${ms(p.leaves?.seconds)} s${p.leaves && !p.leaves.complete ? ', incomplete' : ''}) | – | – |`,
+      `| V4 members page (page 1, limit 100) on ${int(p.members?.members)} members: median / p95 | ${ms(p.members?.medianMs)} / ${ms(p.members?.p95Ms)} ms (count ${int(p.members?.count)}) | ${ms(p.ceilingMembers?.medianMs)} / ${ms(p.ceilingMembers?.p95Ms)} ms (HTTP + one ZRANGE of 100) | ${ratio(p.members?.medianMs, p.ceilingMembers?.medianMs)?.toFixed(2) ?? '–'}× the time |`,
+      '',
+      `The ${int(p.members?.members)}-member channel is filled through the product's own PresenceStore (the Lua script a gateway runs on a join), not by ${int(p.members?.members)} sockets: each join sends \`member_joined\` to every member, ~50 million frames for one channel of 10,000.`,
+      '',
+    );
+    if (p.error) lines.push(`⚠ ${p.error}`, '');
+  }
+  if (r.memory) {
+    lines.push(
+      '## Idle memory',
+      '',
+      'RSS of one server process (`/proc/<pid>/status` VmRSS) after a warm-up and before the connections, then with every connection open and idle (10 per channel), divided by the connections.',
+      '',
+      '| System | Protocol | Connections | RSS before → after (MiB) | KiB per connection |',
+      '|---|---|---|---|---|',
+      ...r.memory.cases.map(
+        (c) =>
+          `| ${LABEL[c.system].replace(', 2 nodes', ', 1 node').replace(', 2 processes', ', 1 process')} | ${c.protocol.toUpperCase()} | ${int(c.ok)} | ${(c.rssBeforeKiB / 1024).toFixed(1)} → ${(c.rssAfterKiB / 1024).toFixed(1)} | ${c.perConnectionKiB.toFixed(2)}${c.error ? ` ⚠ ${c.error.slice(0, 100)}` : ''} |`,
+      ),
+      '',
+    );
+  }
+  if (r.profile) {
+    const pr = r.profile.result;
+    lines.push(
+      '## Profile',
+      '',
+      `\`--cpu-prof\` on both gateways (2 nodes + Redis), fan-out 1 channel × ${int(pr.subscribers)} subscribers at ${int(pr.rate)} publishes/s for ${pr.seconds} s${pr.load ? ` (${int(pr.load.deliveriesPerSecond)} deliveries/s, loss ${lossText(pr.load)}, p99 ${ms(pr.load.p99Ms)} ms)` : ''}. Self time, share of all samples of the node (idle included).`,
+      '',
+    );
+    for (const node of pr.nodes) {
+      lines.push(`### ${node.node}`, '', '| Self % | Function | Location |', '|---|---|---|');
+      lines.push(
+        ...node.top
+          .slice(0, 20)
+          .map((e) => `| ${e.selfPercent.toFixed(1)} | \`${e.function}\` | ${e.location} |`),
+      );
+      lines.push(
+        '',
+        'By file: ' +
+          node.byFile
+            .slice(0, 10)
+            .map((e) => `${e.location} ${e.selfPercent.toFixed(1)}%`)
+            .join(' · '),
+        '',
+      );
+    }
+  }
+  lines.push(
+    '## Method',
+    '',
+    '- **Processes.** The harness starts Redis (`redis-server` on a free port, no persistence), the gateways (`node packages/cli/dist/main.js gateway`, `LOG_LEVEL=warn`) or the ceiling servers, a publisher process and client processes (`child_process.fork`), all on 127.0.0.1; servers run under `bash -c "ulimit -n …; exec node …"`.',
+    '- **Clients.** By default a minimal RFC 6455 client on raw TCP sockets (bench/src/lib/raw-ws.ts: the real handshake and framing, pongs to pings, no extensions), because `ws` costs several times more CPU per connection and per frame and the load generator shares the 2 cores with the servers; `--client ws` runs the `ws` package (no compression) instead. Connections go round-robin over the client processes; subscriber *j* of channel *c* goes to node (*c*·subscribers + *j*) mod nodes, so every channel spans both nodes.',
+    '- **Payload.** 100 bytes of JSON text with the send time (CLOCK_MONOTONIC, `process.hrtime`, shared by all processes of the machine) at a fixed offset; receivers parse it without JSON and record the latency in a fixed histogram (10 µs buckets below 10 ms). Latency is publish-to-receive: it includes the HTTP publish.',
+    '- **Publisher.** Raw HTTP/1.1 keep-alive connections (16 per node, 32 for many channels), one request in flight each, paced every millisecond; targets round-robin over the nodes. Switchboard: `POST /api/publish` (V3); ceiling: `POST /publish` with the same body.',
+    "- **A step** publishes at a fixed rate, then waits until every expected delivery arrived (or 1 s without progress, at most 5 s). It *passes* with no loss, no failed publish, the publisher within 5% of the asked rate (a publisher with a bounded number of connections falls behind when the server answers slowly), no growing queue (the median latency of the last quarter of the publishes at most twice the first quarter's + 20 ms) and p99 ≤ `--max-p99` (500 ms by default).",
+    "- **Maximum sustainable rate.** Doubling (or halving) from a start rate until the verdict flips, then bisection (`--refine` steps); the best passing rate is measured again for `--duration` seconds: that is the reported maximum. Then half of it (latency), the fixed rate (20,000 deliveries/s for fan-out, 10,000 for many channels), and for the ceilings also Switchboard's half-max rate, so latencies compare at the same load.",
+    '- **Ceilings.** `ceiling-uws`: one uWS process, HTTP publish → `JSON.parse` → `app.publish`. `ceiling-redis`: two uWS processes; an HTTP publish is `PUBLISH`ed to Redis (ioredis) and both processes, `SUBSCRIBE`d per channel while they have subscribers, `app.publish` what they receive. Switchboard on 2 nodes + Redis is compared with `ceiling-redis`, on 1 node with the memory engine with `ceiling-uws`.',
+    "- **Product under test.** `--product-dir <checkout>` runs another checkout's built packages (the results record its commit).",
+    '',
+    '## Options',
+    '',
+    '```',
+    '--scenario a,b     fanout, channels, presence, memory, profile, or all (default: the first four)',
+    '--duration S       seconds of each recorded measurement (default 2)',
+    '--step S           seconds of each rate-search step (default 1)',
+    '--refine N         bisection steps after the doubling (default 2)',
+    '--runs N           repeat each case; the median run (by max deliveries/s) is reported (default 1)',
+    '--sizes a,b        fan-out subscriber counts (default 1000,5000)',
+    '--channels N       many-channels channel count (default 2000)',
+    '--idle N           idle connections per node for memory (default 10000)',
+    '--presence-per-node N   presence joins per node (default 2500)',
+    '--members N        members-page channel size (default 10000)',
+    '--workers N        client processes (default 2)',
+    '--max-p99 MS       p99 bound of a passing step (default 500)',
+    '--client raw|ws    the WebSocket client of the load generator (default raw)',
+    '--systems a,b      switchboard-redis, switchboard-memory, ceiling-redis, ceiling-uws',
+    "--profile-rate N, --profile-seconds S   the profile scenario's load (default 300/s for 10 s)",
+    '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
+    '--no-docs          do not rewrite docs/benchmarks.md',
+    '--quick            tiny sizes, for trying the harness',
+    '```',
+    '',
+  );
+  const open = t.filter((x) => x.met === false);
+  if (open.length) {
+    lines.push(
+      '## Open work',
+      '',
+      'Unmet targets stay open (issue 6):',
+      '',
+      ...open.map((x) => `- ${x.name}: ${x.measured}; gap ${x.gap}.`),
+      '',
+    );
+  }
+  writeFileSync(mdPath, lines.join('\n'));
+}

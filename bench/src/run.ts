@@ -1,0 +1,383 @@
+/**
+ * `npm run bench [-- options]`: starts real gateway processes, Redis and the uWS ceiling servers,
+ * drives them with WebSocket clients in separate processes, and writes bench/results/*.json and
+ * docs/benchmarks.md. Every loop is bounded in count and time. See docs/benchmarks.md.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fleetDefaults } from './lib/fleet';
+import { gitCommit, machine } from './lib/machine';
+import type { Machine } from './lib/machine';
+import { ROOT, product } from './lib/procs';
+import type { SystemName } from './lib/procs';
+import { memoryCase } from './scenarios/memory';
+import type { MemoryCase } from './scenarios/memory';
+import { presenceScenario } from './scenarios/presence';
+import type { PresenceResult } from './scenarios/presence';
+import { profileScenario } from './scenarios/profile';
+import type { ProfileResult } from './scenarios/profile';
+import { throughputCase } from './scenarios/throughput';
+import type { ThroughputCase } from './scenarios/throughput';
+import { writeReport } from './report';
+
+export interface Meta {
+  command: string;
+  startedAt: string;
+  finishedAt: string;
+  seconds: number;
+  machine: Machine;
+  loadAverageAtEnd: number[];
+  productCommit: string;
+  productDir: string;
+  options: Options;
+}
+
+export interface ThroughputShape {
+  label: string;
+  channels: number;
+  subscribersPerChannel: number;
+  /** Every system, every run; `median` is the run with the median maximum. */
+  runs: Partial<Record<SystemName, ThroughputCase[]>>;
+  median: Partial<Record<SystemName, ThroughputCase>>;
+}
+
+export interface Results {
+  fanout?: { meta: Meta; shapes: ThroughputShape[] };
+  channels?: { meta: Meta; shapes: ThroughputShape[] };
+  presence?: { meta: Meta; runs: PresenceResult[]; median: PresenceResult };
+  memory?: { meta: Meta; cases: MemoryCase[] };
+  profile?: { meta: Meta; result: ProfileResult };
+}
+
+export interface Options {
+  scenarios: string[];
+  durationS: number;
+  stepS: number;
+  refine: number;
+  runs: number;
+  sizes: number[];
+  channels: number;
+  idle: number;
+  presencePerNode: number;
+  members: number;
+  workers: number;
+  maxP99Ms: number;
+  systems: SystemName[];
+  profileRate: number;
+  profileSeconds: number;
+  docs: boolean;
+  client: 'raw' | 'ws';
+}
+
+const ALL_SYSTEMS: SystemName[] = ['switchboard-redis', 'switchboard-memory', 'ceiling-redis', 'ceiling-uws'];
+const DEFAULT_SCENARIOS = ['fanout', 'channels', 'presence', 'memory'];
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = {
+    scenarios: DEFAULT_SCENARIOS,
+    durationS: 2,
+    stepS: 1,
+    refine: 2,
+    runs: 1,
+    sizes: [1000, 5000],
+    channels: 2000,
+    idle: 10_000,
+    presencePerNode: 2500,
+    members: 10_000,
+    workers: 2,
+    maxP99Ms: 500,
+    systems: ALL_SYSTEMS,
+    profileRate: 300,
+    profileSeconds: 10,
+    docs: true,
+    client: 'raw',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    const num = (): number => {
+      const n = Number(value());
+      if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag} needs a positive number`);
+      return n;
+    };
+    switch (flag) {
+      case '--scenario':
+      case '--scenarios': {
+        const v = value();
+        o.scenarios = v === 'all' ? [...DEFAULT_SCENARIOS, 'profile'] : v.split(',');
+        break;
+      }
+      case '--duration':
+        o.durationS = num();
+        break;
+      case '--step':
+        o.stepS = num();
+        break;
+      case '--refine':
+        o.refine = Math.floor(num());
+        break;
+      case '--runs':
+        o.runs = Math.min(9, Math.floor(num()));
+        break;
+      case '--sizes':
+        o.sizes = value().split(',').map(Number);
+        break;
+      case '--channels':
+        o.channels = Math.floor(num());
+        break;
+      case '--idle':
+        o.idle = Math.floor(num());
+        break;
+      case '--presence-per-node':
+        o.presencePerNode = Math.floor(num());
+        break;
+      case '--members':
+        o.members = Math.floor(num());
+        break;
+      case '--workers':
+        o.workers = Math.floor(num());
+        break;
+      case '--max-p99':
+        o.maxP99Ms = num();
+        break;
+      case '--systems':
+        o.systems = value().split(',') as SystemName[];
+        break;
+      case '--profile-rate':
+        o.profileRate = num();
+        break;
+      case '--profile-seconds':
+        o.profileSeconds = num();
+        break;
+      case '--product-dir':
+        product.dir = resolve(value());
+        break;
+      case '--client': {
+        const v = value();
+        if (v !== 'raw' && v !== 'ws') throw new Error('--client is raw or ws');
+        o.client = v;
+        fleetDefaults.client = v;
+        break;
+      }
+      case '--no-docs':
+        o.docs = false;
+        break;
+      case '--quick':
+        Object.assign(o, {
+          sizes: [200],
+          channels: 100,
+          idle: 300,
+          presencePerNode: 100,
+          members: 1000,
+          durationS: 0.5,
+          stepS: 0.5,
+          refine: 1,
+        });
+        break;
+      case '--help':
+        console.log(readFileSync(join(ROOT, 'docs', 'benchmarks.md'), 'utf8').split('## Options')[1] ?? '');
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown option ${flag} (see docs/benchmarks.md)`);
+    }
+  }
+  for (const s of o.scenarios) {
+    if (![...DEFAULT_SCENARIOS, 'profile'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  }
+  return o;
+}
+
+const log = (line: string): void => console.log(line);
+
+function medianCase(runs: ThroughputCase[]): ThroughputCase {
+  const sorted = [...runs].sort(
+    (a, b) => (a.max?.deliveriesPerSecond ?? 0) - (b.max?.deliveriesPerSecond ?? 0),
+  );
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promise<ThroughputShape[]> {
+  const shapes =
+    kind === 'fanout'
+      ? o.sizes.map((n) => ({
+          label: `1 channel × ${n.toLocaleString('en-US')} subscribers`,
+          channels: 1,
+          subs: n,
+        }))
+      : [
+          {
+            label: `${o.channels.toLocaleString('en-US')} channels × 2 subscribers`,
+            channels: o.channels,
+            subs: 2,
+          },
+        ];
+  const out: ThroughputShape[] = [];
+  for (const shape of shapes) {
+    log(`${kind}: ${shape.label}`);
+    const result: ThroughputShape = {
+      label: shape.label,
+      channels: shape.channels,
+      subscribersPerChannel: shape.subs,
+      runs: {},
+      median: {},
+    };
+    for (let run = 0; run < o.runs; run++) {
+      for (const system of o.systems) {
+        const reference =
+          system === 'ceiling-redis'
+            ? result.runs['switchboard-redis']?.[run]
+            : system === 'ceiling-uws'
+              ? result.runs['switchboard-memory']?.[run]
+              : undefined;
+        const sameRate = reference?.half?.rate;
+        const c = await throughputCase({
+          system,
+          nodes: system === 'switchboard-redis' || system === 'ceiling-redis' ? 2 : 1,
+          channels: shape.channels,
+          subscribersPerChannel: shape.subs,
+          channelPrefix: kind === 'fanout' ? 'fan' : 'many',
+          workers: o.workers,
+          fixedDeliveries: kind === 'fanout' ? 20_000 : 10_000,
+          startDeliveries: kind === 'fanout' ? 50_000 : 4_000,
+          ...(sameRate ? { sameRate } : {}),
+          durationMs: o.durationS * 1000,
+          stepMs: o.stepS * 1000,
+          refine: o.refine,
+          maxP99Ms: o.maxP99Ms,
+          log,
+        });
+        (result.runs[system] ??= []).push(c);
+      }
+    }
+    for (const system of o.systems) {
+      const runs = result.runs[system];
+      if (runs?.length) result.median[system] = medianCase(runs);
+    }
+    out.push(result);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2));
+  const resultsDir = join(ROOT, 'bench', 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  const latestPath = join(resultsDir, 'latest.json');
+  const latest: Results = existsSync(latestPath)
+    ? (JSON.parse(readFileSync(latestPath, 'utf8')) as Results)
+    : {};
+  const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+  const startedAt = new Date();
+  const m = machine();
+  log(
+    `machine: ${m.nproc} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, load ${m.loadAverage.join(' ')}`,
+  );
+  log(`product under test: ${product.dir} (${gitCommit(product.dir)})`);
+  const hardStop = setTimeout(() => {
+    console.error('bench: hard time limit reached (2 h); exiting');
+    process.exit(2);
+  }, 2 * 3600_000);
+  hardStop.unref();
+  const meta = (): Meta => ({
+    command,
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    seconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+    machine: m,
+    loadAverageAtEnd: machine().loadAverage,
+    productCommit: gitCommit(product.dir),
+    productDir: product.dir,
+    options: o,
+  });
+  const date = startedAt.toISOString().slice(0, 10);
+  const save = (scenario: keyof Results, value: Results[keyof Results]): void => {
+    (latest as Record<string, unknown>)[scenario] = value;
+    writeFileSync(join(resultsDir, `${date}-${scenario}.json`), `${JSON.stringify(value, null, 2)}\n`);
+    writeFileSync(latestPath, `${JSON.stringify(latest, null, 2)}\n`);
+  };
+  for (const scenario of o.scenarios) {
+    const t0 = Date.now();
+    if (scenario === 'fanout' || scenario === 'channels') {
+      const shapes = await throughputShapes(scenario, o);
+      save(scenario, { meta: meta(), shapes });
+    } else if (scenario === 'presence') {
+      log(
+        `presence: ${o.presencePerNode} V4 presence joins per node on 2 nodes + Redis; members page of ${o.members}`,
+      );
+      const runs: PresenceResult[] = [];
+      for (let run = 0; run < o.runs; run++) {
+        runs.push(
+          await presenceScenario({
+            connectionsPerNode: o.presencePerNode,
+            channelSize: 10,
+            members: o.members,
+            requests: 300,
+            workers: o.workers,
+            log,
+          }),
+        );
+      }
+      const sorted = [...runs].sort((a, b) => (a.joins?.perSecond ?? 0) - (b.joins?.perSecond ?? 0));
+      save('presence', { meta: meta(), runs, median: sorted[Math.floor((sorted.length - 1) / 2)]! });
+    } else if (scenario === 'memory') {
+      log(`memory: ${o.idle} idle connections on one node`);
+      const cases: MemoryCase[] = [];
+      const channels = Math.max(1, Math.floor(o.idle / 10));
+      const settleMs = 1500;
+      for (const [system, protocol] of [
+        ['switchboard-redis', 'v3'],
+        ['switchboard-redis', 'v4'],
+        ['switchboard-memory', 'v3'],
+        ['ceiling-uws', 'v3'],
+        ['ceiling-redis', 'v3'],
+      ] as const) {
+        if (!o.systems.includes(system)) continue;
+        cases.push(
+          await memoryCase(system, protocol, {
+            connections: o.idle,
+            channels,
+            workers: o.workers,
+            settleMs,
+            log,
+          }),
+        );
+      }
+      save('memory', { meta: meta(), cases });
+    } else if (scenario === 'profile') {
+      log(
+        `profile: fan-out 1 channel × ${o.sizes[0]} subscribers at ${o.profileRate} publishes/s, --cpu-prof on both gateways`,
+      );
+      const result = await profileScenario({
+        rate: o.profileRate,
+        subscribers: o.sizes[0] ?? 1000,
+        seconds: o.profileSeconds,
+        workers: o.workers,
+        dir: join(resultsDir, 'tmp', 'profiles'),
+        log,
+      });
+      for (const node of result.nodes) {
+        log(`  ${node.node} (${node.samples} samples), top self time:`);
+        for (const entry of node.top.slice(0, 15))
+          log(`    ${entry.selfPercent.toFixed(1).padStart(5)}%  ${entry.function}  ${entry.location}`);
+      }
+      save('profile', { meta: meta(), result });
+    }
+    log(`${scenario} done in ${Math.round((Date.now() - t0) / 1000)} s`);
+  }
+  if (o.docs) {
+    writeReport(latest, join(ROOT, 'docs', 'benchmarks.md'), join(resultsDir, 'latest.svg'));
+    log('wrote docs/benchmarks.md and bench/results/latest.svg');
+  }
+  log(`total ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s`);
+  process.exit(0);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,154 @@
+import type { ClientFleet, Publisher } from '../lib/fleet';
+import { KEY, SECRET, HOST } from '../lib/procs';
+import type { System } from '../lib/procs';
+
+/** One fixed-rate measurement: publish for a while, let deliveries settle, count and time them. */
+export interface Step {
+  /** Publishes per second asked for, and achieved. */
+  rate: number;
+  publishRate: number;
+  deliveriesPerSecond: number;
+  expected: number;
+  received: number;
+  /** Fraction of expected deliveries that never arrived (0 = none lost). */
+  loss: number;
+  publishFailed: number;
+  p50Ms: number;
+  p95Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Median latency of the first and the last quarter of the publishes: a growing queue shows here. */
+  earlyP50Ms: number;
+  lateP50Ms: number;
+  pass: boolean;
+  why?: string;
+}
+
+export interface LoadSetup {
+  system: System;
+  fleet: ClientFleet;
+  publisher: Publisher;
+  channels: string[];
+  subscribersPerChannel: number;
+  /** Pass criteria: latency p99 bound (latency "blowing up" = queues building). */
+  maxP99Ms: number;
+  publishConnections: number;
+}
+
+/** A step fails when the last quarter's median latency exceeds twice the first quarter's plus this. */
+export const GROWTH_SLACK_MS = 20;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Subscriber URLs: channel c's subscriber j on node (c·subs + j) mod nodes, so every channel spans nodes. */
+export function subscriberUrls(system: System, channels: string[], perChannel: number): string[] {
+  const urls: string[] = [];
+  channels.forEach((channel, c) => {
+    for (let j = 0; j < perChannel; j++) urls.push(system.wsUrl(c * perChannel + j, 'v3', channel));
+  });
+  return urls;
+}
+
+export async function step(setup: LoadSetup, rate: number, durationMs: number): Promise<Step> {
+  const { fleet, publisher, system } = setup;
+  await fleet.reset(Math.round((rate * durationMs) / 1000));
+  const result = await publisher.run({
+    targets: system.nodes.map((n) => ({ host: HOST, port: n.port })),
+    path: system.publishPath('v3'),
+    key: KEY,
+    secret: SECRET,
+    channels: setup.channels,
+    rate,
+    durationMs,
+    connections: setup.publishConnections,
+  });
+  const expected = result.ok * setup.subscribersPerChannel;
+  let stats = await fleet.stats();
+  let lastProgress = Date.now();
+  const deadline = Date.now() + 5000;
+  while (stats.received < expected && Date.now() < deadline && Date.now() - lastProgress < 1000) {
+    await sleep(100);
+    const next = await fleet.stats();
+    if (next.received > stats.received) lastProgress = Date.now();
+    stats = next;
+  }
+  const loss = expected > 0 ? Math.max(0, 1 - stats.received / expected) : 0;
+  const reasons: string[] = [];
+  if (loss > 0) reasons.push(`loss ${(loss * 100).toFixed(3)}%`);
+  if (result.failed > 0)
+    reasons.push(
+      `${result.failed} publishes failed${result.firstError ? ` (${result.firstError.slice(0, 80)})` : ''}`,
+    );
+  if (result.achievedRate < rate * 0.95)
+    reasons.push(`publisher reached ${result.achievedRate.toFixed(0)}/s`);
+  if (stats.p99Ms > setup.maxP99Ms) reasons.push(`p99 ${stats.p99Ms.toFixed(1)} ms > ${setup.maxP99Ms} ms`);
+  if (stats.late.p50Ms > 2 * stats.early.p50Ms + GROWTH_SLACK_MS)
+    reasons.push(`latency grew: p50 ${stats.early.p50Ms.toFixed(1)} → ${stats.late.p50Ms.toFixed(1)} ms`);
+  return {
+    rate,
+    publishRate: result.achievedRate,
+    deliveriesPerSecond: (stats.received * 1000) / Math.max(result.elapsedMs, durationMs),
+    expected,
+    received: stats.received,
+    loss,
+    publishFailed: result.failed,
+    p50Ms: stats.p50Ms,
+    p95Ms: stats.p95Ms,
+    p99Ms: stats.p99Ms,
+    maxMs: stats.maxMs,
+    earlyP50Ms: stats.early.p50Ms,
+    lateP50Ms: stats.late.p50Ms,
+    pass: reasons.length === 0,
+    ...(reasons.length ? { why: reasons.join('; ') } : {}),
+  };
+}
+
+export interface SearchOptions {
+  startRate: number;
+  stepMs: number;
+  refine: number;
+  maxSteps: number;
+  log: (line: string) => void;
+}
+
+/** Highest passing rate: double (or halve) from `startRate` until the verdict flips, then bisect. */
+export async function searchMax(
+  setup: LoadSetup,
+  options: SearchOptions,
+): Promise<{ best?: Step; steps: Step[] }> {
+  const steps: Step[] = [];
+  let good: Step | undefined;
+  let bad: number | undefined;
+  let rate = options.startRate;
+  const run = async (r: number): Promise<Step> => {
+    const s = await step(setup, Math.max(1, Math.round(r)), options.stepMs);
+    steps.push(s);
+    options.log(
+      `    ${String(s.rate).padStart(6)} pub/s → ${Math.round(s.deliveriesPerSecond).toLocaleString('en-US').padStart(9)} deliveries/s, p99 ${s.p99Ms.toFixed(1)} ms ${s.pass ? 'ok' : `FAIL: ${s.why}`}`,
+    );
+    return s;
+  };
+  for (let i = 0; i < options.maxSteps; i++) {
+    const s = await run(rate);
+    if (s.pass) {
+      good = s;
+      if (bad !== undefined) break;
+      rate *= 2;
+    } else {
+      bad = s.rate;
+      if (good) break;
+      rate /= 2;
+      if (rate < 1) break;
+    }
+  }
+  if (good && bad !== undefined) {
+    for (let i = 0; i < options.refine; i++) {
+      const mid = Math.round((good.rate + bad) / 2);
+      if (mid <= good.rate || mid >= bad) break;
+      const s = await run(mid);
+      if (s.pass) good = s;
+      else bad = mid;
+    }
+  }
+  return { ...(good ? { best: good } : {}), steps };
+}

@@ -1,0 +1,232 @@
+import Redis from 'ioredis';
+import { ClientFleet } from '../lib/fleet';
+import { KeepAliveConnection, postRequest } from '../lib/http';
+import { fillPresence } from '../lib/product';
+import { HOST, KEY, REDIS_PREFIX, SECRET, startSystem } from '../lib/procs';
+
+export interface ConnectRate {
+  connections: number;
+  ok: number;
+  failed: number;
+  seconds: number;
+  perSecond: number;
+  perSecondPerNode: number;
+  firstError?: string;
+}
+
+export interface PresenceResult {
+  nodes: number;
+  channelSize: number;
+  joins?: ConnectRate;
+  leaves?: {
+    connections: number;
+    seconds: number;
+    perSecond: number;
+    perSecondPerNode: number;
+    complete: boolean;
+  };
+  /** The same clients, no presence, against the Redis-hop ceiling: plain connections per second. */
+  ceilingConnects?: ConnectRate;
+  members?: { members: number; requests: number; count: number; medianMs: number; p95Ms: number };
+  ceilingMembers?: { members: number; requests: number; medianMs: number; p95Ms: number };
+  error?: string;
+}
+
+export interface PresenceOptions {
+  connectionsPerNode: number;
+  channelSize: number;
+  members: number;
+  requests: number;
+  workers: number;
+  log: (line: string) => void;
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+};
+const p95 = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.95) - 1)] ?? 0;
+};
+
+async function timeRequests(
+  port: number,
+  path: string,
+  body: object,
+  requests: number,
+): Promise<{ times: number[]; last: string }> {
+  const connection = new KeepAliveConnection(HOST, port);
+  await connection.open();
+  const times: number[] = [];
+  let last = '';
+  const request = postRequest(HOST, port, path, JSON.stringify(body));
+  try {
+    for (let i = 0; i < requests + 10; i++) {
+      const start = performance.now();
+      const result = await connection.request(request);
+      const elapsed = performance.now() - start;
+      if (result.status !== 200)
+        throw new Error(`${path} answered ${result.status}: ${result.body.slice(0, 200)}`);
+      if (i >= 10) times.push(elapsed); // the first 10 warm up
+      last = result.body;
+    }
+  } finally {
+    connection.close();
+  }
+  return { times, last };
+}
+
+function rate(
+  total: number,
+  ok: number,
+  failed: number,
+  seconds: number,
+  nodes: number,
+  firstError?: string,
+): ConnectRate {
+  return {
+    connections: total,
+    ok,
+    failed,
+    seconds,
+    perSecond: ok / Math.max(seconds, 1e-6),
+    perSecondPerNode: ok / Math.max(seconds, 1e-6) / nodes,
+    ...(firstError ? { firstError } : {}),
+  };
+}
+
+export async function presenceScenario(o: PresenceOptions): Promise<PresenceResult> {
+  const nodes = 2;
+  const result: PresenceResult = { nodes, channelSize: o.channelSize };
+  const total = o.connectionsPerNode * nodes;
+  // Switchboard: V4 presence joins, a join counted when its `system::member_list` arrives (written to Redis by then).
+  {
+    const system = await startSystem('switchboard-redis', { nodes });
+    const fleet = new ClientFleet(o.workers);
+    const redis = new Redis(system.redis!.url);
+    try {
+      const urls = Array.from({ length: total }, (_, i) =>
+        system.wsUrl(i, 'v4', `pres-${Math.floor(i / o.channelSize)}`, `&presence=1&user=u${i}`),
+      );
+      // Warm-up: a few joins and leaves (JIT, scripts loaded).
+      await fleet.connect(
+        urls.slice(0, 100).map((u) => u.replace('pres-', 'warm-')),
+        { concurrency: 50, joinMarker: 'system::member_list' },
+      );
+      await fleet.closeAll();
+      await new Promise((r) => setTimeout(r, 500));
+      const joined = await fleet.connect(urls, { concurrency: 400, joinMarker: 'system::member_list' });
+      result.joins = rate(
+        total,
+        joined.joined,
+        total - joined.joined,
+        joined.joinSeconds,
+        nodes,
+        joined.firstError,
+      );
+      o.log(
+        `  joins: ${joined.joined}/${total} in ${joined.joinSeconds.toFixed(2)} s = ${Math.round(result.joins.perSecondPerNode)}/s per node`,
+      );
+      const sets = system.nodes.map((_, i) => `${REDIS_PREFIX}:presence:{${KEY}}:node:bench-${i + 1}`);
+      const entries = async (): Promise<number> => {
+        let sum = 0;
+        for (const set of sets) sum += await redis.scard(set);
+        return sum;
+      };
+      const before = await entries();
+      const start = performance.now();
+      await fleet.closeAll();
+      let left = before;
+      const deadline = Date.now() + 30_000;
+      while (left > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+        left = await entries();
+      }
+      const seconds = (performance.now() - start) / 1000;
+      result.leaves = {
+        connections: before,
+        seconds,
+        perSecond: before / seconds,
+        perSecondPerNode: before / seconds / nodes,
+        complete: left === 0,
+      };
+      o.log(
+        `  leaves: ${before} presence entries gone in ${seconds.toFixed(2)} s = ${Math.round(result.leaves.perSecondPerNode)}/s per node`,
+      );
+      await fillPresence(system.redis!.url, REDIS_PREFIX, KEY, 'members-10k', o.members);
+      const timed = await timeRequests(
+        system.nodes[0]!.port,
+        '/api/v4/members',
+        { key: KEY, secret: SECRET, channel: 'members-10k', paginate: 1, page: 1, limit: 100 },
+        o.requests,
+      );
+      const count = (JSON.parse(timed.last) as { count?: number }).count ?? 0;
+      result.members = {
+        members: o.members,
+        requests: o.requests,
+        count,
+        medianMs: median(timed.times),
+        p95Ms: p95(timed.times),
+      };
+      o.log(
+        `  members page (count ${count}): median ${result.members.medianMs.toFixed(3)} ms, p95 ${result.members.p95Ms.toFixed(3)} ms`,
+      );
+    } catch (error) {
+      result.error = String(error);
+      o.log(`  ERROR ${result.error}`);
+    } finally {
+      redis.disconnect();
+      await fleet.closeAll().catch(() => undefined);
+      fleet.stop();
+      await system.stop();
+    }
+  }
+  // Ceiling: the same clients opening plain connections; a ZRANGE of 100 behind one HTTP request.
+  {
+    const system = await startSystem('ceiling-redis', { nodes });
+    const fleet = new ClientFleet(o.workers);
+    const redis = new Redis(system.redis!.url);
+    try {
+      const urls = Array.from({ length: total }, (_, i) =>
+        system.wsUrl(i, 'v4', `pres-${Math.floor(i / o.channelSize)}`, `&user=u${i}`),
+      );
+      await fleet.connect(urls.slice(0, 100), { concurrency: 50 });
+      await fleet.closeAll();
+      const opened = await fleet.connect(urls, { concurrency: 400 });
+      result.ceilingConnects = rate(
+        total,
+        opened.ok,
+        opened.failed,
+        opened.openSeconds,
+        nodes,
+        opened.firstError,
+      );
+      o.log(
+        `  ceiling connects: ${opened.ok}/${total} in ${opened.openSeconds.toFixed(2)} s = ${Math.round(result.ceilingConnects.perSecondPerNode)}/s per node`,
+      );
+      for (let i = 0; i < o.members; i += 1000) {
+        const args: (string | number)[] = [];
+        for (let j = i; j < Math.min(o.members, i + 1000); j++) args.push(-j, `user-${j}`);
+        await redis.zadd('members-10k', ...args);
+      }
+      const timed = await timeRequests(system.nodes[0]!.port, '/members', { set: 'members-10k' }, o.requests);
+      result.ceilingMembers = {
+        members: o.members,
+        requests: o.requests,
+        medianMs: median(timed.times),
+        p95Ms: p95(timed.times),
+      };
+      o.log(`  ceiling members: median ${result.ceilingMembers.medianMs.toFixed(3)} ms`);
+    } catch (error) {
+      result.error = `${result.error ?? ''} ceiling: ${String(error)}`;
+      o.log(`  ERROR ${result.error}`);
+    } finally {
+      redis.disconnect();
+      await fleet.closeAll().catch(() => undefined);
+      fleet.stop();
+      await system.stop();
+    }
+  }
+  return result;
+}

@@ -1,0 +1,117 @@
+import { ClientFleet, Publisher } from '../lib/fleet';
+import type { ConnectSummary } from '../lib/fleet';
+import { startSystem } from '../lib/procs';
+import type { SystemName } from '../lib/procs';
+import { searchMax, step, subscriberUrls } from './load';
+import type { LoadSetup, Step } from './load';
+
+/** Fan-out and many channels: one system, one shape (channels × subscribers), the full set of measurements. */
+export interface ThroughputCase {
+  system: SystemName;
+  nodes: number;
+  channels: number;
+  subscribersPerChannel: number;
+  connect: ConnectSummary;
+  search: Step[];
+  /** The highest passing rate, re-measured for the full duration. */
+  max?: Step;
+  /** Half the maximum rate (latency). */
+  half?: Step;
+  /** The fixed rate (same for every system). */
+  fixed?: Step;
+  /** Another system's half-max rate, so latencies compare at the same load. */
+  sameRate?: Step;
+  error?: string;
+}
+
+export interface ThroughputOptions {
+  system: SystemName;
+  nodes: number;
+  channels: number;
+  subscribersPerChannel: number;
+  channelPrefix: string;
+  workers: number;
+  fixedDeliveries: number;
+  startDeliveries: number;
+  sameRate?: number;
+  durationMs: number;
+  stepMs: number;
+  refine: number;
+  maxP99Ms: number;
+  nodeOptions?: string;
+  log: (line: string) => void;
+}
+
+export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCase> {
+  const system = await startSystem(o.system, {
+    nodes: o.nodes,
+    ...(o.nodeOptions ? { nodeOptions: o.nodeOptions } : {}),
+  });
+  const fleet = new ClientFleet(o.workers);
+  const publisher = new Publisher();
+  const channels = Array.from({ length: o.channels }, (_, i) => `${o.channelPrefix}-${i}`);
+  const result: ThroughputCase = {
+    system: o.system,
+    nodes: o.nodes,
+    channels: o.channels,
+    subscribersPerChannel: o.subscribersPerChannel,
+    connect: { ok: 0, failed: 0, openSeconds: 0, joinSeconds: 0, joined: 0 },
+    search: [],
+  };
+  try {
+    const urls = subscriberUrls(system, channels, o.subscribersPerChannel);
+    result.connect = await fleet.connect(urls, { concurrency: 200 });
+    o.log(
+      `  ${o.system}: ${result.connect.ok}/${urls.length} connected in ${result.connect.openSeconds.toFixed(1)} s` +
+        (result.connect.firstError ? ` (${result.connect.firstError})` : ''),
+    );
+    if (result.connect.ok < urls.length)
+      throw new Error(`only ${result.connect.ok}/${urls.length} connected`);
+    await new Promise((r) => setTimeout(r, 500));
+    const setup: LoadSetup = {
+      system,
+      fleet,
+      publisher,
+      channels,
+      subscribersPerChannel: o.subscribersPerChannel,
+      maxP99Ms: o.maxP99Ms,
+      publishConnections: o.channels > 1 ? 32 : 16,
+    };
+    const perPublish = o.subscribersPerChannel;
+    // Warm-up (JIT, Redis connections), not recorded.
+    await step(setup, Math.max(1, Math.round(o.fixedDeliveries / perPublish / 4)), 500);
+    const found = await searchMax(setup, {
+      startRate: Math.max(1, Math.round(o.startDeliveries / perPublish)),
+      stepMs: o.stepMs,
+      refine: o.refine,
+      maxSteps: 8,
+      log: o.log,
+    });
+    result.search = found.steps;
+    if (found.best) {
+      result.max = await step(setup, found.best.rate, o.durationMs);
+      o.log(
+        `  max ${found.best.rate} pub/s sustained: ${Math.round(result.max.deliveriesPerSecond)} deliveries/s, loss ${result.max.loss}, p99 ${result.max.p99Ms} ms`,
+      );
+      result.half = await step(setup, Math.max(1, Math.round(found.best.rate / 2)), o.durationMs);
+      o.log(`  half: p50 ${result.half.p50Ms} / p95 ${result.half.p95Ms} / p99 ${result.half.p99Ms} ms`);
+    }
+    result.fixed = await step(setup, Math.max(1, Math.round(o.fixedDeliveries / perPublish)), o.durationMs);
+    o.log(
+      `  fixed ${o.fixedDeliveries}/s: p50 ${result.fixed.p50Ms} / p99 ${result.fixed.p99Ms} ms, loss ${result.fixed.loss}`,
+    );
+    if (o.sameRate) {
+      result.sameRate = await step(setup, o.sameRate, o.durationMs);
+      o.log(`  at ${o.sameRate} pub/s: p50 ${result.sameRate.p50Ms} / p99 ${result.sameRate.p99Ms} ms`);
+    }
+  } catch (error) {
+    result.error = String(error);
+    o.log(`  ERROR ${result.error}`);
+  } finally {
+    await fleet.closeAll().catch(() => undefined);
+    fleet.stop();
+    publisher.stop();
+    await system.stop();
+  }
+  return result;
+}
