@@ -9,7 +9,7 @@ import { parseQuery } from './http/query';
 import { connectionsEndpoint, connectionsSumEndpoint } from './routes/connections';
 import { domainsEndpoint } from './routes/domains';
 import type { Endpoint, EndpointContext } from './routes/endpoint';
-import { health } from './routes/health';
+import { health, live } from './routes/health';
 import { logsEndpoint } from './routes/logs';
 import { membersEndpoint } from './routes/members';
 
@@ -28,7 +28,11 @@ const ENDPOINTS: ReadonlyArray<Endpoint<z.ZodTypeAny>> = [
 ];
 
 /** Every path the account API serves (all GET), for documentation checks. */
-export const ACCOUNT_API_PATHS: readonly string[] = ['/api/health', ...ENDPOINTS.map((e) => `/api${e.path}`)];
+export const ACCOUNT_API_PATHS: readonly string[] = [
+  '/api/health',
+  '/api/live',
+  ...ENDPOINTS.map((e) => `/api${e.path}`),
+];
 
 /** Express answers HEAD for every GET route. */
 const ALLOW = ['GET', 'HEAD'] as const;
@@ -81,6 +85,7 @@ export function createAccountApi(deps: AccountApiDeps): Express {
 
   const api = express.Router({ caseSensitive: true });
   api.route('/health').get(health(engine)).all(methodNotAllowed(ALLOW));
+  api.route('/live').get(live).all(methodNotAllowed(ALLOW));
   const guards = [requireEngine(engine), authenticate(engine.keys)];
   const context: EndpointContext = { engine, config };
   for (const endpoint of ENDPOINTS) mount(api, endpoint, guards, context);

@@ -208,6 +208,18 @@ describe('GET /api/health', () => {
   });
 });
 
+describe('GET /api/live', () => {
+  test('answers alive without credentials, even while the engine is unreachable', async () => {
+    await request(app).get('/api/live').expect(200, { status: 'alive' });
+    const down = createAccountApi({
+      engine: { ...engine, isAvailable: () => false },
+      logger: silentLogger(),
+      config: testConfig(),
+    });
+    await request(down).get('/api/live').expect(200, { status: 'alive' });
+  });
+});
+
 describe('HTTP details', () => {
   test('HEAD answers like GET without a body', async () => {
     const res = await request(app).head('/api/connections/sum').set(authA).expect(200);

@@ -82,6 +82,8 @@ describe('docs/openapi.yaml: account API', () => {
       );
     }
     check('/api/health', await request(app).get('/api/health').expect(200));
+    check('/api/live', await request(app).get('/api/live').expect(200));
+    check('/api/live', await request(unavailable).get('/api/live').expect(200));
   });
 
   test('error responses of every endpoint match', async () => {

@@ -16,3 +16,11 @@ export const health =
       : { status: 'unavailable', reason: `the ${engine.kind} engine is unreachable` };
     res.status(body.status === 'ok' ? 200 : 503).json(body);
   };
+
+/**
+ * `GET /api/live`, no authentication: 200 `{"status":"alive"}` whenever the process serves HTTP,
+ * whatever the engine does, for liveness probes (a Redis outage must not restart the service).
+ */
+export const live: RequestHandler = (_req, res) => {
+  res.json({ status: 'alive' });
+};
