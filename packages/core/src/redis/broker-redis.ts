@@ -71,8 +71,14 @@ export class RedisBroker implements Broker {
     if (!this.wanted.delete(channel)) return;
     this.pending.delete(channel);
     const { subscriber } = this.clients;
-    if (this.sharded) await subscriber.sunsubscribe(channel).catch(() => undefined);
-    else if (subscriber.status === 'ready') await subscriber.unsubscribe(channel).catch(() => undefined);
+    // Never waits out an outage: a cluster queues the call until it is back, a server drops it
+    // (its resubscription after the outage no longer includes the channel).
+    if (subscriber.status !== 'ready') {
+      if (this.sharded) subscriber.sunsubscribe(channel).catch(() => undefined);
+      return;
+    }
+    const unsubscribing = this.sharded ? subscriber.sunsubscribe(channel) : subscriber.unsubscribe(channel);
+    await unsubscribing.catch(() => undefined);
   }
 
   async publish(publication: Publication): Promise<void> {

@@ -103,8 +103,8 @@ async function quit(client: RedisClient): Promise<void> {
  * 503). A client that is not connected fails at once instead of queueing the call.
  */
 export async function guard<T>(client: RedisClient, call: () => Promise<T>): Promise<T> {
-  if (client.status !== 'ready')
-    throw new EngineUnavailableError(new Error(`Redis connection is ${client.status}`));
+  const up = healthOf.get(client)?.isUp() ?? client.status === 'ready';
+  if (!up) throw new EngineUnavailableError(new Error(`Redis connection is ${client.status}, not usable`));
   try {
     return await call();
   } catch (error) {
