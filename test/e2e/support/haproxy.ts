@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,52 @@ export interface HaproxyOptions {
   backends: HaproxyBackend[];
   /** Health-check interval; the shipped 2 s is slow for tests. */
   checkIntervalMs?: number;
+  /** A Unix socket for HAProxy's runtime API (`show stat`); startHaproxy always sets one. */
+  statsSocket?: string;
+}
+
+/** One server of the `gateways` backend as HAProxy's runtime API reports it (`show stat`). */
+export interface HaproxyServerState {
+  name: string;
+  /** `UP`, `DOWN`, `UP 1/2` (failing, not yet down), `MAINT`, `no check`… */
+  status: string;
+  /** Last health check: `L7OK`, `L7STS` (bad status), `L4CON` (refused)… */
+  checkStatus: string;
+  /** Sessions open to this server now (upgraded WebSockets included). */
+  sessions: number;
+}
+
+const INSTALL_HINT =
+  'haproxy is not installed: the load-balancer tests run the real HAProxy. Install it with ' +
+  '`apt-get install haproxy` (Debian/Ubuntu; .ci/run installs it when missing) or `brew install haproxy` (macOS).';
+
+/**
+ * The `haproxy` binary: on PATH, else where Debian and Homebrew put it (Debian installs it in
+ * /usr/sbin, which is not on an ordinary user's PATH). Undefined when it is not installed.
+ */
+export function haproxyBinary(): string | undefined {
+  for (const candidate of [
+    'haproxy',
+    '/usr/sbin/haproxy',
+    '/usr/local/sbin/haproxy',
+    '/opt/homebrew/bin/haproxy',
+  ]) {
+    const found = spawnSync(candidate, ['-v'], { stdio: 'ignore' });
+    if (!found.error && found.status === 0) return candidate;
+  }
+  return undefined;
+}
+
+/** Whether haproxy is installed. */
+export function haproxyInstalled(): boolean {
+  return haproxyBinary() !== undefined;
+}
+
+/** The haproxy binary; throws, saying how to install it, when it is missing (for suites that must not skip). */
+export function requireHaproxy(): string {
+  const binary = haproxyBinary();
+  if (!binary) throw new Error(INSTALL_HINT);
+  return binary;
 }
 
 const SHIPPED = join(__dirname, '..', '..', '..', 'deploy', 'haproxy.cfg');
@@ -34,7 +80,9 @@ export function renderHaproxyConfig(options: HaproxyOptions): string {
     const trimmed = line.trim();
     if (/^\S/.test(line)) section = trimmed.split(/\s+/).slice(0, 2).join(' ');
     if (section.startsWith('resolvers') || section === 'frontend stats') continue;
-    if (trimmed.startsWith('maxconn ')) {
+    if (line === 'global' && options.statsSocket) {
+      out.push(line, `    stats socket ${options.statsSocket} mode 600 level user`);
+    } else if (trimmed.startsWith('maxconn ')) {
       out.push('    maxconn 4096'); // the shipped 100000 needs an FD limit a test process rarely has
     } else if (trimmed.startsWith('bind ')) {
       out.push(`    bind 127.0.0.1:${options.listenPort}`);
@@ -58,16 +106,24 @@ export interface RunningHaproxy {
   port: number;
   /** HAProxy's stdout and stderr so far (its access log goes to stdout). */
   output(): string;
+  /** The servers of the `gateways` backend as HAProxy sees them now (runtime API `show stat`). */
+  servers(): Promise<HaproxyServerState[]>;
   close(): Promise<void>;
 }
 
-/** Starts `haproxy` in the foreground with the rendered config and waits until it accepts connections. */
+/**
+ * Starts `haproxy` in the foreground with the rendered config and waits until it accepts connections.
+ * Throws, saying how to install it, when haproxy is not installed.
+ */
 export async function startHaproxy(options: HaproxyOptions): Promise<RunningHaproxy> {
+  const binary = requireHaproxy();
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-haproxy-'));
   const file = join(dir, 'haproxy.cfg');
-  writeFileSync(file, renderHaproxyConfig(options));
-  const child = spawn('haproxy', ['-db', '-f', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const statsSocket = options.statsSocket ?? join(dir, 'admin.sock');
+  writeFileSync(file, renderHaproxyConfig({ ...options, statsSocket }));
+  const child = spawn(binary, ['-db', '-f', file], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
+  child.on('error', (error) => (output += `${error.message}\n`));
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -89,10 +145,51 @@ export async function startHaproxy(options: HaproxyOptions): Promise<RunningHapr
   return {
     port: options.listenPort,
     output: () => output,
+    servers: async () => parseServers(await runtimeCommand(statsSocket, 'show stat')),
     close: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Sends one command to HAProxy's runtime API and resolves with the whole answer. */
+function runtimeCommand(socketPath: string, command: string, timeoutMs = 2000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(socketPath);
+    let answer = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`haproxy runtime API: no answer to "${command}" within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('utf8')));
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    socket.once('end', () => {
+      clearTimeout(timer);
+      resolve(answer);
+    });
+    socket.once('connect', () => socket.write(`${command}\n`));
+  });
+}
+
+/** The `gateways` servers of a `show stat` CSV answer. */
+function parseServers(csv: string): HaproxyServerState[] {
+  const [header, ...rows] = csv.split('\n').filter((line) => line.trim() !== '');
+  const columns = (header ?? '').replace(/^# /, '').split(',');
+  const at = (cells: string[], name: string): string => cells[columns.indexOf(name)] ?? '';
+  return rows
+    .map((row) => row.split(','))
+    .filter(
+      (cells) => at(cells, 'pxname') === 'gateways' && !['FRONTEND', 'BACKEND'].includes(at(cells, 'svname')),
+    )
+    .map((cells) => ({
+      name: at(cells, 'svname'),
+      status: at(cells, 'status'),
+      checkStatus: at(cells, 'check_status'),
+      sessions: Number(at(cells, 'scur')),
+    }));
 }
