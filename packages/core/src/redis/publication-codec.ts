@@ -11,6 +11,8 @@ import type { Topic } from '../types';
  * no escaping, so encoding costs one concatenation and decoding three `indexOf`s, whatever the
  * body holds (JSON would escape every quote of a JSON body and parse it again on every node).
  */
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 const SOURCE_FLAG = { api: 'A', client: 'C' } as const;
 
 export function encodePublication(p: Publication): string {
@@ -35,30 +37,42 @@ export function decodePublication(topic: Topic, wire: string): Publication | nul
   let acceptedAt: number | undefined;
   if (flags.includes('m')) {
     const acceptedEnd = wire.indexOf('|', bodyStart);
-    acceptedAt = Number(wire.slice(bodyStart, acceptedEnd));
-    if (acceptedEnd < 0 || !Number.isFinite(acceptedAt)) return null;
+    acceptedAt = decimalAt(wire, bodyStart, acceptedEnd);
+    if (Number.isNaN(acceptedAt)) return null;
     bodyStart = acceptedEnd + 1;
   }
   let to: string | undefined;
   if (flags.includes('t')) {
     const lengthEnd = wire.indexOf('|', bodyStart);
-    const length = Number(wire.slice(bodyStart, lengthEnd));
-    if (lengthEnd < 0 || !Number.isInteger(length)) return null;
+    const length = decimalAt(wire, bodyStart, lengthEnd);
+    if (Number.isNaN(length)) return null;
     to = wire.slice(lengthEnd + 1, lengthEnd + 1 + length);
     bodyStart = lengthEnd + 1 + length;
   }
-  return {
+  // Plain assignments: conditional object spreads cost about 1 µs per message here.
+  const publication: Mutable<Publication> = {
     topic,
     body: wire.slice(bodyStart),
     origin: wire.slice(flagsEnd + 1, originEnd),
-    ...(flags.includes('b') ? { binary: true } : {}),
-    ...(flags.includes('s') ? { stampable: true } : {}),
-    ...(to !== undefined ? { to } : {}),
-    ...(flags.includes('A')
-      ? { source: 'api' as const }
-      : flags.includes('C')
-        ? { source: 'client' as const }
-        : {}),
-    ...(acceptedAt !== undefined ? { acceptedAt } : {}),
   };
+  if (flags.includes('b')) publication.binary = true;
+  if (flags.includes('s')) publication.stampable = true;
+  if (to !== undefined) publication.to = to;
+  if (flags.includes('A')) publication.source = 'api';
+  else if (flags.includes('C')) publication.source = 'client';
+  if (acceptedAt !== undefined) publication.acceptedAt = acceptedAt;
+  return publication;
+}
+
+/** The non-negative integer written in `wire[start, end)`, NaN if it is not one. */
+function decimalAt(wire: string, start: number, end: number): number {
+  // Hand-rolled: Number(wire.slice(…)) costs about 1 µs per message on the hot path.
+  if (end <= start) return NaN;
+  let value = 0;
+  for (let i = start; i < end; i++) {
+    const digit = wire.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return NaN;
+    value = value * 10 + digit;
+  }
+  return value;
 }
