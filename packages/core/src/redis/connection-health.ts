@@ -34,7 +34,7 @@ export function standaloneHealth(client: Redis): ConnectionHealth {
 }
 
 const PROBE_INTERVAL_MS = 1000;
-const PROBE_TIMEOUT_MS = 1000;
+const PROBE_TIMEOUT_MS = 2000;
 
 /**
  * A cluster is up while ioredis calls it `ready`, a connection to every master that owns slots
@@ -45,23 +45,38 @@ const PROBE_TIMEOUT_MS = 1000;
  */
 export function clusterHealth(cluster: Cluster): ConnectionHealth {
   const health = new Health();
-  let round = 0;
+  // A loss bumps `epoch`, so a probe that started before it cannot report the cluster up.
+  let epoch = 0;
+  let probing = false;
+  let again = false;
   const probe = async (): Promise<void> => {
-    const mine = ++round;
-    const result = await masterRound(cluster);
-    if (mine === round) health.set(result);
+    if (probing) {
+      again = true;
+      return;
+    }
+    probing = true;
+    try {
+      do {
+        again = false;
+        const started = epoch;
+        const result = await masterRound(cluster).catch(() => false);
+        if (started === epoch) health.set(result);
+      } while (again);
+    } finally {
+      probing = false;
+    }
   };
   const probeSoon = (): void => void probe();
   cluster.on('ready', probeSoon);
   cluster.on('+node', probeSoon);
   cluster.on('-node', () => {
-    round++;
+    epoch++;
     health.set(false);
     probeSoon();
   });
   for (const event of ['close', 'end', 'reconnecting']) {
     cluster.on(event, () => {
-      round++;
+      epoch++;
       health.set(false);
     });
   }
