@@ -268,7 +268,9 @@ describe('docker-compose.yml', () => {
     const lines = cfg.split('\n').map((line) => line.trim());
     expect(lines).toContain('bind :4001');
     expect(lines).toContain('balance leastconn');
-    expect(lines).toContain('option httpchk GET /api/health');
+    expect(lines).toContain('option httpchk');
+    // uWS ignores HTTP/1.0 and Host-less requests, so the check must send HTTP/1.1 with a Host.
+    expect(lines).toContain('http-check send meth GET uri /api/health ver HTTP/1.1 hdr Host switchboard');
     expect(lines.find((line) => line.startsWith('timeout tunnel'))).toMatch(
       /^timeout tunnel (\d+h|\d{4,}s)$/,
     );
