@@ -28,6 +28,8 @@ export interface Engine {
   isAvailable(): boolean;
   /** Called on every change of availability (Redis lost, Redis back). */
   onAvailability(listener: (available: boolean) => void): void;
+  /** Called for every backend call that failed (Redis only), for metrics. */
+  onCommandError?(listener: () => void): void;
   close(): Promise<void>;
 }
 

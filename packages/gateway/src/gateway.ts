@@ -104,9 +104,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
   });
   ctx.meters.redisConnected(engine.kind === 'redis' && engine.isAvailable());
+  engine.onCommandError?.(() => ctx.meters.redisCommandError());
   engine.onAvailability((available) => {
     ctx.meters.redisConnected(available);
     if (!available || ctx.status.draining) return;
+    ctx.meters.redisReconnected();
     void recovery.restore();
     void membership.tick();
   });

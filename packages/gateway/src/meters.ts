@@ -17,6 +17,8 @@ export interface Meters {
   closed(code: number): void;
   http(route: string, status: number): void;
   redisConnected(up: boolean): void;
+  redisCommandError(): void;
+  redisReconnected(): void;
 }
 
 const NOOP: Level = { inc: () => undefined, dec: () => undefined };
@@ -34,6 +36,8 @@ export function createMeters(metrics: Metrics | undefined): Meters {
       closed: () => undefined,
       http: () => undefined,
       redisConnected: () => undefined,
+      redisCommandError: () => undefined,
+      redisReconnected: () => undefined,
     };
   }
   const per = <T>(make: (protocol: Protocol) => T): Record<Protocol, T> => ({
@@ -57,5 +61,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
     closed: (code) => metrics.closes.inc({ code: String(code) }),
     http: (route, status) => metrics.httpRequests.inc({ route, status: String(status) }),
     redisConnected: (up) => metrics.redisConnected.set(up ? 1 : 0),
+    redisCommandError: () => metrics.redisCommandErrors.inc(),
+    redisReconnected: () => metrics.redisReconnects.inc(),
   };
 }

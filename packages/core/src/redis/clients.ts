@@ -104,13 +104,28 @@ async function quit(client: RedisClient): Promise<void> {
  */
 export async function guard<T>(client: RedisClient, call: () => Promise<T>): Promise<T> {
   const up = healthOf.get(client)?.isUp() ?? client.status === 'ready';
-  if (!up) throw new EngineUnavailableError(new Error(`Redis connection is ${client.status}, not usable`));
+  if (!up) {
+    reportCommandError(client);
+    throw new EngineUnavailableError(new Error(`Redis connection is ${client.status}, not usable`));
+  }
   try {
     return await call();
   } catch (error) {
+    reportCommandError(client);
     if (error instanceof EngineUnavailableError) throw error;
     throw new EngineUnavailableError(error);
   }
+}
+
+const commandErrorListeners = new WeakMap<RedisClient, Array<() => void>>();
+
+/** Calls `listener` for every Redis call on `client` that failed (for metrics). */
+export function onCommandError(client: RedisClient, listener: () => void): void {
+  commandErrorListeners.set(client, [...(commandErrorListeners.get(client) ?? []), listener]);
+}
+
+function reportCommandError(client: RedisClient): void {
+  for (const listener of commandErrorListeners.get(client) ?? []) listener();
 }
 
 /** A Lua script run by EVALSHA, loaded with EVAL when the server does not know it yet. */

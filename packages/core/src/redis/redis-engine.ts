@@ -2,7 +2,7 @@ import type { Config } from '../config/load';
 import type { Engine } from '../engine';
 import type { Logger } from '../logger';
 import { RedisBroker } from './broker-redis';
-import { createRedisClients } from './clients';
+import { createRedisClients, onCommandError } from './clients';
 import { RedisConnectionCounts } from './counts-redis';
 import { RedisKeyStore } from './key-store-redis';
 import { redisKeys } from './keys';
@@ -65,6 +65,7 @@ export async function createRedisEngine(
     onAvailability: (listener) => {
       listeners.push(listener);
     },
+    onCommandError: (listener) => onCommandError(command, listener),
     close: async () => {
       closing = true;
       await broker.close();
