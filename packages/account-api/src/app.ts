@@ -2,7 +2,7 @@ import express from 'express';
 import type { Express, RequestHandler, Router } from 'express';
 import type { z } from 'zod';
 import { EngineUnavailableError } from '@switchboard/core';
-import type { Config, Engine, Logger } from '@switchboard/core';
+import type { Config, Engine, Logger, Metrics } from '@switchboard/core';
 import { authenticate, authenticatedKey } from './http/authenticate';
 import { errorHandler, methodNotAllowed, notFound } from './http/error-handler';
 import { parseQuery } from './http/query';
@@ -17,6 +17,8 @@ export interface AccountApiDeps {
   readonly engine: Engine;
   readonly logger: Logger;
   readonly config: Config;
+  /** Prometheus instruments; HTTP requests are counted by route and status when given. */
+  readonly metrics?: Metrics;
 }
 
 const ENDPOINTS: ReadonlyArray<Endpoint<z.ZodTypeAny>> = [
@@ -45,6 +47,14 @@ const requireEngine =
     next();
   };
 
+/** Records the route pattern for metrics (errors leave Express's `req.route` unset). */
+const named =
+  (route: string): RequestHandler =>
+  (_req, res, next) => {
+    res.locals['route'] = route;
+    next();
+  };
+
 function mount<S extends z.ZodTypeAny>(
   router: Router,
   endpoint: Endpoint<S>,
@@ -53,6 +63,7 @@ function mount<S extends z.ZodTypeAny>(
 ): void {
   router
     .route(endpoint.path)
+    .all(named(`/api${endpoint.path}`))
     .get(...guards, async (req, res) => {
       const query = parseQuery(endpoint.query, req.query);
       res.json(await endpoint.handle(authenticatedKey(res), query, context));
@@ -79,13 +90,19 @@ export function createAccountApi(deps: AccountApiDeps): Express {
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms }, 'request');
+      // The matched route pattern, never the raw URL (label values must stay bounded).
+      const route: unknown = res.locals['route'];
+      deps.metrics?.httpRequests.inc({
+        route: typeof route === 'string' ? route : 'other',
+        status: String(res.statusCode),
+      });
     });
     next();
   });
 
   const api = express.Router({ caseSensitive: true });
-  api.route('/health').get(health(engine)).all(methodNotAllowed(ALLOW));
-  api.route('/live').get(live).all(methodNotAllowed(ALLOW));
+  api.route('/health').all(named('/api/health')).get(health(engine)).all(methodNotAllowed(ALLOW));
+  api.route('/live').all(named('/api/live')).get(live).all(methodNotAllowed(ALLOW));
   const guards = [requireEngine(engine), authenticate(engine.keys)];
   const context: EndpointContext = { engine, config };
   for (const endpoint of ENDPOINTS) mount(api, endpoint, guards, context);
