@@ -39,7 +39,7 @@ export interface Gateway {
   readonly context: GatewayContext;
 }
 
-const SLOW_CONSUMER_SWEEP_MS = 250;
+const SLOW_CONSUMER_SWEEP_MS = 100;
 const DRAIN_BATCH_PAUSE_MS = 20;
 
 export function createGateway(deps: GatewayDeps): Gateway {
@@ -85,7 +85,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       idleTimeoutSeconds: config.limits.idleTimeoutSeconds,
       // uWS silently skips a socket over this; the sweep below closes slow consumers (4008) long
       // before, while their close frame still fits, so no one loses messages without a close.
-      maxBackpressureBytes: config.limits.slowConsumerBytes * 8,
+      maxBackpressureBytes: config.limits.slowConsumerBytes * 32,
     },
   );
 

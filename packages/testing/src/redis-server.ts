@@ -60,6 +60,41 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Whether `port` can be bound on 127.0.0.1 now. */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, HOST, () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose cluster bus port (port + 10000, Redis's rule) is free and valid too. */
+async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port + 10000 <= 65535 && (await isFree(port + 10000))) return port;
+  }
+}
+
+/** The server exited at start: its port was taken between choosing it and binding it. */
+class PortTakenError extends Error {}
+
+/**
+ * Starts servers on freshly chosen ports, choosing again when one lost the race for its port
+ * (another process bound it between `freePort` and redis-server's own bind).
+ */
+async function onFreshPorts<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt >= 5) throw error;
+    }
+  }
+}
+
 /** Whether `reply` holds a whole simple, error, integer or bulk-string RESP reply. */
 function replyComplete(reply: string): boolean {
   const headerEnd = reply.indexOf('\r\n');
@@ -101,7 +136,11 @@ async function waitFor(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (await check().catch(() => false)) return;
+    const ready = await check().catch((error: unknown) => {
+      if (error instanceof PortTakenError) throw error;
+      return false;
+    });
+    if (ready) return;
     if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -126,7 +165,7 @@ async function startProcess(port: number, args: string[], cwd: string): Promise<
   const child = spawnServer(port, args, cwd);
   try {
     await waitFor(`redis-server on port ${port}`, async () => {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+      if (child.exitCode !== null) throw new PortTakenError(`redis-server on port ${port} exited at start`);
       return (await rawCommand(port, 'PING')).startsWith('+PONG');
     });
   } catch (error) {
@@ -138,9 +177,12 @@ async function startProcess(port: number, args: string[], cwd: string): Promise<
 
 /** One standalone server on a free port. */
 export async function startRedis(): Promise<RedisServer> {
-  const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'sb-redis-'));
-  let child: ChildProcess | undefined = await startProcess(port, [], dir);
+  const { port, started } = await onFreshPorts(async () => {
+    const candidate = await freePort();
+    return { port: candidate, started: await startProcess(candidate, [], dir) };
+  });
+  let child: ChildProcess | undefined = started;
   const end = async (signal: NodeJS.Signals): Promise<void> => {
     const current = child;
     child = undefined;
@@ -165,8 +207,8 @@ export async function startRedis(): Promise<RedisServer> {
 
 /** Three masters (no replicas) joined with `redis-cli --cluster create`, all slots covered. */
 export async function startRedisCluster(): Promise<RedisClusterHandle> {
-  const ports = [await freePort(), await freePort(), await freePort()];
-  const dirs = ports.map(() => mkdtempSync(join(tmpdir(), 'sb-redis-cluster-')));
+  let ports: number[] = [];
+  const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), 'sb-redis-cluster-')));
   const clusterArgs = [
     '--cluster-enabled',
     'yes',
@@ -202,7 +244,14 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
     }
   };
   try {
-    await startAll();
+    await onFreshPorts(async () => {
+      ports = [await freeClusterPort(), await freeClusterPort(), await freeClusterPort()];
+      await startAll().catch(async (error: unknown) => {
+        await kill();
+        for (const dir of dirs) rmSync(join(dir, 'nodes.conf'), { force: true });
+        throw error;
+      });
+    });
     const created = spawnSync(
       'redis-cli',
       [
