@@ -3,7 +3,7 @@
 const transform = {
   '^.+\\.ts$': [
     'ts-jest',
-    { isolatedModules: true, tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true } },
+    { tsconfig: { module: 'commonjs', target: 'es2022', esModuleInterop: true, isolatedModules: true } },
   ],
 };
 const moduleNameMapper = { '^@switchboard/([a-z-]+)$': '<rootDir>/packages/$1/src' };
