@@ -3,6 +3,7 @@ import type { ConnId, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { publishToChannel } from '../ws/events';
 import { v4Event } from '../ws/frames';
+import { memberOf } from '../ws/connection';
 import { activityNow, publishLeave } from '../ws/presence-events';
 import { topicKey } from '../ws/topics';
 
@@ -67,13 +68,13 @@ export class Recovery {
           subscriptions++;
           batch.push(engine.counts.increment(nodeId, state.key, sub.channel));
           if (sub.presence) {
-            const entry = { connId: state.id, nodeId, member: sub.member };
+            const entry = { connId: state.id, nodeId, member: memberOf(sub) };
             batch.push(
               engine.presence.join(sub.topic, entry, sub.touchedAt || activityNow()).then((joined) => {
                 if (sub.topic.protocol === 'v4' && joined.firstOfIdentity) {
                   const event = v4Event('system::member_joined', {
                     channel: sub.channel,
-                    member: sub.member,
+                    member: memberOf(sub),
                     count: joined.identityCount,
                   });
                   void publishToChannel(ctx, sub.topic, event, { stampable: true });

@@ -8,9 +8,10 @@ import {
   isValidApiKey,
   isValidChannelName,
 } from '@switchboard/core';
-import type { ApiKeyRecord, CloseReason, JsonValue, Member, Protocol } from '@switchboard/core';
+import type { ApiKeyRecord, CloseReason, JsonValue, Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { UpgradeRequest } from '../transport/types';
+import { Subscriptions } from './connection';
 import type { ConnectionState, Rejection, SocketData, Subscription } from './connection';
 import { verifyChannelToken } from './jwt';
 import { isOriginAllowed } from './origin';
@@ -32,15 +33,14 @@ export function buildSubscription(
   identity: { uuid: string | undefined; user: JsonValue | undefined; presence: boolean },
 ): Subscription {
   const uuid = identity.uuid || randomUUID();
-  const member: Member = identity.user === undefined ? { uuid } : { uuid, user: identity.user };
+  const { user } = identity;
   return {
     channel,
     topic: { key, protocol, channel },
     primary,
     uuid,
     user: identity.user,
-    userIdentity: identity.user === undefined || identity.user === null ? undefined : identityOf(member),
-    member,
+    userIdentity: user === undefined || user === null ? undefined : identityOf({ uuid, user }),
     presence: identity.presence,
     touchedAt: 0,
   };
@@ -123,8 +123,8 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     primary: channel,
     notifySelf: isFlagOn(query.get('notify_self')),
     boot: protocol === 'v3' && query.get('be') === '1',
-    subs: new Map([[channel, subscription]]),
-    pending: new Set(),
+    subs: new Subscriptions(subscription),
+    pending: undefined,
     rateWindowStart: 0,
     rateCount: 0,
     conn: undefined,

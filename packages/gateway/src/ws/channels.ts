@@ -17,7 +17,7 @@ export async function enterChannel(
   sub: Subscription,
   acknowledge?: () => void,
 ): Promise<void> {
-  state.subs.set(sub.channel, sub);
+  state.subs.set(sub);
   state.conn?.subscribe(localTopicOf(sub.topic, sub.primary));
   ctx.registry.joinTopic(sub.topic, state);
   ctx.meters.subscriptions[sub.topic.protocol].inc();

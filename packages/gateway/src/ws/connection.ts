@@ -19,7 +19,6 @@ export interface Subscription {
   readonly user: JsonValue | undefined;
   /** `user` in the string form kicks and direct messages match against. */
   readonly userIdentity: string | undefined;
-  readonly member: Member;
   readonly presence: boolean;
   /** Last time activity was written to the presence store (writes are debounced). */
   touchedAt: number;
@@ -35,14 +34,57 @@ export interface ConnectionState {
   readonly notifySelf: boolean;
   /** `be=1` on /v3/: the Dart SDK waits for a boot frame. */
   readonly boot: boolean;
-  /** The primary subscription's identity, applied to the whole socket. */
-  readonly subs: Map<ChannelName, Subscription>;
-  /** Channels with a subscribe in flight (V4), so a duplicate cannot race it. */
-  readonly pending: Set<ChannelName>;
+  /** The channels the socket is in: its primary and (V4) secondaries. */
+  readonly subs: Subscriptions;
+  /** Channels with a subscribe in flight (V4), so a duplicate cannot race it; created on first use. */
+  pending: Set<ChannelName> | undefined;
   rateWindowStart: number;
   rateCount: number;
   conn: Conn<ConnectionState> | undefined;
   closed: boolean;
+}
+
+/** A subscription's presence member (built when needed, not kept per connection). */
+export const memberOf = (sub: Subscription): Member =>
+  sub.user === undefined ? { uuid: sub.uuid } : { uuid: sub.uuid, user: sub.user };
+
+/**
+ * The subscriptions of one socket. Most sockets hold exactly one (every V3 socket, most V4
+ * ones), so the primary is a field and a map exists only once a V4 socket adds secondaries:
+ * idle connections cost less memory than with a `Map` each.
+ */
+export class Subscriptions {
+  private secondaries: Map<ChannelName, Subscription> | undefined;
+
+  constructor(private primarySub: Subscription | undefined) {}
+
+  get(channel: ChannelName): Subscription | undefined {
+    return this.primarySub?.channel === channel ? this.primarySub : this.secondaries?.get(channel);
+  }
+
+  has(channel: ChannelName): boolean {
+    return this.get(channel) !== undefined;
+  }
+
+  set(sub: Subscription): void {
+    if (sub.primary) this.primarySub = sub;
+    else (this.secondaries ??= new Map()).set(sub.channel, sub);
+  }
+
+  delete(channel: ChannelName): void {
+    if (this.primarySub?.channel === channel) this.primarySub = undefined;
+    else if (this.secondaries?.delete(channel) && this.secondaries.size === 0) this.secondaries = undefined;
+  }
+
+  values(): Subscription[] {
+    const all = this.primarySub ? [this.primarySub] : [];
+    if (this.secondaries) all.push(...this.secondaries.values());
+    return all;
+  }
+
+  get size(): number {
+    return (this.primarySub ? 1 : 0) + (this.secondaries?.size ?? 0);
+  }
 }
 
 /** An upgrade that admission refused: the socket opens only to receive the error and close. */

@@ -1,5 +1,6 @@
 import type { LeaveResult, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
+import { memberOf } from './connection';
 import type { ConnectionState, Subscription } from './connection';
 import { publishToChannel, sendChannelFrame } from './events';
 import { v4Event } from './frames';
@@ -25,7 +26,7 @@ export async function joinPresence(
   const now = activityNow();
   const joined = await presence.join(
     sub.topic,
-    { connId: state.id, nodeId: ctx.nodeId, member: sub.member },
+    { connId: state.id, nodeId: ctx.nodeId, member: memberOf(sub) },
     now,
   );
   sub.touchedAt = now;
@@ -40,7 +41,7 @@ export async function joinPresence(
     sendTo(ctx, state, JSON.stringify({ event: 'system:member_list', data: { members } }));
     const joinedEvent = JSON.stringify({
       event: 'system:member_joined',
-      data: { member: sub.member, members },
+      data: { member: memberOf(sub), members },
     });
     void publishToChannel(ctx, sub.topic, joinedEvent, { stampable: false });
     return;
@@ -55,7 +56,7 @@ export async function joinPresence(
   if (joined.firstOfIdentity) {
     const event = v4Event('system::member_joined', {
       channel: sub.channel,
-      member: sub.member,
+      member: memberOf(sub),
       count: joined.identityCount,
     });
     void publishToChannel(ctx, sub.topic, event, { stampable: true });

@@ -68,14 +68,14 @@ async function subscribe(
   reply: Reply,
 ): Promise<void> {
   if (state.subs.has(channel)) return reply();
-  if (state.pending.has(channel)) return reply('A subscribe to this channel is already in progress');
+  if (state.pending?.has(channel)) return reply('A subscribe to this channel is already in progress');
   const token = typeof fields['jwt'] === 'string' ? fields['jwt'] : undefined;
   // A subscribe without `user` presents the socket's own user (from its URL or JWT).
   const queryUser =
     fields['user'] === undefined || fields['user'] === ''
       ? state.subs.get(state.primary)?.user
       : (fields['user'] as JsonValue);
-  state.pending.add(channel);
+  (state.pending ??= new Set()).add(channel);
   try {
     const auth = await authorizeChannel(state.record, channel, token, queryUser);
     if (!auth.ok) return reply(AUTH_FAILED);
@@ -91,7 +91,7 @@ async function subscribe(
     }
     await enterChannel(ctx, state, sub, () => reply());
   } finally {
-    state.pending.delete(channel);
+    state.pending?.delete(channel);
   }
 }
 
