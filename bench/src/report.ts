@@ -25,6 +25,7 @@ const int = (n: number | undefined): string =>
 const ms = (n: number | undefined): string => (n === undefined ? '–' : n < 10 ? n.toFixed(2) : n.toFixed(1));
 const pct = (n: number | undefined): string =>
   n === undefined || !Number.isFinite(n) ? '–' : `${(n * 100).toFixed(0)}%`;
+const cpu = (s: Step | undefined): string => (s?.serverCpuMsPer1000 ? s.serverCpuMsPer1000.toFixed(2) : '–');
 const lossText = (s: Step | undefined): string =>
   s ? (s.loss === 0 ? '0' : `${(s.loss * 100).toFixed(3)}%`) : '–';
 
@@ -131,8 +132,8 @@ function throughputTable(shapes: ThroughputShape[]): string[] {
   for (const shape of shapes) {
     lines.push(`### ${shape.label}`, '');
     lines.push(
-      "| System | max publishes/s | max deliveries/s | ratio to its ceiling | loss at max | p50 / p95 / p99 at max (ms) | at half max: p50 / p95 / p99 (ms) | at the fixed rate: p50 / p99 (ms), loss | same rate as Switchboard's half max: p50 / p99 (ms) |",
-      '|---|---|---|---|---|---|---|---|---|',
+      "| System | max publishes/s | max deliveries/s | ratio to its ceiling | loss at max | p50 / p95 / p99 at max (ms) | at half max: p50 / p95 / p99 (ms) | at the fixed rate: p50 / p99 (ms), loss | same rate as Switchboard's half max: p50 / p99 (ms) | server CPU per 1,000 deliveries at the fixed rate / at max (ms), Redis included | CPU efficiency vs its ceiling (fixed rate) |",
+      '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const [system, c] of Object.entries(shape.median) as [
       SystemName,
@@ -144,7 +145,7 @@ function throughputTable(shapes: ThroughputShape[]): string[] {
         ? ratio(c.max?.deliveriesPerSecond, shape.median[ceiling]?.max?.deliveriesPerSecond)
         : undefined;
       lines.push(
-        `| ${LABEL[system]} | ${int(c.max?.rate)} | ${int(c.max?.deliveriesPerSecond)} | ${ceiling ? pct(q) : '(ceiling)'} | ${lossText(c.max)} | ${ms(c.max?.p50Ms)} / ${ms(c.max?.p95Ms)} / ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p95Ms)} / ${ms(c.half?.p99Ms)} | ${ms(c.fixed?.p50Ms)} / ${ms(c.fixed?.p99Ms)}, ${lossText(c.fixed)} (${int(c.fixed?.rate)}/s) | ${c.sameRate ? `${ms(c.sameRate.p50Ms)} / ${ms(c.sameRate.p99Ms)} (${int(c.sameRate.rate)}/s)` : '–'} |` +
+        `| ${LABEL[system]} | ${int(c.max?.rate)} | ${int(c.max?.deliveriesPerSecond)} | ${ceiling ? pct(q) : '(ceiling)'} | ${lossText(c.max)} | ${ms(c.max?.p50Ms)} / ${ms(c.max?.p95Ms)} / ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p95Ms)} / ${ms(c.half?.p99Ms)} | ${ms(c.fixed?.p50Ms)} / ${ms(c.fixed?.p99Ms)}, ${lossText(c.fixed)} (${int(c.fixed?.rate)}/s) | ${c.sameRate ? `${ms(c.sameRate.p50Ms)} / ${ms(c.sameRate.p99Ms)} (${int(c.sameRate.rate)}/s)` : '–'} | ${cpu(c.fixed)} / ${cpu(c.max)} | ${ceiling ? pct(ratio(shape.median[ceiling]?.fixed?.serverCpuMsPer1000, c.fixed?.serverCpuMsPer1000)) : '(ceiling)'} |` +
           (c.error ? ` ⚠ ${c.error.slice(0, 120)}` : ''),
       );
     }
@@ -175,7 +176,7 @@ function svg(r: Results): string {
       });
     if (bars.length) groups.push({ label: shape.label, bars });
   }
-  const max = Math.max(1, ...groups.flatMap((g) => g.bars.map((b) => b.value)));
+  // Each group has its own scale: many channels moves far fewer deliveries than fan-out.
   const width = 860;
   const left = 300;
   const barH = 18;
@@ -185,6 +186,7 @@ function svg(r: Results): string {
   for (const group of groups) {
     parts.push(`<text x="10" y="${y + 4}" font-weight="bold">${group.label}</text>`);
     y += 14;
+    const max = Math.max(1, ...group.bars.map((b) => b.value));
     for (const bar of group.bars) {
       const w = Math.max(1, (bar.value / max) * plotW);
       parts.push(
@@ -200,7 +202,7 @@ function svg(r: Results): string {
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    `<text x="10" y="22" font-size="15" font-weight="bold">Maximum sustainable deliveries per second (no loss, p99 within the bound)</text>`,
+    `<text x="10" y="22" font-size="15" font-weight="bold">Maximum sustainable deliveries per second (no loss, no growing queue); each group to its own scale</text>`,
     ...parts,
     '</svg>',
     '',
@@ -302,7 +304,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     lines.push(
       '## Profile',
       '',
-      `\`--cpu-prof\` on both gateways (2 nodes + Redis), fan-out 1 channel × ${int(pr.subscribers)} subscribers at ${int(pr.rate)} publishes/s for ${pr.seconds} s${pr.load ? ` (${int(pr.load.deliveriesPerSecond)} deliveries/s, loss ${lossText(pr.load)}, p99 ${ms(pr.load.p99Ms)} ms)` : ''}. Self time, share of all samples of the node (idle included).`,
+      `\`--cpu-prof\` on both gateways (2 nodes + Redis), fan-out 1 channel × ${int(pr.subscribers)} subscribers at ${int(pr.rate)} publishes/s for ${pr.seconds} s${pr.load ? ` (${int(pr.load.deliveriesPerSecond)} deliveries/s, loss ${lossText(pr.load)}, p99 ${ms(pr.load.p99Ms)} ms)` : ''}. Self time as a share of all samples and of the non-idle samples. uWS does its socket writes in C++ inside the event loop, which V8 counts as \`(idle)\`/\`(program)\`: the JS shares are of the JS-visible work.${pr.load ? ` CPU during the load: gateways ${pr.load.cpu.servers.toFixed(1)} s, Redis ${pr.load.cpu.redis.toFixed(1)} s, in ${pr.load.cpu.wallSeconds.toFixed(1)} s.` : ''}`,
       '',
     );
     for (const node of pr.nodes) {
@@ -321,6 +323,30 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
             .join(' · '),
         '',
       );
+    }
+  }
+  if (r.profile?.result.presence) {
+    const pp = r.profile.result.presence;
+    lines.push(
+      `### Presence joins under the profiler: ${int(pp.joins)} V4 joins in ${ms(pp.joinSeconds)} s`,
+      '',
+    );
+    for (const node of pp.nodes) {
+      lines.push(
+        `#### ${node.node} (${node.idlePercent.toFixed(0)}% idle)`,
+        '',
+        '| Self % of all | % of busy | Function | Location |',
+        '|---|---|---|---|',
+      );
+      lines.push(
+        ...node.top
+          .slice(0, 15)
+          .map(
+            (e) =>
+              `| ${e.selfPercent.toFixed(1)} | ${e.busyPercent.toFixed(1)} | \`${e.function}\` | ${e.location} |`,
+          ),
+      );
+      lines.push('');
     }
   }
   lines.push(

@@ -357,13 +357,27 @@ async function main(): Promise<void> {
         subscribers: o.sizes[0] ?? 1000,
         seconds: o.profileSeconds,
         workers: o.workers,
+        presenceJoins: o.presencePerNode * 2,
         dir: join(resultsDir, 'tmp', 'profiles'),
         log,
       });
+      if (result.load)
+        log(
+          `  gateways used ${result.load.cpu.servers.toFixed(1)} CPU-s, Redis ${result.load.cpu.redis.toFixed(1)} CPU-s in ${result.load.cpu.wallSeconds.toFixed(1)} s`,
+        );
       for (const node of result.nodes) {
         log(`  ${node.node} (${node.samples} samples), top self time:`);
         for (const entry of node.top.slice(0, 15))
           log(`    ${entry.selfPercent.toFixed(1).padStart(5)}%  ${entry.function}  ${entry.location}`);
+      }
+      for (const node of result.presence?.nodes ?? []) {
+        log(
+          `  presence ${node.node} (${node.idlePercent.toFixed(0)}% idle), top self time (% of all / % of busy):`,
+        );
+        for (const entry of node.top.slice(0, 16))
+          log(
+            `    ${entry.selfPercent.toFixed(1).padStart(5)}% ${entry.busyPercent.toFixed(1).padStart(5)}%  ${entry.function}  ${entry.location}`,
+          );
       }
       save('profile', { meta: meta(), result });
     }

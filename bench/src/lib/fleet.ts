@@ -167,6 +167,10 @@ export class Publisher {
     return reply.result;
   }
 
+  get pid(): number {
+    return this.worker.pid;
+  }
+
   stop(): void {
     this.worker.kill();
   }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import Redis from 'ioredis';
 import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +25,17 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/** CPU seconds (user + system) a process used so far; 0 when it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in 1/100 s (CLK_TCK)
+  } catch {
+    return 0;
+  }
+}
+
 export function rssKiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const match = /VmRSS:\s+(\d+) kB/.exec(status);
@@ -37,7 +49,11 @@ export async function startNode(
   options: { nodeOptions?: string; timeoutMs?: number; healthPath?: string } = {},
 ): Promise<ServerProcess> {
   const port = Number(env['PORT'] ?? (await freePort()));
-  const quoted = [process.execPath, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  // Node flags such as --cpu-prof are not allowed in NODE_OPTIONS: they go on the command line.
+  const nodeFlags = options.nodeOptions ? options.nodeOptions.split(' ').filter(Boolean) : [];
+  const quoted = [process.execPath, ...nodeFlags, ...args]
+    .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+    .join(' ');
   const child = spawn('bash', ['-c', `ulimit -n $(ulimit -Hn) 2>/dev/null; exec ${quoted}`], {
     cwd: ROOT,
     env: {
@@ -45,7 +61,6 @@ export async function startNode(
       HOME: process.env['HOME'] ?? '',
       ...env,
       PORT: String(port),
-      ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -114,6 +129,20 @@ export async function startNode(
   };
 }
 
+async function redisProcessId(port: number): Promise<number | undefined> {
+  const client = new Redis({ host: HOST, port, lazyConnect: true });
+  try {
+    await client.connect();
+    const info = await client.info('server');
+    const match = /process_id:(\d+)/.exec(info);
+    return match ? Number(match[1]) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    client.disconnect();
+  }
+}
+
 export type SystemName = 'switchboard-redis' | 'switchboard-memory' | 'ceiling-uws' | 'ceiling-redis';
 
 /** A running system under test: its server processes and how to reach them. */
@@ -122,6 +151,8 @@ export interface System {
   readonly nodes: ServerProcess[];
   readonly redis?: RedisServer;
   readonly publishPath: (protocol: 'v3' | 'v4') => string;
+  /** The redis-server process id, when there is one. */
+  readonly redisPid?: number;
   wsUrl(node: number, protocol: 'v3' | 'v4', channel: string, extra?: string): string;
   stop(): Promise<void>;
 }
@@ -179,10 +210,12 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
     throw error;
   }
   const isSwitchboard = name.startsWith('switchboard');
+  const redisPid = redis ? await redisProcessId(redis.port) : undefined;
   return {
     name,
     nodes,
     ...(redis ? { redis } : {}),
+    ...(redisPid ? { redisPid } : {}),
     publishPath: (protocol) =>
       isSwitchboard ? (protocol === 'v3' ? '/api/publish' : '/api/v4/publish') : '/publish',
     wsUrl: (node, protocol, channel, extra = '') =>

@@ -1,5 +1,5 @@
 import type { ClientFleet, Publisher } from '../lib/fleet';
-import { KEY, SECRET, HOST } from '../lib/procs';
+import { KEY, SECRET, HOST, cpuSeconds } from '../lib/procs';
 import type { System } from '../lib/procs';
 
 /** One fixed-rate measurement: publish for a while, let deliveries settle, count and time them. */
@@ -20,6 +20,10 @@ export interface Step {
   /** Median latency of the first and the last quarter of the publishes: a growing queue shows here. */
   earlyP50Ms: number;
   lateP50Ms: number;
+  /** CPU seconds used during the step (publishing and settling) by each group of processes. */
+  cpu: { servers: number; redis: number; clients: number; publisher: number; wallSeconds: number };
+  /** Server CPU (gateways or ceiling servers, plus Redis) per 1,000 deliveries, in ms. */
+  serverCpuMsPer1000: number;
   pass: boolean;
   why?: string;
 }
@@ -52,6 +56,14 @@ export function subscriberUrls(system: System, channels: string[], perChannel: n
 export async function step(setup: LoadSetup, rate: number, durationMs: number): Promise<Step> {
   const { fleet, publisher, system } = setup;
   await fleet.reset(Math.round((rate * durationMs) / 1000));
+  const sample = (): { servers: number; redis: number; clients: number; publisher: number; at: number } => ({
+    servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
+    redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
+    clients: fleet.pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0),
+    publisher: cpuSeconds(publisher.pid),
+    at: performance.now(),
+  });
+  const before = sample();
   const result = await publisher.run({
     targets: system.nodes.map((n) => ({ host: HOST, port: n.port })),
     path: system.publishPath('v3'),
@@ -72,6 +84,14 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
     if (next.received > stats.received) lastProgress = Date.now();
     stats = next;
   }
+  const after = sample();
+  const cpu = {
+    servers: after.servers - before.servers,
+    redis: after.redis - before.redis,
+    clients: after.clients - before.clients,
+    publisher: after.publisher - before.publisher,
+    wallSeconds: (after.at - before.at) / 1000,
+  };
   const loss = expected > 0 ? Math.max(0, 1 - stats.received / expected) : 0;
   const reasons: string[] = [];
   if (loss > 0) reasons.push(`loss ${(loss * 100).toFixed(3)}%`);
@@ -98,6 +118,8 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
     maxMs: stats.maxMs,
     earlyP50Ms: stats.early.p50Ms,
     lateP50Ms: stats.late.p50Ms,
+    cpu,
+    serverCpuMsPer1000: stats.received > 0 ? ((cpu.servers + cpu.redis) * 1e6) / stats.received : 0,
     pass: reasons.length === 0,
     ...(reasons.length ? { why: reasons.join('; ') } : {}),
   };
@@ -124,7 +146,7 @@ export async function searchMax(
     const s = await step(setup, Math.max(1, Math.round(r)), options.stepMs);
     steps.push(s);
     options.log(
-      `    ${String(s.rate).padStart(6)} pub/s → ${Math.round(s.deliveriesPerSecond).toLocaleString('en-US').padStart(9)} deliveries/s, p99 ${s.p99Ms.toFixed(1)} ms ${s.pass ? 'ok' : `FAIL: ${s.why}`}`,
+      `    ${String(s.rate).padStart(6)} pub/s → ${Math.round(s.deliveriesPerSecond).toLocaleString('en-US').padStart(9)} deliveries/s, p99 ${s.p99Ms.toFixed(1)} ms, server CPU ${s.serverCpuMsPer1000.toFixed(2)} ms/1k ${s.pass ? 'ok' : `FAIL: ${s.why}`}`,
     );
     return s;
   };

@@ -9,6 +9,8 @@ export interface ProfileEntry {
   function: string;
   location: string;
   selfPercent: number;
+  /** Share of the samples that were not `(idle)`. */
+  busyPercent: number;
 }
 
 export interface ProfileResult {
@@ -17,8 +19,18 @@ export interface ProfileResult {
   seconds: number;
   load?: Step;
   /** Per gateway node: top self-time functions. */
-  nodes: { node: string; samples: number; top: ProfileEntry[]; byFile: ProfileEntry[] }[];
+  nodes: NodeProfile[];
+  /** The same gateways profiled while V4 presence clients join (channels of 10) and leave. */
+  presence?: { joins: number; joinSeconds: number; nodes: NodeProfile[] };
   error?: string;
+}
+
+export interface NodeProfile {
+  node: string;
+  samples: number;
+  idlePercent: number;
+  top: ProfileEntry[];
+  byFile: ProfileEntry[];
 }
 
 interface CpuProfile {
@@ -39,17 +51,19 @@ function shorten(url: string): string {
 export function analyseProfile(
   file: string,
   topN: number,
-): { samples: number; top: ProfileEntry[]; byFile: ProfileEntry[] } {
+): { samples: number; idlePercent: number; top: ProfileEntry[]; byFile: ProfileEntry[] } {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<string, number>();
   const files = new Map<string, number>();
   let total = 0;
+  let idle = 0;
   profile.samples.forEach((id, i) => {
     const weight = profile.timeDeltas[i] ?? 0;
     const node = byId.get(id);
     if (!node) return;
     const { functionName, url, lineNumber } = node.callFrame;
+    if (functionName === '(idle)') idle += weight;
     const location = `${shorten(url)}${url ? `:${lineNumber + 1}` : ''}`;
     const label = `${functionName || '(anonymous)'}\u0000${location}`;
     self.set(label, (self.get(label) ?? 0) + weight);
@@ -67,9 +81,15 @@ export function analyseProfile(
           function: fn ?? '',
           location: location ?? '',
           selfPercent: (100 * weight) / Math.max(1, total),
+          busyPercent: fn === '(idle)' || label === '(idle)' ? 0 : (100 * weight) / Math.max(1, total - idle),
         };
       });
-  return { samples: profile.samples.length, top: rank(self, true), byFile: rank(files, false) };
+  return {
+    samples: profile.samples.length,
+    idlePercent: (100 * idle) / Math.max(1, total),
+    top: rank(self, true),
+    byFile: rank(files, false),
+  };
 }
 
 /** Fan-out on 2 nodes + Redis with `--cpu-prof` on both gateways; the profiles are read back. */
@@ -78,6 +98,7 @@ export async function profileScenario(o: {
   subscribers: number;
   seconds: number;
   workers: number;
+  presenceJoins: number;
   dir: string;
   log: (line: string) => void;
 }): Promise<ProfileResult> {
@@ -121,5 +142,39 @@ export async function profileScenario(o: {
     result.nodes.push({ node: file, ...analysed });
   }
   if (files.length === 0) result.error = `${result.error ?? ''} no .cpuprofile written in ${o.dir}`;
+  // Presence joins under the profiler.
+  const presenceDir = join(o.dir, 'presence');
+  mkdirSync(presenceDir, { recursive: true });
+  const again = await startSystem('switchboard-redis', {
+    nodes: 2,
+    nodeOptions: `--cpu-prof --cpu-prof-dir=${presenceDir}`,
+  });
+  const clients = new ClientFleet(o.workers);
+  let joins = 0;
+  let joinSeconds = 0;
+  try {
+    const urls = Array.from({ length: o.presenceJoins }, (_, i) =>
+      again.wsUrl(i, 'v4', `pres-${Math.floor(i / 10)}`, `&presence=1&user=u${i}`),
+    );
+    const joined = await clients.connect(urls, { concurrency: 400, joinMarker: 'system::member_list' });
+    joins = joined.joined;
+    joinSeconds = joined.joinSeconds;
+    o.log(`  presence under --cpu-prof: ${joins} joins in ${joinSeconds.toFixed(2)} s`);
+    await clients.closeAll();
+    await new Promise((r) => setTimeout(r, 1000));
+  } catch (error) {
+    result.error = `${result.error ?? ''} presence: ${String(error)}`;
+  } finally {
+    await clients.closeAll().catch(() => undefined);
+    clients.stop();
+    await again.stop();
+  }
+  result.presence = {
+    joins,
+    joinSeconds,
+    nodes: readdirSync(presenceDir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .map((file) => ({ node: file, ...analyseProfile(join(presenceDir, file), 25) })),
+  };
   return result;
 }
