@@ -163,6 +163,9 @@ function parseArgs(argv: string[]): Options {
         fleetDefaults.client = v;
         break;
       }
+      case '--report-only':
+        o.scenarios = [];
+        break;
       case '--no-docs':
         o.docs = false;
         break;
