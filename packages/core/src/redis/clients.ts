@@ -45,9 +45,7 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
       enableOfflineQueue: false,
       commandTimeout: COMMAND_TIMEOUT_MS,
     };
-    // Auto-pipelining sends every command issued in one event-loop tick in one write: a burst of
-    // joins or publishes costs one syscall on each side instead of one per command.
-    command = new Redis(target.url, { ...options, connectionName: 'sb-command', enableAutoPipelining: true });
+    command = new Redis(target.url, { ...options, connectionName: 'sb-command' });
     // Subscriptions are restored by RedisBroker itself on every `ready`, so it can track them.
     subscriber = new Redis(target.url, {
       ...options,
@@ -62,7 +60,7 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
       clusterRetryStrategy: retryDelay,
       redisOptions: { commandTimeout: COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 1 },
     };
-    command = new Cluster(target.nodes, { ...options, enableAutoPipelining: true });
+    command = new Cluster(target.nodes, options);
     subscriber = new Cluster(target.nodes, {
       ...options,
       shardedSubscribers: true,
@@ -128,6 +126,25 @@ export function onCommandError(client: RedisClient, listener: () => void): void 
 
 function reportCommandError(client: RedisClient): void {
   for (const listener of commandErrorListeners.get(client) ?? []) listener();
+}
+
+/**
+ * Runs `first`, then `second`, guarded, where `first` must be applied before `second` (an index
+ * written before the data it indexes). On one server both go out now, in order on the one
+ * connection: one round trip. On a cluster the two may live on different masters, so `second`
+ * waits for `first`.
+ */
+export async function inOrder<T>(
+  client: RedisClient,
+  first: () => Promise<unknown>,
+  second: () => Promise<T>,
+): Promise<T> {
+  if (client instanceof Cluster) {
+    await guard(client, first);
+    return guard(client, second);
+  }
+  const [, result] = await Promise.all([guard(client, first), guard(client, second)]);
+  return result;
 }
 
 /** A Lua script run by EVALSHA, loaded with EVAL when the server does not know it yet. */

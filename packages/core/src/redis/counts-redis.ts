@@ -1,6 +1,6 @@
 import type { ChannelCount, ConnectionCounts } from '../counts/connection-counts';
 import type { ApiKey, ChannelName, NodeId } from '../types';
-import { guard } from './clients';
+import { guard, inOrder } from './clients';
 import type { RedisClient } from './clients';
 import { countsAdd, countsRemoveNode } from './counts-scripts';
 import type { RedisKeys } from './keys';
@@ -12,9 +12,12 @@ export class RedisConnectionCounts implements ConnectionCounts {
   ) {}
 
   async increment(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    // The node's key index is in another slot; written first so a crash never hides a share from removeNode.
-    await guard(this.client, () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key));
-    await this.add(nodeId, key, channel, 1);
+    // The node's key index (another slot) is written first, so a crash never hides a share from removeNode.
+    await inOrder(
+      this.client,
+      () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key),
+      () => countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, 1]),
+    );
   }
 
   async decrement(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {

@@ -8,7 +8,7 @@ import type {
 } from '../presence/presence-store';
 import { identityOf } from '../types';
 import type { ApiKey, ConnId, Member, NodeId, Protocol, Topic } from '../types';
-import { guard } from './clients';
+import { guard, inOrder } from './clients';
 import type { RedisClient } from './clients';
 import { topicInKey } from './keys';
 import type { RedisKeys } from './keys';
@@ -64,22 +64,24 @@ export class RedisPresenceStore implements PresenceStore {
   async join(topic: Topic, entry: PresenceEntry, now: number): Promise<JoinResult> {
     const identity = identityOf(entry.member);
     const stored: StoredEntry = { i: identity, n: entry.nodeId, m: entry.member };
-    // The node's key index is in another slot; written first so a crash never hides an entry from removeNode.
-    await guard(this.client, () => this.client.sadd(this.keys.presenceNodeKeys(entry.nodeId), topic.key));
-    const reply = await guard(this.client, () =>
-      presenceJoin.run(
-        this.client,
-        [this.keys.presenceTopic(topic), this.keys.presenceChannels(topic.key)],
-        [
-          this.keys.presenceNodePrefix(topic.key),
-          topicInKey(topic),
-          entry.connId,
-          entry.nodeId,
-          identity,
-          JSON.stringify(stored),
-          -now,
-        ],
-      ),
+    // The node's key index (another slot) is written first, so a crash never hides an entry from removeNode.
+    const reply = await inOrder(
+      this.client,
+      () => this.client.sadd(this.keys.presenceNodeKeys(entry.nodeId), topic.key),
+      () =>
+        presenceJoin.run(
+          this.client,
+          [this.keys.presenceTopic(topic), this.keys.presenceChannels(topic.key)],
+          [
+            this.keys.presenceNodePrefix(topic.key),
+            topicInKey(topic),
+            entry.connId,
+            entry.nodeId,
+            identity,
+            JSON.stringify(stored),
+            -now,
+          ],
+        ),
     );
     const [first, count] = reply as [number, number];
     return { firstOfIdentity: first === 1, identityCount: count };
