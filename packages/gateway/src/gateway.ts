@@ -11,6 +11,7 @@ import { createUwsTransport } from './transport/uws';
 import { BrokerSubscriptions } from './ws/broker-subscriptions';
 import type { SocketData } from './ws/connection';
 import { deliverLocal } from './ws/delivery';
+import { flatString } from './ws/flat-string';
 import { executeKick } from './ws/kick';
 import { Registry } from './ws/registry';
 import { closeConnection } from './ws/send';
@@ -66,7 +67,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),
     apiRateLimit: new ApiRateLimit(config.limits.apiRequestsPerSecond),
-    nextConnId: () => `${config.nodeId}/${(++sequence).toString(36)}`,
+    nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };
   const recovery = new Recovery(ctx);
   const membership = new Membership(ctx);

@@ -12,6 +12,7 @@ import type { ApiKeyRecord, CloseReason, JsonValue, Protocol } from '@switchboar
 import type { GatewayContext } from '../context';
 import type { UpgradeRequest } from '../transport/types';
 import { Subscriptions } from './connection';
+import { flatString } from './flat-string';
 import type { ConnectionState, Rejection, SocketData, Subscription } from './connection';
 import { verifyChannelToken } from './jwt';
 import { isOriginAllowed } from './origin';
@@ -32,7 +33,7 @@ export function buildSubscription(
   primary: boolean,
   identity: { uuid: string | undefined; user: JsonValue | undefined; presence: boolean },
 ): Subscription {
-  const uuid = identity.uuid || randomUUID();
+  const uuid = identity.uuid || flatString(randomUUID());
   const { user } = identity;
   return {
     channel,
