@@ -50,7 +50,9 @@ export async function publish(ctx: GatewayContext, protocol: Protocol, body: Bod
   await ctx.engine.broker.publish(publication);
   ctx.meters.messagesIn[protocol].api.inc();
   deliverLocal(ctx, publication);
-  await ctx.engine.logs
+  // The log is bookkeeping: the answer does not wait for it (one Redis round trip less per
+  // publish); it goes out after the PUBLISH on the same connection, so a later read sees it.
+  void ctx.engine.logs
     .append(record.key, {
       id: randomUUID(),
       channel,
