@@ -30,10 +30,18 @@ export async function boot(env: Env, service: string): Promise<Runtime | undefin
     return undefined;
   }
   const logger = createLogger({ level: config.logLevel, nodeId: config.nodeId });
+  logger.info(
+    { service, engine: config.redis ? config.redis.kind : 'memory', pid: process.pid, node: process.version },
+    'starting',
+  );
   const engine = await createEngine(config, { logger });
   // Seeded keys that changed are announced so running nodes drop their cached records at once.
-  for (const key of await seedKeys(engine.keys, config.seedKeys)) {
+  const changed = await seedKeys(engine.keys, config.seedKeys);
+  for (const key of changed) {
     await engine.broker.publishControl({ type: 'key-changed', key }).catch(() => undefined);
+  }
+  if (config.seedKeys.length > 0) {
+    logger.info({ seeded: config.seedKeys.length, changed: changed.length }, 'seed keys applied');
   }
   const metrics =
     config.metricsPort === undefined ? undefined : createMetrics({ service, nodeId: config.nodeId });
