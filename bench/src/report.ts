@@ -145,7 +145,7 @@ function throughputTable(shapes: ThroughputShape[]): string[] {
         ? ratio(c.max?.deliveriesPerSecond, shape.median[ceiling]?.max?.deliveriesPerSecond)
         : undefined;
       lines.push(
-        `| ${LABEL[system]} | ${int(c.max?.rate)} | ${int(c.max?.deliveriesPerSecond)} | ${ceiling ? pct(q) : '(ceiling)'} | ${lossText(c.max)} | ${ms(c.max?.p50Ms)} / ${ms(c.max?.p95Ms)} / ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p95Ms)} / ${ms(c.half?.p99Ms)} | ${ms(c.fixed?.p50Ms)} / ${ms(c.fixed?.p99Ms)}, ${lossText(c.fixed)} (${int(c.fixed?.rate)}/s) | ${c.sameRate ? `${ms(c.sameRate.p50Ms)} / ${ms(c.sameRate.p99Ms)} (${int(c.sameRate.rate)}/s)` : '–'} | ${cpu(c.fixed)} / ${cpu(c.max)} | ${ceiling ? pct(ratio(shape.median[ceiling]?.fixed?.serverCpuMsPer1000, c.fixed?.serverCpuMsPer1000)) : '(ceiling)'} |` +
+        `| ${LABEL[system]} | ${int(c.max?.rate)} | ${int(c.max?.deliveriesPerSecond)}${c.max && !c.max.pass ? ` (⚠ the re-measure at this rate failed: ${c.max.why ?? ''})` : ''} | ${ceiling ? pct(q) : '(ceiling)'} | ${lossText(c.max)} | ${ms(c.max?.p50Ms)} / ${ms(c.max?.p95Ms)} / ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p95Ms)} / ${ms(c.half?.p99Ms)} | ${ms(c.fixed?.p50Ms)} / ${ms(c.fixed?.p99Ms)}, ${lossText(c.fixed)} (${int(c.fixed?.rate)}/s) | ${c.sameRate ? `${ms(c.sameRate.p50Ms)} / ${ms(c.sameRate.p99Ms)} (${int(c.sameRate.rate)}/s)` : '–'} | ${cpu(c.fixed)} / ${cpu(c.max)} | ${ceiling ? pct(ratio(shape.median[ceiling]?.fixed?.serverCpuMsPer1000, c.fixed?.serverCpuMsPer1000)) : '(ceiling)'} |` +
           (c.error ? ` ⚠ ${c.error.slice(0, 120)}` : ''),
       );
     }
@@ -369,9 +369,9 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '- **Processes.** The harness starts Redis (`redis-server` on a free port, no persistence), the gateways (`node packages/cli/dist/main.js gateway`, `LOG_LEVEL=warn`) or the ceiling servers, a publisher process and client processes (`child_process.fork`), all on 127.0.0.1; servers run under `bash -c "ulimit -n …; exec node …"`.',
     '- **Clients.** By default a minimal RFC 6455 client on raw TCP sockets (bench/src/lib/raw-ws.ts: the real handshake and framing, pongs to pings, no extensions), because `ws` costs several times more CPU per connection and per frame and the load generator shares the 2 cores with the servers; `--client ws` runs the `ws` package (no compression) instead. Measured on 2026-11-22 against the raw-uWS ceiling (1 channel × 200 subscribers, `--quick`): raw client 735,000 deliveries/s at 0.97 µs of client CPU per delivery and 3,100 connections/s per node; `ws` 397,000 deliveries/s at 2.10 µs and 1,550 connections/s. Connections go round-robin over the client processes; subscriber *j* of channel *c* goes to node (*c*·subscribers + *j*) mod nodes, so every channel spans both nodes.',
     '- **Payload.** 100 bytes of JSON text with the send time (CLOCK_MONOTONIC, `process.hrtime`, shared by all processes of the machine) at a fixed offset; receivers parse it without JSON and record the latency in a fixed histogram (10 µs buckets below 10 ms). Latency is publish-to-receive: it includes the HTTP publish.',
-    '- **Publisher.** Raw HTTP/1.1 keep-alive connections (16 per node, 32 for many channels), one request in flight each, paced every millisecond; targets round-robin over the nodes. Switchboard: `POST /api/publish` (V3); ceiling: `POST /publish` with the same body.',
+    '- **Publisher.** Raw HTTP/1.1 keep-alive connections (64 per node), one request in flight each, paced every millisecond; targets round-robin over the nodes. Switchboard: `POST /api/publish` (V3); ceiling: `POST /publish` with the same body.',
     "- **A step** publishes at a fixed rate, then waits until every expected delivery arrived (or 1 s without progress, at most 5 s). It *passes* with no loss, no failed publish, the publisher within 5% of the asked rate (a publisher with a bounded number of connections falls behind when the server answers slowly), no growing queue (the median latency of the last quarter of the publishes at most twice the first quarter's + 20 ms) and p99 ≤ `--max-p99` (500 ms by default).",
-    "- **Maximum sustainable rate.** Doubling (or halving) from a start rate until the verdict flips, then bisection (`--refine` steps); the best passing rate is measured again for `--duration` seconds: that is the reported maximum. Then half of it (latency), the fixed rate (20,000 deliveries/s for fan-out, 10,000 for many channels), and for the ceilings also Switchboard's half-max rate, so latencies compare at the same load.",
+    "- **Maximum sustainable rate.** Doubling (or halving) from a start rate until the verdict flips, then bisection (`--refine` steps); a failed step is tried a second time before it counts as failed; the best passing rate is measured again for `--duration` seconds: that is the reported maximum. Then half of it (latency), the fixed rate (20,000 deliveries/s for fan-out, 10,000 for many channels), and for the ceilings also Switchboard's half-max rate, so latencies compare at the same load.",
     '- **Ceilings.** `ceiling-uws`: one uWS process, HTTP publish → `JSON.parse` → `app.publish`. `ceiling-redis`: two uWS processes; an HTTP publish is `PUBLISH`ed to Redis (ioredis) and both processes, `SUBSCRIBE`d per channel while they have subscribers, `app.publish` what they receive. Switchboard on 2 nodes + Redis is compared with `ceiling-redis`, on 1 node with the memory engine with `ceiling-uws`.',
     "- **Product under test.** `--product-dir <checkout>` runs another checkout's built packages (the results record its commit).",
     '',
@@ -379,9 +379,9 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '',
     '```',
     '--scenario a,b     fanout, channels, presence, memory, profile, or all (default: the first four)',
-    '--duration S       seconds of each recorded measurement (default 2)',
+    '--duration S       seconds of each recorded measurement (default 1.5)',
     '--step S           seconds of each rate-search step (default 1)',
-    '--refine N         bisection steps after the doubling (default 2)',
+    '--refine N         bisection steps after the doubling (default 1)',
     '--runs N           repeat each case; the median run (by max deliveries/s) is reported (default 1)',
     '--sizes a,b        fan-out subscriber counts (default 1000,5000)',
     '--channels N       many-channels channel count (default 2000)',

@@ -75,9 +75,9 @@ const DEFAULT_SCENARIOS = ['fanout', 'channels', 'presence', 'memory'];
 function parseArgs(argv: string[]): Options {
   const o: Options = {
     scenarios: DEFAULT_SCENARIOS,
-    durationS: 2,
+    durationS: 1.5,
     stepS: 1,
-    refine: 2,
+    refine: 1,
     runs: 1,
     sizes: [1000, 5000],
     channels: 2000,

@@ -150,8 +150,13 @@ export async function searchMax(
     );
     return s;
   };
+  // A failure is confirmed by a second try: one burst from another process must not cap the search.
+  const confirmed = async (r: number): Promise<Step> => {
+    const first = await run(r);
+    return first.pass ? first : run(r);
+  };
   for (let i = 0; i < options.maxSteps; i++) {
-    const s = await run(rate);
+    const s = await confirmed(rate);
     if (s.pass) {
       good = s;
       if (bad !== undefined) break;
@@ -167,7 +172,7 @@ export async function searchMax(
     for (let i = 0; i < options.refine; i++) {
       const mid = Math.round((good.rate + bad) / 2);
       if (mid <= good.rate || mid >= bad) break;
-      const s = await run(mid);
+      const s = await confirmed(mid);
       if (s.pass) good = s;
       else bad = mid;
     }

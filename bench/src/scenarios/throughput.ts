@@ -42,6 +42,12 @@ export interface ThroughputOptions {
   log: (line: string) => void;
 }
 
+/**
+ * Publisher connections per node (one request in flight each). Enough that the limit is the
+ * server's capacity, not the publish round trip (Little's law: rate ≤ connections / latency).
+ */
+export const PUBLISH_CONNECTIONS = 64;
+
 export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCase> {
   const system = await startSystem(o.system, {
     nodes: o.nodes,
@@ -75,7 +81,7 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
       channels,
       subscribersPerChannel: o.subscribersPerChannel,
       maxP99Ms: o.maxP99Ms,
-      publishConnections: o.channels > 1 ? 32 : 16,
+      publishConnections: PUBLISH_CONNECTIONS,
     };
     const perPublish = o.subscribersPerChannel;
     // Warm-up (JIT, Redis connections), not recorded.
