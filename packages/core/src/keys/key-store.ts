@@ -49,6 +49,18 @@ export function generateKeyRecord(
 /** Compares a presented secret with the stored one in constant time (digests hide the length). */
 export function secretMatches(presented: string, stored: string): boolean {
   const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(stored).digest();
-  return timingSafeEqual(a, b);
+  return timingSafeEqual(a, digestOf(stored));
+}
+
+/** Digests of stored secrets, computed once per secret (requests present them over and over). */
+const storedDigests = new Map<string, Buffer>();
+
+function digestOf(stored: string): Buffer {
+  let digest = storedDigests.get(stored);
+  if (!digest) {
+    if (storedDigests.size >= 10_000) storedDigests.clear();
+    digest = createHash('sha256').update(stored).digest();
+    storedDigests.set(stored, digest);
+  }
+  return digest;
 }

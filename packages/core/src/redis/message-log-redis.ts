@@ -1,11 +1,20 @@
 import type { LogRecord, MessageLog } from '../logs/message-log';
 import type { ApiKey } from '../types';
-import { EngineUnavailableError } from '../errors';
-import { guard } from './clients';
+import { guard, LuaScript } from './clients';
 import type { RedisClient } from './clients';
 import type { RedisKeys } from './keys';
 
-/** A capped LIST per key, newest at the head: LPUSH and LTRIM in one MULTI. */
+/**
+ * KEYS[1] the key's log LIST; ARGV[1] the record, ARGV[2] capacity.
+ * LPUSH and LTRIM atomically in one command (a MULTI costs four commands per publish).
+ */
+const logAppend = new LuaScript(`
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+return 1
+`);
+
+/** A capped LIST per key, newest at the head. */
 export class RedisMessageLog implements MessageLog {
   constructor(
     private readonly client: RedisClient,
@@ -14,16 +23,9 @@ export class RedisMessageLog implements MessageLog {
   ) {}
 
   async append(key: ApiKey, record: LogRecord): Promise<void> {
-    const list = this.keys.log(key);
-    const results = await guard(this.client, () =>
-      this.client
-        .multi()
-        .lpush(list, JSON.stringify(record))
-        .ltrim(list, 0, this.capacity - 1)
-        .exec(),
+    await guard(this.client, () =>
+      logAppend.run(this.client, [this.keys.log(key)], [JSON.stringify(record), this.capacity]),
     );
-    const failed = results?.find(([error]) => error);
-    if (!results || failed) throw new EngineUnavailableError(failed?.[0] ?? new Error('MULTI aborted'));
   }
 
   async recent(key: ApiKey, limit = this.capacity): Promise<LogRecord[]> {

@@ -18,23 +18,24 @@ interface Response {
   ): void;
 }
 
-const STATUS_TEXT: Record<number, string> = {
-  200: 'OK',
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  413: 'Payload Too Large',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
+/** Status lines built once, not per reply. */
+const STATUS_LINE: Record<number, string> = {
+  200: '200 OK',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  413: '413 Payload Too Large',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
 };
 
 function writeReply(res: Response, reply: HttpReply): void {
   res.cork(() => {
-    res.writeStatus(`${reply.status} ${STATUS_TEXT[reply.status] ?? ''}`.trim());
+    res.writeStatus(STATUS_LINE[reply.status] ?? String(reply.status));
     res.writeHeader('content-type', 'application/json');
-    for (const [name, value] of Object.entries(reply.headers ?? {})) res.writeHeader(name, value);
+    if (reply.headers) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
     res.end(reply.body);
   });
 }

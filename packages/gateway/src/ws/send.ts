@@ -13,8 +13,11 @@ export function sendTo(
 ): void {
   const conn = state.conn;
   if (!conn || state.closed) return;
-  conn.send(frame, isBinary);
-  if (conn.getBufferedAmount() > ctx.config.limits.slowConsumerBytes) closeConnection(state, 'SLOW_CONSUMER');
+  // 1: written out; 0: buffered (check the slow-consumer limit); 2: dropped over uWS's cap.
+  const sent = conn.send(frame, isBinary);
+  if (sent === 1) return;
+  if (sent === 2 || conn.getBufferedAmount() > ctx.config.limits.slowConsumerBytes)
+    closeConnection(state, 'SLOW_CONSUMER');
 }
 
 /**
