@@ -5,23 +5,77 @@ import type { RedisClient } from './clients';
 import { countsAdd, countsRemoveNode } from './counts-scripts';
 import type { RedisKeys } from './keys';
 
+interface PendingDelta {
+  readonly nodeId: NodeId;
+  readonly key: ApiKey;
+  readonly channel: ChannelName;
+  delta: number;
+  readonly waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }>;
+}
+
+/**
+ * Counts in Redis. Changes made in one event-loop turn are summed per (node, key, channel) and
+ * written as one script call each: a burst of connections to a channel (a reconnect storm, a
+ * drain elsewhere) costs one command, not one per socket. Each call still resolves only once
+ * its change is written, and a channel's increments and decrements keep their net order.
+ */
 export class RedisConnectionCounts implements ConnectionCounts {
+  private readonly pending = new Map<string, PendingDelta>();
+  private scheduled = false;
+
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 
-  async increment(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    // The node's key index (another slot) is written first, so a crash never hides a share from removeNode.
-    await inOrder(
-      this.client,
-      () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key),
-      () => countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, 1]),
-    );
+  increment(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
+    return this.change(nodeId, key, channel, 1);
   }
 
-  async decrement(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    await this.add(nodeId, key, channel, -1);
+  decrement(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
+    return this.change(nodeId, key, channel, -1);
+  }
+
+  private change(nodeId: NodeId, key: ApiKey, channel: ChannelName, delta: 1 | -1): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const id = `${nodeId}\u001f${key}\u001f${channel}`;
+      let entry = this.pending.get(id);
+      if (!entry) {
+        entry = { nodeId, key, channel, delta: 0, waiters: [] };
+        this.pending.set(id, entry);
+      }
+      entry.delta += delta;
+      entry.waiters.push({ resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const entries = [...this.pending.values()];
+    this.pending.clear();
+    for (const { nodeId, key, channel, delta, waiters } of entries) {
+      const written =
+        delta === 0
+          ? Promise.resolve()
+          : delta > 0
+            ? // The node's key index (another slot) is written first, so a crash never hides a share from removeNode.
+              inOrder(
+                this.client,
+                () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key),
+                () => countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, delta]),
+              )
+            : guard(this.client, () =>
+                countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, delta]),
+              );
+      written.then(
+        () => waiters.forEach((w) => w.resolve()),
+        (error: unknown) => waiters.forEach((w) => w.reject(error)),
+      );
+    }
   }
 
   async list(
@@ -56,10 +110,6 @@ export class RedisConnectionCounts implements ConnectionCounts {
         await guard(this.client, () => this.client.sadd(nodeKeys, key));
       }
     }
-  }
-
-  private async add(nodeId: NodeId, key: ApiKey, channel: ChannelName, delta: 1 | -1): Promise<void> {
-    await guard(this.client, () => countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, delta]));
   }
 
   private keyTriple(key: ApiKey, nodeId: NodeId): string[] {

@@ -7,7 +7,7 @@ import { LuaScript } from './clients';
 
 /**
  * KEYS[1] channel ZSET, KEYS[2] total, KEYS[3] the node's HASH channel → count
- * ARGV[1] channel, ARGV[2] delta (1 or −1)
+ * ARGV[1] channel, ARGV[2] delta (the net change of one event-loop turn, may be 0 or negative)
  * A decrement below the node's own share is ignored, so counts never go negative.
  */
 export const countsAdd = new LuaScript(`
