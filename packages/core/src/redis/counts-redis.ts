@@ -4,13 +4,12 @@ import { guard, inOrder } from './clients';
 import type { RedisClient } from './clients';
 import { countsAdd, countsRemoveNode } from './counts-scripts';
 import type { RedisKeys } from './keys';
+import { TurnBatches } from './turn-batches';
 
-interface PendingDelta {
+interface CountTarget {
   readonly nodeId: NodeId;
   readonly key: ApiKey;
   readonly channel: ChannelName;
-  delta: number;
-  readonly waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }>;
 }
 
 /**
@@ -20,8 +19,17 @@ interface PendingDelta {
  * its change is written, and a channel's increments and decrements keep their net order.
  */
 export class RedisConnectionCounts implements ConnectionCounts {
-  private readonly pending = new Map<string, PendingDelta>();
-  private scheduled = false;
+  private readonly changes = new TurnBatches<CountTarget, 1 | -1>(
+    ({ nodeId, key, channel }) => `${nodeId}\u001f${key}\u001f${channel}`,
+    ({ nodeId, key, channel }, deltas) => {
+      const delta = deltas.reduce<number>((sum, d) => sum + d, 0);
+      const add = () => countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, delta]);
+      if (delta === 0) return Promise.resolve();
+      if (delta < 0) return guard(this.client, add);
+      // The node's key index (another slot) is written first, so a crash never hides a share from removeNode.
+      return inOrder(this.client, () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key), add);
+    },
+  );
 
   constructor(
     private readonly client: RedisClient,
@@ -29,53 +37,11 @@ export class RedisConnectionCounts implements ConnectionCounts {
   ) {}
 
   increment(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    return this.change(nodeId, key, channel, 1);
+    return this.changes.add({ nodeId, key, channel }, 1);
   }
 
   decrement(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    return this.change(nodeId, key, channel, -1);
-  }
-
-  private change(nodeId: NodeId, key: ApiKey, channel: ChannelName, delta: 1 | -1): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const id = `${nodeId}\u001f${key}\u001f${channel}`;
-      let entry = this.pending.get(id);
-      if (!entry) {
-        entry = { nodeId, key, channel, delta: 0, waiters: [] };
-        this.pending.set(id, entry);
-      }
-      entry.delta += delta;
-      entry.waiters.push({ resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    const entries = [...this.pending.values()];
-    this.pending.clear();
-    for (const { nodeId, key, channel, delta, waiters } of entries) {
-      const written =
-        delta === 0
-          ? Promise.resolve()
-          : delta > 0
-            ? // The node's key index (another slot) is written first, so a crash never hides a share from removeNode.
-              inOrder(
-                this.client,
-                () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key),
-                () => countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, delta]),
-              )
-            : guard(this.client, () =>
-                countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, delta]),
-              );
-      written.then(
-        () => waiters.forEach((w) => w.resolve()),
-        (error: unknown) => waiters.forEach((w) => w.reject(error)),
-      );
-    }
+    return this.changes.add({ nodeId, key, channel }, -1);
   }
 
   async list(
