@@ -1,26 +1,12 @@
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
-import { v3ErrorEvent, v4Event } from './frames';
 import { relayClientMessage } from './relay';
-import { closeConnection, sendTo } from './send';
+import { closeConnection, sendFrameError } from './send';
 import { handleV4Control } from './v4-control';
 
 const CLIENT_MESSAGES_OFF = 'Client messages are disabled for this API key';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** Reports a problem with one frame; the socket stays open. */
-export function sendFrameError(
-  ctx: GatewayContext,
-  state: ConnectionState,
-  text: string,
-  channel?: string,
-): void {
-  if (state.protocol === 'v3') sendTo(ctx, state, v3ErrorEvent(text));
-  else if (channel === undefined || channel === state.primary)
-    sendTo(ctx, state, v4Event('system::error', { error: text }));
-  else sendTo(ctx, state, v4Event('system::error', { channel, error: text }, channel));
-}
 
 /** Every client frame enters here: size limit, rate limit, then the protocol's rules (SPEC §6, §9). */
 export function handleClientFrame(

@@ -2,7 +2,7 @@ import { CLOSE_CODES } from '@switchboard/core';
 import type { CloseReason } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState } from './connection';
-import { closeReasonText, errorFrame } from './frames';
+import { closeReasonText, errorFrame, v3ErrorEvent, v4Event } from './frames';
 
 /** Sends one frame to one connection; a connection past the slow-consumer limit is closed (4008). */
 export function sendTo(
@@ -34,4 +34,17 @@ export function closeConnection(
   const { code } = CLOSE_CODES[reason];
   if (code >= 4500) conn.send(errorFrame(text));
   conn.end(code, closeReasonText(text));
+}
+
+/** Reports a problem with one frame; the socket stays open. */
+export function sendFrameError(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  text: string,
+  channel?: string,
+): void {
+  if (state.protocol === 'v3') sendTo(ctx, state, v3ErrorEvent(text));
+  else if (channel === undefined || channel === state.primary)
+    sendTo(ctx, state, v4Event('system::error', { error: text }));
+  else sendTo(ctx, state, v4Event('system::error', { channel, error: text }, channel));
 }

@@ -6,8 +6,7 @@ import { enterChannel, leaveChannel } from './channels';
 import type { ConnectionState } from './connection';
 import { sendChannelFrame } from './events';
 import { v4Event } from './frames';
-import { sendTo } from './send';
-import { sendFrameError } from './client-frames';
+import { sendFrameError, sendTo } from './send';
 
 const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';
 
