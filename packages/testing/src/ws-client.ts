@@ -21,6 +21,8 @@ export class TestClient {
   readonly received: Received[] = [];
   readonly opened: Promise<void>;
   readonly closed: Promise<Closed>;
+  /** How the socket closed, once it has (for failure messages). */
+  private closeInfo: Closed | undefined;
   private cursor = 0;
   private waiters: Array<() => void> = [];
 
@@ -49,7 +51,8 @@ export class TestClient {
       this.received.push({ text, binary: isBinary, json });
       for (const wake of this.waiters.splice(0)) wake();
     });
-    this.socket.once('close', () => {
+    this.socket.once('close', (code, reason) => {
+      this.closeInfo = { code, reason: reason.toString() };
       for (const wake of this.waiters.splice(0)) wake();
     });
   }
@@ -67,7 +70,9 @@ export class TestClient {
         if (match(frame)) return frame;
       }
       if (this.socket.readyState === WebSocket.CLOSED)
-        throw new Error(`socket closed while waiting; got ${this.describe()}`);
+        throw new Error(
+          `socket closed (${this.closeInfo?.code ?? '?'} ${this.closeInfo?.reason ?? ''}) while waiting; got ${this.describe()}`,
+        );
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error(`no matching frame within ${timeoutMs} ms; got ${this.describe()}`);
       await new Promise<void>((resolve) => {
