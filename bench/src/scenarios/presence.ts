@@ -2,7 +2,8 @@ import Redis from 'ioredis';
 import { ClientFleet } from '../lib/fleet';
 import { KeepAliveConnection, postRequest } from '../lib/http';
 import { fillPresence } from '../lib/product';
-import { HOST, KEY, REDIS_PREFIX, SECRET, startSystem } from '../lib/procs';
+import { HOST, KEY, REDIS_PREFIX, SECRET, cpuSeconds, startSystem } from '../lib/procs';
+import type { System } from '../lib/procs';
 
 export interface ConnectRate {
   connections: number;
@@ -11,8 +12,37 @@ export interface ConnectRate {
   seconds: number;
   perSecond: number;
   perSecondPerNode: number;
+  /** CPU seconds each group of processes used from the first connect to the last join. */
+  cpu: CpuUse;
+  /**
+   * Server CPU (one gateway or ceiling process) per connection, µs. A node runs on one thread,
+   * so 1e6 / this is what one node sustains with a core of its own: the figure the load
+   * generator cannot show when it shares the machine's 2 cores with the servers and Redis.
+   */
+  serverCpuUsPerConnection: number;
+  perSecondPerNodeCore: number;
   firstError?: string;
 }
+
+export interface CpuUse {
+  servers: number;
+  redis: number;
+  clients: number;
+}
+
+function cpuOf(system: System, fleet: ClientFleet): CpuUse {
+  return {
+    servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
+    redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
+    clients: fleet.pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0),
+  };
+}
+
+const cpuSince = (before: CpuUse, after: CpuUse): CpuUse => ({
+  servers: after.servers - before.servers,
+  redis: after.redis - before.redis,
+  clients: after.clients - before.clients,
+});
 
 export interface PresenceResult {
   nodes: number;
@@ -83,8 +113,10 @@ function rate(
   failed: number,
   seconds: number,
   nodes: number,
+  cpu: CpuUse,
   firstError?: string,
 ): ConnectRate {
+  const serverCpuUsPerConnection = (cpu.servers * 1e6) / Math.max(ok, 1);
   return {
     connections: total,
     ok,
@@ -92,9 +124,15 @@ function rate(
     seconds,
     perSecond: ok / Math.max(seconds, 1e-6),
     perSecondPerNode: ok / Math.max(seconds, 1e-6) / nodes,
+    cpu,
+    serverCpuUsPerConnection,
+    perSecondPerNodeCore: 1e6 / Math.max(serverCpuUsPerConnection, 1e-6),
     ...(firstError ? { firstError } : {}),
   };
 }
+
+const describe = (r: ConnectRate): string =>
+  `${Math.round(r.perSecondPerNode)}/s per node; CPU s: servers ${r.cpu.servers.toFixed(2)}, Redis ${r.cpu.redis.toFixed(2)}, clients ${r.cpu.clients.toFixed(2)}; ${Math.round(r.serverCpuUsPerConnection)} µs server CPU each = ${Math.round(r.perSecondPerNodeCore)}/s per node-core`;
 
 export async function presenceScenario(o: PresenceOptions): Promise<PresenceResult> {
   const nodes = 2;
@@ -116,6 +154,7 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
       );
       await fleet.closeAll();
       await new Promise((r) => setTimeout(r, 500));
+      const cpuBefore = cpuOf(system, fleet);
       const joined = await fleet.connect(urls, { concurrency: 400, joinMarker: 'system::member_list' });
       result.joins = rate(
         total,
@@ -123,11 +162,10 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
         total - joined.joined,
         joined.joinSeconds,
         nodes,
+        cpuSince(cpuBefore, cpuOf(system, fleet)),
         joined.firstError,
       );
-      o.log(
-        `  joins: ${joined.joined}/${total} in ${joined.joinSeconds.toFixed(2)} s = ${Math.round(result.joins.perSecondPerNode)}/s per node`,
-      );
+      o.log(`  joins: ${joined.joined}/${total} in ${joined.joinSeconds.toFixed(2)} s = ${describe(result.joins)}`);
       const sets = system.nodes.map((_, i) => `${REDIS_PREFIX}:presence:{${KEY}}:node:bench-${i + 1}`);
       const entries = async (): Promise<number> => {
         let sum = 0;
@@ -193,6 +231,7 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
       );
       await fleet.connect(urls.slice(0, 100), { concurrency: 50 });
       await fleet.closeAll();
+      const cpuBefore = cpuOf(system, fleet);
       const opened = await fleet.connect(urls, { concurrency: 400 });
       result.ceilingConnects = rate(
         total,
@@ -200,10 +239,11 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
         opened.failed,
         opened.openSeconds,
         nodes,
+        cpuSince(cpuBefore, cpuOf(system, fleet)),
         opened.firstError,
       );
       o.log(
-        `  ceiling connects: ${opened.ok}/${total} in ${opened.openSeconds.toFixed(2)} s = ${Math.round(result.ceilingConnects.perSecondPerNode)}/s per node`,
+        `  ceiling connects: ${opened.ok}/${total} in ${opened.openSeconds.toFixed(2)} s = ${describe(result.ceilingConnects)}`,
       );
       for (let i = 0; i < o.members; i += 1000) {
         const args: (string | number)[] = [];

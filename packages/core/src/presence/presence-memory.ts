@@ -3,6 +3,7 @@ import type { ApiKey, ConnId, Identity, Member, NodeId, Protocol, Topic } from '
 import type {
   ChannelMembers,
   IdentityPage,
+  JoinListing,
   JoinResult,
   LeaveResult,
   PresenceEntry,
@@ -29,7 +30,7 @@ const byActivity = (a: { activeAt: number; id: string }, b: { activeAt: number; 
 export class MemoryPresenceStore implements PresenceStore {
   private readonly topics = new Map<string, TopicState>();
 
-  async join(topic: Topic, entry: PresenceEntry, now: number): Promise<JoinResult> {
+  async join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult> {
     const id = topicId(topic);
     let state = this.topics.get(id);
     if (!state) {
@@ -44,7 +45,14 @@ export class MemoryPresenceStore implements PresenceStore {
     const conns = state.byIdentity.get(identity) ?? new Set<ConnId>();
     conns.add(entry.connId);
     state.byIdentity.set(identity, conns);
-    return { firstOfIdentity, identityCount: state.byIdentity.size };
+    const joined = { firstOfIdentity, identityCount: state.byIdentity.size };
+    if (!listing) return joined;
+    if (listing.of === 'entries') {
+      const { members, total } = await this.roster(topic, listing.limit);
+      return { ...joined, listed: { members, total } };
+    }
+    const { members, count } = await this.identities(topic, 0, listing.limit);
+    return { ...joined, listed: { members, total: count } };
   }
 
   async leave(topic: Topic, connId: ConnId): Promise<LeaveResult | null> {

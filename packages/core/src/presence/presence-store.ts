@@ -7,11 +7,22 @@ export interface PresenceEntry {
   readonly member: Member;
 }
 
+/**
+ * What a join also reads, in the same step, for the joiner: `entries` as `roster(topic, limit)`
+ * gives them (V3), `identities` as `identities(topic, 0, limit)` gives their members (V4).
+ */
+export interface JoinListing {
+  readonly of: 'entries' | 'identities';
+  readonly limit: number;
+}
+
 export interface JoinResult {
   /** No other entry of this identity was in the topic: a V4 `member_joined` is due. */
   readonly firstOfIdentity: boolean;
   /** Distinct identities in the topic after the join. */
   readonly identityCount: number;
+  /** With a `JoinListing`: the members after the join, and the total of entries or identities. */
+  readonly listed?: { readonly members: Member[]; readonly total: number };
 }
 
 export interface LeaveResult {
@@ -48,13 +59,14 @@ export interface ChannelMembers {
  * - Activity orders everything: `join` and `touch` set an entry's and its identity's last-active
  *   time to `now`; ties break by identity (or connId) ascending so pages are stable.
  * - `identities` and `roster` are consistent snapshots of one topic; `count`/`total` are exact.
+ *   A join's `listed` is the snapshot right after that join (one round trip instead of two).
  * - Entries belong to the node in `nodeId`. `removeNode` removes all of a node's entries (when it
  *   died or restarts under the same id) and reports each removal exactly once, across concurrent
  *   callers.
  * - Failures reject with `EngineUnavailableError`; nothing is half-applied.
  */
 export interface PresenceStore {
-  join(topic: Topic, entry: PresenceEntry, now: number): Promise<JoinResult>;
+  join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult>;
   leave(topic: Topic, connId: ConnId): Promise<LeaveResult | null>;
   touch(topic: Topic, connId: ConnId, now: number): Promise<void>;
   /** Entries as member objects (not deduplicated), most recently active first, at most `limit`. */

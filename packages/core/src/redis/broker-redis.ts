@@ -1,6 +1,6 @@
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
 import type { Topic } from '../types';
-import { guard } from './clients';
+import { coalesceWrites, guard } from './clients';
 import type { RedisClients } from './clients';
 import type { RedisKeys } from './keys';
 import { decodePublication, encodePublication } from './publication-codec';
@@ -77,6 +77,7 @@ export class RedisBroker implements Broker {
       if (this.sharded) subscriber.sunsubscribe(channel).catch(() => undefined);
       return;
     }
+    coalesceWrites(subscriber);
     const unsubscribing = this.sharded ? subscriber.sunsubscribe(channel) : subscriber.unsubscribe(channel);
     await unsubscribing.catch(() => undefined);
   }

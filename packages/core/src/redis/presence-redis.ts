@@ -1,6 +1,7 @@
 import type {
   ChannelMembers,
   IdentityPage,
+  JoinListing,
   JoinResult,
   LeaveResult,
   PresenceEntry,
@@ -61,7 +62,7 @@ export class RedisPresenceStore implements PresenceStore {
     private readonly keys: RedisKeys,
   ) {}
 
-  async join(topic: Topic, entry: PresenceEntry, now: number): Promise<JoinResult> {
+  async join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult> {
     const identity = identityOf(entry.member);
     const stored: StoredEntry = { i: identity, n: entry.nodeId, m: entry.member };
     // The node's key index (another slot) is written first, so a crash never hides an entry from removeNode.
@@ -80,11 +81,14 @@ export class RedisPresenceStore implements PresenceStore {
             identity,
             JSON.stringify(stored),
             -now,
+            listing?.of ?? '',
+            listing ? Math.max(0, Math.min(listing.limit, MAX_RANGE)) : 0,
           ],
         ),
     );
-    const [first, count] = reply as [number, number];
-    return { firstOfIdentity: first === 1, identityCount: count };
+    const [first, count, total, entries] = reply as [number, number, number, string[]];
+    const joined = { firstOfIdentity: first === 1, identityCount: count };
+    return listing ? { ...joined, listed: { members: entries.map(memberOf), total } } : joined;
   }
 
   async leave(topic: Topic, connId: ConnId): Promise<LeaveResult | null> {

@@ -51,10 +51,12 @@ end
 /**
  * KEYS[1] topic base, KEYS[2] the key's channel index
  * ARGV[1] node index prefix, ARGV[2] topic (`<protocol>|<channel>`), ARGV[3] connId,
- * ARGV[4] nodeId, ARGV[5] identity, ARGV[6] entry JSON, ARGV[7] score (−now)
- * Returns {firstOfIdentity 0|1, identityCount}.
+ * ARGV[4] nodeId, ARGV[5] identity, ARGV[6] entry JSON, ARGV[7] score (−now),
+ * ARGV[8] listing ('' none, 'entries', 'identities'), ARGV[9] listing limit
+ * Returns {firstOfIdentity 0|1, identityCount, listed total, {entry JSON…}}: the listing is read
+ * after the join, in the same script (entries most recent first; identities' most recent entries).
  */
-export const presenceJoin = new LuaScript(`${LIB}
+export const presenceJoin = new LuaScript(`${LIB}${READ_LIB}
 local base, topic, connId, nodeId, identity = KEYS[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local old = redis.call('HGET', base .. ':conns', connId)
 local first = 0
@@ -72,7 +74,19 @@ redis.call('ZADD', base .. ':ident:' .. identity, ARGV[7], connId)
 refreshIdentity(base, identity)
 redis.call('SADD', KEYS[2], topic)
 redis.call('SADD', ARGV[1] .. nodeId, topic .. '|' .. connId)
-return {first, redis.call('ZCARD', base .. ':byident')}
+local identities = redis.call('ZCARD', base .. ':byident')
+local listing, limit = ARGV[8], tonumber(ARGV[9])
+local total, entries = 0, {}
+if listing == 'entries' then
+  total = redis.call('ZCARD', base .. ':byconn')
+  if limit > 0 then entries = hmgetAll(base .. ':conns', redis.call('ZRANGE', base .. ':byconn', 0, limit - 1)) end
+elseif listing == 'identities' then
+  total = identities
+  if limit > 0 then
+    entries = hmgetAll(base .. ':conns', hmgetAll(base .. ':identconn', redis.call('ZRANGE', base .. ':byident', 0, limit - 1)))
+  end
+end
+return {first, identities, total, entries}
 `);
 
 /**

@@ -36,6 +36,42 @@ export function describePresenceContract(name: string, createStore: () => Promis
       });
     });
 
+    it('lists, with a join, what the joiner is shown: entries (V3) or identities (V4) after the join', async () => {
+      await store.join(room, entry('a/1', { uuid: 'u1', user: 'alice' }), 1000);
+      await store.join(room, entry('b/1', { uuid: 'u2', user: 'alice' }, 'node-b'), 1001);
+      const byIdentity = await store.join(room, entry('a/2', { uuid: 'u3', user: 'bob' }), 1002, {
+        of: 'identities',
+        limit: 10,
+      });
+      expect(byIdentity).toEqual({
+        firstOfIdentity: true,
+        identityCount: 2,
+        listed: {
+          members: [
+            { uuid: 'u3', user: 'bob' },
+            { uuid: 'u2', user: 'alice' },
+          ],
+          total: 2,
+        },
+      });
+      const byEntry = await store.join(room, entry('a/3', { uuid: 'u4', user: 'bob' }), 1003, {
+        of: 'entries',
+        limit: 3,
+      });
+      expect(byEntry.listed).toEqual({
+        members: [
+          { uuid: 'u4', user: 'bob' },
+          { uuid: 'u3', user: 'bob' },
+          { uuid: 'u2', user: 'alice' },
+        ],
+        total: 4,
+      });
+      expect(byEntry.listed).toEqual({ members: (await store.roster(room, 3)).members, total: 4 });
+      const none = await store.join(room, entry('a/4', { uuid: 'u5' }), 1004, { of: 'identities', limit: 0 });
+      expect(none.listed).toEqual({ members: [], total: 3 });
+      expect(await store.join(room, entry('a/5', { uuid: 'u6' }), 1005)).not.toHaveProperty('listed');
+    });
+
     it('treats a join of an existing entry as a refresh, not a new identity', async () => {
       await store.join(room, entry('a/1', { uuid: 'u1' }), 1000);
       await store.join(room, entry('a/2', { uuid: 'u2' }), 1001);

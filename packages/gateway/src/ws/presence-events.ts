@@ -24,10 +24,13 @@ export async function joinPresence(
 ): Promise<void> {
   const { presence } = ctx.engine;
   const now = activityNow();
+  const v3 = sub.topic.protocol === 'v3';
+  const limit = ctx.config.limits.rosterLimit;
   const joined = await presence.join(
     sub.topic,
     { connId: state.id, nodeId: ctx.nodeId, member: memberOf(sub) },
     now,
+    { of: v3 ? 'entries' : 'identities', limit },
   );
   sub.touchedAt = now;
   if (state.closed || state.subs.get(sub.channel) !== sub) {
@@ -35,9 +38,8 @@ export async function joinPresence(
     await presence.leave(sub.topic, state.id);
     return;
   }
-  const limit = ctx.config.limits.rosterLimit;
-  if (sub.topic.protocol === 'v3') {
-    const { members } = await presence.roster(sub.topic, limit);
+  const { members, total } = joined.listed ?? { members: [], total: 0 };
+  if (v3) {
     sendTo(ctx, state, JSON.stringify({ event: 'system:member_list', data: { members } }));
     const joinedEvent = JSON.stringify({
       event: 'system:member_joined',
@@ -46,12 +48,11 @@ export async function joinPresence(
     void publishToChannel(ctx, sub.topic, joinedEvent, { stampable: false });
     return;
   }
-  const page = await presence.identities(sub.topic, 0, limit);
   sendChannelFrame(
     ctx,
     state,
     sub,
-    v4Event('system::member_list', { channel: sub.channel, members: page.members, count: page.count }),
+    v4Event('system::member_list', { channel: sub.channel, members, count: total }),
   );
   if (joined.firstOfIdentity) {
     const event = v4Event('system::member_joined', {
