@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import Redis from 'ioredis';
 import { readFileSync, mkdtempSync } from 'node:fs';
@@ -34,6 +34,14 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * Pins a process and all its threads to the given CPUs (`taskset -c` list, such as "0" or "1-3"):
+ * a server measured on a core of its own while the load generator and Redis run on the others.
+ */
+export function pinToCpus(pid: number, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
 }
 
 export function rssKiB(pid: number): number {

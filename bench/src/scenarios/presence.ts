@@ -2,7 +2,8 @@ import Redis from 'ioredis';
 import { ClientFleet } from '../lib/fleet';
 import { KeepAliveConnection, postRequest } from '../lib/http';
 import { fillPresence } from '../lib/product';
-import { HOST, KEY, REDIS_PREFIX, SECRET, cpuSeconds, startSystem } from '../lib/procs';
+import { cpus } from 'node:os';
+import { HOST, KEY, REDIS_PREFIX, SECRET, cpuSeconds, pinToCpus, startSystem } from '../lib/procs';
 import type { System } from '../lib/procs';
 
 export interface ConnectRate {
@@ -48,6 +49,11 @@ export interface PresenceResult {
   nodes: number;
   channelSize: number;
   joins?: ConnectRate;
+  /**
+   * One node pinned to a core of its own (Redis, the clients and the harness on the other
+   * cores): the joins one node sustains when the load generator does not take its CPU.
+   */
+  ownCore?: ConnectRate;
   leaves?: {
     connections: number;
     seconds: number;
@@ -134,6 +140,54 @@ function rate(
 const describe = (r: ConnectRate): string =>
   `${Math.round(r.perSecondPerNode)}/s per node; CPU s: servers ${r.cpu.servers.toFixed(2)}, Redis ${r.cpu.redis.toFixed(2)}, clients ${r.cpu.clients.toFixed(2)}; ${Math.round(r.serverCpuUsPerConnection)} µs server CPU each = ${Math.round(r.perSecondPerNodeCore)}/s per node-core`;
 
+/** Warms up (JIT, scripts loaded), then opens `urls` with presence and times them to their member lists. */
+async function measureJoins(
+  system: System,
+  fleet: ClientFleet,
+  urls: string[],
+  nodes: number,
+): Promise<ConnectRate> {
+  await fleet.connect(
+    urls.slice(0, 100).map((u) => u.replace('pres-', 'warm-')),
+    { concurrency: 50, joinMarker: 'system::member_list' },
+  );
+  await fleet.closeAll();
+  await new Promise((r) => setTimeout(r, 500));
+  const cpuBefore = cpuOf(system, fleet);
+  const joined = await fleet.connect(urls, { concurrency: 400, joinMarker: 'system::member_list' });
+  return rate(
+    urls.length,
+    joined.joined,
+    urls.length - joined.joined,
+    joined.joinSeconds,
+    nodes,
+    cpuSince(cpuBefore, cpuOf(system, fleet)),
+    joined.firstError,
+  );
+}
+
+/** The own-core case (see `PresenceResult.ownCore`); skipped on a single-CPU machine. */
+async function ownCoreJoins(o: PresenceOptions): Promise<ConnectRate | undefined> {
+  const cpuCount = cpus().length;
+  if (cpuCount < 2) return undefined;
+  const system = await startSystem('switchboard-redis', { nodes: 1 });
+  const fleet = new ClientFleet(o.workers);
+  const others = `1-${cpuCount - 1}`;
+  try {
+    pinToCpus(system.nodes[0]!.pid, '0');
+    for (const pid of [system.redisPid ?? 0, ...fleet.pids, process.pid]) if (pid) pinToCpus(pid, others);
+    const urls = Array.from({ length: o.connectionsPerNode }, (_, i) =>
+      system.wsUrl(0, 'v4', `pres-${Math.floor(i / o.channelSize)}`, `&presence=1&user=u${i}`),
+    );
+    return await measureJoins(system, fleet, urls, 1);
+  } finally {
+    pinToCpus(process.pid, `0-${cpuCount - 1}`);
+    await fleet.closeAll().catch(() => undefined);
+    fleet.stop();
+    await system.stop();
+  }
+}
+
 export async function presenceScenario(o: PresenceOptions): Promise<PresenceResult> {
   const nodes = 2;
   const result: PresenceResult = { nodes, channelSize: o.channelSize };
@@ -147,25 +201,10 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
       const urls = Array.from({ length: total }, (_, i) =>
         system.wsUrl(i, 'v4', `pres-${Math.floor(i / o.channelSize)}`, `&presence=1&user=u${i}`),
       );
-      // Warm-up: a few joins and leaves (JIT, scripts loaded).
-      await fleet.connect(
-        urls.slice(0, 100).map((u) => u.replace('pres-', 'warm-')),
-        { concurrency: 50, joinMarker: 'system::member_list' },
+      result.joins = await measureJoins(system, fleet, urls, nodes);
+      o.log(
+        `  joins: ${result.joins.ok}/${total} in ${result.joins.seconds.toFixed(2)} s = ${describe(result.joins)}`,
       );
-      await fleet.closeAll();
-      await new Promise((r) => setTimeout(r, 500));
-      const cpuBefore = cpuOf(system, fleet);
-      const joined = await fleet.connect(urls, { concurrency: 400, joinMarker: 'system::member_list' });
-      result.joins = rate(
-        total,
-        joined.joined,
-        total - joined.joined,
-        joined.joinSeconds,
-        nodes,
-        cpuSince(cpuBefore, cpuOf(system, fleet)),
-        joined.firstError,
-      );
-      o.log(`  joins: ${joined.joined}/${total} in ${joined.joinSeconds.toFixed(2)} s = ${describe(result.joins)}`);
       const sets = system.nodes.map((_, i) => `${REDIS_PREFIX}:presence:{${KEY}}:node:bench-${i + 1}`);
       const entries = async (): Promise<number> => {
         let sum = 0;
@@ -219,6 +258,18 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
       fleet.stop();
       await system.stop();
     }
+  }
+  try {
+    const ownCore = await ownCoreJoins(o);
+    if (ownCore) {
+      result.ownCore = ownCore;
+      o.log(
+        `  one node on its own core: ${ownCore.ok}/${ownCore.connections} in ${ownCore.seconds.toFixed(2)} s = ${describe(ownCore)}`,
+      );
+    }
+  } catch (error) {
+    result.error = `${result.error ?? ''} own core: ${String(error)}`;
+    o.log(`  ERROR ${result.error}`);
   }
   // Ceiling: the same clients opening plain connections; a ZRANGE of 100 behind one HTTP request.
   {

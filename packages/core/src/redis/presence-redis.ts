@@ -12,15 +12,15 @@ import type { ApiKey, ConnId, Member, NodeId, Protocol, Topic } from '../types';
 import { guard, inOrder } from './clients';
 import type { RedisClient } from './clients';
 import { topicInKey } from './keys';
+import { TurnBatches } from './turn-batches';
 import type { RedisKeys } from './keys';
 import {
   presenceChannels,
   presenceIdentities,
-  presenceJoin,
-  presenceLeave,
   presenceRemoveNode,
   presenceRoster,
   presenceTouch,
+  presenceWrites,
 } from './presence-scripts';
 
 /** An entry as stored in `<topic>:conns`: identity and node for the scripts, member for readers. */
@@ -31,6 +31,13 @@ interface StoredEntry {
 }
 
 const memberOf = (json: string): Member => (JSON.parse(json) as StoredEntry).m;
+
+type PendingWrite =
+  | { kind: 'join'; topic: Topic; entry: PresenceEntry; now: number; listing: JoinListing | undefined }
+  | { kind: 'leave'; topic: Topic; connId: ConnId };
+
+/** Writes per script call: bounds the time one call holds Redis (a join may list up to its limit). */
+const WRITES_PER_CALL = 100;
 
 /** Largest count a script is asked for: "all" without sending Number.MAX_SAFE_INTEGER to Lua. */
 const MAX_RANGE = 2 ** 31 - 1;
@@ -62,44 +69,74 @@ export class RedisPresenceStore implements PresenceStore {
     private readonly keys: RedisKeys,
   ) {}
 
-  async join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult> {
-    const identity = identityOf(entry.member);
-    const stored: StoredEntry = { i: identity, n: entry.nodeId, m: entry.member };
-    // The node's key index (another slot) is written first, so a crash never hides an entry from removeNode.
-    const reply = await inOrder(
-      this.client,
-      () => this.client.sadd(this.keys.presenceNodeKeys(entry.nodeId), topic.key),
-      () =>
-        presenceJoin.run(
-          this.client,
-          [this.keys.presenceTopic(topic), this.keys.presenceChannels(topic.key)],
-          [
-            this.keys.presenceNodePrefix(topic.key),
-            topicInKey(topic),
-            entry.connId,
-            entry.nodeId,
-            identity,
-            JSON.stringify(stored),
-            -now,
-            listing?.of ?? '',
-            listing ? Math.max(0, Math.min(listing.limit, MAX_RANGE)) : 0,
-          ],
-        ),
-    );
-    const [first, count, total, entries] = reply as [number, number, number, string[]];
-    const joined = { firstOfIdentity: first === 1, identityCount: count };
-    return listing ? { ...joined, listed: { members: entries.map(memberOf), total } } : joined;
+  join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult> {
+    return this.writes.add(topic.key, { kind: 'join', topic, entry, now, listing }) as Promise<JoinResult>;
   }
 
-  async leave(topic: Topic, connId: ConnId): Promise<LeaveResult | null> {
-    const reply = await guard(this.client, () =>
-      presenceLeave.run(
-        this.client,
-        [this.keys.presenceTopic(topic), this.keys.presenceChannels(topic.key)],
-        [this.keys.presenceNodePrefix(topic.key), topicInKey(topic), connId],
-      ),
-    );
-    return reply ? toLeave(reply) : null;
+  leave(topic: Topic, connId: ConnId): Promise<LeaveResult | null> {
+    return this.writes.add(topic.key, { kind: 'leave', topic, connId }) as Promise<LeaveResult | null>;
+  }
+
+  /**
+   * The joins and leaves of one event-loop turn, per API key (one slot on a cluster), run in
+   * order as one script call per `WRITES_PER_CALL` (a reconnect storm, a busy node: one command,
+   * not one per socket). The key index of each node that joins (another slot) is written
+   * first, so a crash never hides an entry from removeNode.
+   */
+  private readonly writes = new TurnBatches<ApiKey, PendingWrite, JoinResult | LeaveResult | null>(
+    (key) => key,
+    (key, pending) => {
+      const run = async (): Promise<Array<JoinResult | LeaveResult | null>> => {
+        const calls: Promise<Array<JoinResult | LeaveResult | null>>[] = [];
+        for (let i = 0; i < pending.length; i += WRITES_PER_CALL) {
+          calls.push(this.writeAll(key, pending.slice(i, i + WRITES_PER_CALL)));
+        }
+        return (await Promise.all(calls)).flat();
+      };
+      const joining = new Set<NodeId>();
+      for (const write of pending) if (write.kind === 'join') joining.add(write.entry.nodeId);
+      if (joining.size === 0) return guard(this.client, run);
+      const index = (): Promise<unknown> =>
+        Promise.all([...joining].map((nodeId) => this.client.sadd(this.keys.presenceNodeKeys(nodeId), key)));
+      return inOrder(this.client, index, run);
+    },
+  );
+
+  private async writeAll(
+    key: ApiKey,
+    pending: PendingWrite[],
+  ): Promise<Array<JoinResult | LeaveResult | null>> {
+    const keys = [this.keys.presenceChannels(key)];
+    const args: (string | number)[] = [this.keys.presenceNodePrefix(key)];
+    for (const write of pending) {
+      keys.push(this.keys.presenceTopic(write.topic));
+      if (write.kind === 'leave') {
+        args.push('leave', topicInKey(write.topic), write.connId, '', '', '', '', '', '');
+        continue;
+      }
+      const { topic, entry, now, listing } = write;
+      const identity = identityOf(entry.member);
+      const stored: StoredEntry = { i: identity, n: entry.nodeId, m: entry.member };
+      args.push(
+        'join',
+        topicInKey(topic),
+        entry.connId,
+        entry.nodeId,
+        identity,
+        JSON.stringify(stored),
+        -now,
+        listing?.of ?? '',
+        listing ? Math.max(0, Math.min(listing.limit, MAX_RANGE)) : 0,
+      );
+    }
+    const replies = (await presenceWrites.run(this.client, keys, args)) as unknown[];
+    return replies.map((reply, i) => {
+      const write = pending[i]!;
+      if (write.kind === 'leave') return reply ? toLeave(reply) : null;
+      const [first, count, total, entries] = reply as [number, number, number, string[]];
+      const joined = { firstOfIdentity: first === 1, identityCount: count };
+      return write.listing ? { ...joined, listed: { members: entries.map(memberOf), total } } : joined;
+    });
   }
 
   async touch(topic: Topic, connId: ConnId, now: number): Promise<void> {

@@ -48,54 +48,65 @@ local function hmgetAll(key, fields)
 end
 `;
 
-/**
- * KEYS[1] topic base, KEYS[2] the key's channel index
- * ARGV[1] node index prefix, ARGV[2] topic (`<protocol>|<channel>`), ARGV[3] connId,
- * ARGV[4] nodeId, ARGV[5] identity, ARGV[6] entry JSON, ARGV[7] score (−now),
- * ARGV[8] listing ('' none, 'entries', 'identities'), ARGV[9] listing limit
- * Returns {firstOfIdentity 0|1, identityCount, listed total, {entry JSON…}}: the listing is read
- * after the join, in the same script (entries most recent first; identities' most recent entries).
- */
-export const presenceJoin = new LuaScript(`${LIB}${READ_LIB}
-local base, topic, connId, nodeId, identity = KEYS[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local old = redis.call('HGET', base .. ':conns', connId)
-local first = 0
-if old then
-  local e = cjson.decode(old)
-  redis.call('ZREM', base .. ':ident:' .. e.i, connId)
-  refreshIdentity(base, e.i)
-  if e.n ~= nodeId then redis.call('SREM', ARGV[1] .. e.n, topic .. '|' .. connId) end
-elseif not redis.call('ZSCORE', base .. ':byident', identity) then
-  first = 1
-end
-redis.call('HSET', base .. ':conns', connId, ARGV[6])
-redis.call('ZADD', base .. ':byconn', ARGV[7], connId)
-redis.call('ZADD', base .. ':ident:' .. identity, ARGV[7], connId)
-refreshIdentity(base, identity)
-redis.call('SADD', KEYS[2], topic)
-redis.call('SADD', ARGV[1] .. nodeId, topic .. '|' .. connId)
-local identities = redis.call('ZCARD', base .. ':byident')
-local listing, limit = ARGV[8], tonumber(ARGV[9])
-local total, entries = 0, {}
-if listing == 'entries' then
-  total = redis.call('ZCARD', base .. ':byconn')
-  if limit > 0 then entries = hmgetAll(base .. ':conns', redis.call('ZRANGE', base .. ':byconn', 0, limit - 1)) end
-elseif listing == 'identities' then
-  total = identities
-  if limit > 0 then
-    entries = hmgetAll(base .. ':conns', hmgetAll(base .. ':identconn', redis.call('ZRANGE', base .. ':byident', 0, limit - 1)))
-  end
-end
-return {first, identities, total, entries}
-`);
+/** Values per write in `presenceWrites`' ARGV. */
+export const WRITE_ARGS = 9;
 
 /**
- * KEYS[1] topic base, KEYS[2] the key's channel index
- * ARGV[1] node index prefix, ARGV[2] topic, ARGV[3] connId
- * Returns nil when absent, else {entry JSON, lastOfIdentity 0|1, identityCount}.
+ * Joins and leaves of one API key, applied in the order given (as if run one by one).
+ * KEYS[1] the key's channel index, KEYS[1 + j] the topic base of write j
+ * ARGV[1] node index prefix; then WRITE_ARGS per write:
+ * - a join: 'join', topic (`<protocol>|<channel>`), connId, nodeId, identity, entry JSON,
+ *   score (−now), listing ('' none, 'entries', 'identities'), listing limit;
+ * - a leave: 'leave', topic, connId, and six unused values.
+ * Returns one reply per write. A join: {firstOfIdentity 0|1, identityCount, listed total,
+ * {entry JSON…}}, listed right after itself (entries most recent first, or each listed
+ * identity's most recent entry). A leave: nil when absent, else {entry JSON, lastOfIdentity
+ * 0|1, identityCount}.
  */
-export const presenceLeave = new LuaScript(`${LIB}
-return leaveEntry(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3])
+export const presenceWrites = new LuaScript(`${LIB}${READ_LIB}
+local function join(base, topic, connId, nodeId, identity, json, score, listing, limit)
+  local old = redis.call('HGET', base .. ':conns', connId)
+  local first = 0
+  if old then
+    local e = cjson.decode(old)
+    redis.call('ZREM', base .. ':ident:' .. e.i, connId)
+    refreshIdentity(base, e.i)
+    if e.n ~= nodeId then redis.call('SREM', ARGV[1] .. e.n, topic .. '|' .. connId) end
+  elseif not redis.call('ZSCORE', base .. ':byident', identity) then
+    first = 1
+  end
+  redis.call('HSET', base .. ':conns', connId, json)
+  redis.call('ZADD', base .. ':byconn', score, connId)
+  redis.call('ZADD', base .. ':ident:' .. identity, score, connId)
+  refreshIdentity(base, identity)
+  redis.call('SADD', KEYS[1], topic)
+  redis.call('SADD', ARGV[1] .. nodeId, topic .. '|' .. connId)
+  local identities = redis.call('ZCARD', base .. ':byident')
+  local total, entries = 0, {}
+  if listing == 'entries' then
+    total = redis.call('ZCARD', base .. ':byconn')
+    if limit > 0 then entries = hmgetAll(base .. ':conns', redis.call('ZRANGE', base .. ':byconn', 0, limit - 1)) end
+  elseif listing == 'identities' then
+    total = identities
+    if limit > 0 then
+      local ids = redis.call('ZRANGE', base .. ':byident', 0, limit - 1)
+      entries = hmgetAll(base .. ':conns', hmgetAll(base .. ':identconn', ids))
+    end
+  end
+  return {first, identities, total, entries}
+end
+
+local out = {}
+for j = 2, #KEYS do
+  local a = 2 + (j - 2) * ${WRITE_ARGS}
+  if ARGV[a] == 'join' then
+    out[#out + 1] = join(KEYS[j], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5],
+      ARGV[a + 6], ARGV[a + 7], tonumber(ARGV[a + 8]))
+  else
+    out[#out + 1] = leaveEntry(KEYS[j], ARGV[1], KEYS[1], ARGV[a + 1], ARGV[a + 2])
+  end
+end
+return out
 `);
 
 /**

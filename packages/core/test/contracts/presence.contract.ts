@@ -72,6 +72,66 @@ export function describePresenceContract(name: string, createStore: () => Promis
       expect(await store.join(room, entry('a/5', { uuid: 'u6' }), 1005)).not.toHaveProperty('listed');
     });
 
+    it('applies joins made together in the order they were made, each listed right after itself', async () => {
+      const other: Topic = { ...room, channel: 'other' };
+      const ids = { of: 'identities', limit: 10 } as const;
+      const results = await Promise.all([
+        store.join(room, entry('a/1', { uuid: 'u1', user: 'alice' }), 1000, ids),
+        store.join(other, entry('a/1', { uuid: 'u1', user: 'alice' }), 1000, ids),
+        store.join(room, entry('b/1', { uuid: 'u2', user: 'alice' }, 'node-b'), 1001, ids),
+        store.join(room, entry('a/2', { uuid: 'u3', user: 'bob' }), 1002, ids),
+        store.join(room, entry('a/1', { uuid: 'u1', user: 'alice' }), 1003),
+      ]);
+      expect(results).toEqual([
+        {
+          firstOfIdentity: true,
+          identityCount: 1,
+          listed: { members: [{ uuid: 'u1', user: 'alice' }], total: 1 },
+        },
+        {
+          firstOfIdentity: true,
+          identityCount: 1,
+          listed: { members: [{ uuid: 'u1', user: 'alice' }], total: 1 },
+        },
+        {
+          firstOfIdentity: false,
+          identityCount: 1,
+          listed: { members: [{ uuid: 'u2', user: 'alice' }], total: 1 },
+        },
+        {
+          firstOfIdentity: true,
+          identityCount: 2,
+          listed: {
+            members: [
+              { uuid: 'u3', user: 'bob' },
+              { uuid: 'u2', user: 'alice' },
+            ],
+            total: 2,
+          },
+        },
+        { firstOfIdentity: false, identityCount: 2 },
+      ]);
+      expect((await store.roster(room, 10)).members).toEqual([
+        { uuid: 'u1', user: 'alice' },
+        { uuid: 'u3', user: 'bob' },
+        { uuid: 'u2', user: 'alice' },
+      ]);
+    });
+
+    it('applies joins and leaves made together in the order they were made', async () => {
+      const [absent, , left, , rejoined] = await Promise.all([
+        store.leave(room, 'a/1'),
+        store.join(room, entry('a/1', { uuid: 'u1' }), 1000),
+        store.leave(room, 'a/1'),
+        store.join(room, entry('a/2', { uuid: 'u2' }), 1001),
+        store.join(room, entry('a/1', { uuid: 'u1' }), 1002),
+      ]);
+      expect(absent).toBeNull();
+      expect(left).toEqual({ member: { uuid: 'u1' }, lastOfIdentity: true, identityCount: 0 });
+      expect(rejoined).toEqual({ firstOfIdentity: true, identityCount: 2 });
+      expect(await store.roster(room, 10)).toEqual({ members: [{ uuid: 'u1' }, { uuid: 'u2' }], total: 2 });
+    });
+
     it('treats a join of an existing entry as a refresh, not a new identity', async () => {
       await store.join(room, entry('a/1', { uuid: 'u1' }), 1000);
       await store.join(room, entry('a/2', { uuid: 'u2' }), 1001);
