@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { Meta, Results, ThroughputShape } from './run';
 import type { SystemName } from './lib/procs';
 import type { Step } from './scenarios/load';
+import type { ConnectRate } from './scenarios/presence';
 
 const CEILING_OF: Partial<Record<SystemName, SystemName>> = {
   'switchboard-redis': 'ceiling-redis',
@@ -91,13 +92,19 @@ function targets(r: Results): Target[] {
   }
   const p = r.presence?.median;
   if (p?.joins) {
-    const met = p.joins.perSecondPerNode >= 5000 && p.joins.failed === 0;
+    // Judged on one node with a core of its own when measured: on a 2-core machine the 2-node
+    // run shares both cores with the clients and Redis, so it shows the machine, not a node.
+    const judged = p.ownCore ?? p.joins;
+    const met = judged.perSecondPerNode >= 5000 && judged.failed === 0;
+    const own = p.ownCore
+      ? `${int(p.ownCore.perSecondPerNode)}/s on one node with a core of its own (${int(p.ownCore.serverCpuUsPerConnection)} µs gateway CPU per join: ${int(p.ownCore.perSecondPerNodeCore)}/s at full core); `
+      : '';
     out.push({
       name: 'Presence joins through Redis',
       goal: '≥ 5,000 joins/s per node',
-      measured: `${int(p.joins.perSecondPerNode)}/s per node (${int(p.joins.ok)} joins on ${p.nodes} nodes)`,
+      measured: `${own}${int(p.joins.perSecondPerNode)}/s per node with ${p.nodes} nodes, clients and Redis sharing the cores`,
       met,
-      gap: met ? '–' : `${int(5000 - p.joins.perSecondPerNode)} joins/s per node`,
+      gap: met ? '–' : `${int(5000 - judged.perSecondPerNode)} joins/s per node`,
     });
   }
   if (p?.members) {
@@ -282,12 +289,23 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
       `The ${int(p.members?.members)}-member channel is filled through the product's own PresenceStore (the Lua script a gateway runs on a join), not by ${int(p.members?.members)} sockets: each join sends \`member_joined\` to every member, ~50 million frames for one channel of 10,000.`,
       '',
     );
-    if (p.ceilingConnects && p.ceilingConnects.perSecondPerNode < 5000) {
-      lines.push(
-        `On this machine the same clients open only ${int(p.ceilingConnects.perSecondPerNode)} plain connections per second per node against the ceiling (clients and servers share the cores), below the 5,000 joins/s target itself: the join rate is reported against that ceiling too.`,
-        '',
-      );
-    }
+    const cpuRow = (label: string, c: ConnectRate | undefined, what: string): string =>
+      c
+        ? `| ${label} | ${int(c.perSecondPerNode)} ${what}/s (${int(c.ok)} in ${ms(c.seconds)} s) | ${c.cpu.servers.toFixed(2)} / ${c.cpu.redis.toFixed(2)} / ${c.cpu.clients.toFixed(2)} | ${int(c.serverCpuUsPerConnection)} µs | ${int(c.perSecondPerNodeCore)}/s |`
+        : `| ${label} | – | – | – | – |`;
+    lines.push(
+      'Where the CPU goes. On 2 cores the 2-node run is bound by the machine (both cores busy with two gateways, the client processes and Redis), so the benchmark also runs **one node pinned to a core of its own** (`taskset`), with Redis, the clients and the harness on the other core, and the same for the ceiling with plain connections. A node is one thread: its joins per second at a full core follow from its CPU per join.',
+      '',
+      '| Run | Rate per node | CPU s: gateways / Redis / clients | Gateway CPU per connection | At a full core |',
+      '|---|---|---|---|---|',
+      cpuRow('Switchboard, 2 nodes, shared cores: presence joins', p.joins, 'joins'),
+      cpuRow('Switchboard, 1 node on its own core: presence joins', p.ownCore, 'joins'),
+      cpuRow('Ceiling, 2 nodes, shared cores: plain connections', p.ceilingConnects, 'connections'),
+      cpuRow('Ceiling, 1 node on its own core: plain connections', p.ownCoreCeiling, 'connections'),
+      '',
+      'A join costs the gateway the WebSocket upgrade and admission, one `presenceWrites` script call shared by the joins of its event-loop turn, the count change (summed per turn), the `system::member_list` to the joiner and `member_joined` to the channel on both nodes through Redis. The own-core run is bound by the other core (the clients spend about as much CPU per join as the gateway): compare the plain-connection rate the same clients reach against the pinned ceiling.',
+      '',
+    );
     if (p.error) lines.push(`⚠ ${p.error}`, '');
   }
   if (r.memory) {
@@ -386,7 +404,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--sizes a,b        fan-out subscriber counts (default 1000,5000)',
     '--channels N       many-channels channel count (default 2000)',
     '--idle N           idle connections per node for memory (default 10000)',
-    '--presence-per-node N   presence joins per node (default 2500)',
+    '--presence-per-node N   presence joins per node (default 10000)',
     '--members N        members-page channel size (default 10000)',
     '--workers N        client processes (default 2)',
     '--max-p99 MS       p99 bound of a passing step (default 500)',

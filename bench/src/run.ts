@@ -82,7 +82,7 @@ function parseArgs(argv: string[]): Options {
     sizes: [1000, 5000],
     channels: 2000,
     idle: 10_000,
-    presencePerNode: 2500,
+    presencePerNode: 10000,
     members: 10_000,
     workers: 2,
     maxP99Ms: 500,
@@ -325,7 +325,8 @@ async function main(): Promise<void> {
           }),
         );
       }
-      const sorted = [...runs].sort((a, b) => (a.joins?.perSecond ?? 0) - (b.joins?.perSecond ?? 0));
+      const joinRate = (r: PresenceResult): number => r.ownCore?.perSecond ?? r.joins?.perSecond ?? 0;
+      const sorted = [...runs].sort((a, b) => joinRate(a) - joinRate(b));
       save('presence', { meta: meta(), runs, median: sorted[Math.floor((sorted.length - 1) / 2)]! });
     } else if (scenario === 'memory') {
       log(`memory: ${o.idle} idle connections on one node`);

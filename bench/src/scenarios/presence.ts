@@ -54,6 +54,8 @@ export interface PresenceResult {
    * cores): the joins one node sustains when the load generator does not take its CPU.
    */
   ownCore?: ConnectRate;
+  /** The same pinning with the Redis-hop ceiling and plain connections: what the clients can drive. */
+  ownCoreCeiling?: ConnectRate;
   leaves?: {
     connections: number;
     seconds: number;
@@ -146,40 +148,52 @@ async function measureJoins(
   fleet: ClientFleet,
   urls: string[],
   nodes: number,
+  /** The frame that completes a join, or null to time plain opens. */
+  joinMarker: string | null = 'system::member_list',
 ): Promise<ConnectRate> {
+  const marker = joinMarker ? { joinMarker } : {};
   await fleet.connect(
     urls.slice(0, 100).map((u) => u.replace('pres-', 'warm-')),
-    { concurrency: 50, joinMarker: 'system::member_list' },
+    { concurrency: 50, ...marker },
   );
   await fleet.closeAll();
   await new Promise((r) => setTimeout(r, 500));
   const cpuBefore = cpuOf(system, fleet);
-  const joined = await fleet.connect(urls, { concurrency: 400, joinMarker: 'system::member_list' });
+  const done = await fleet.connect(urls, { concurrency: 400, ...marker });
+  const ok = joinMarker ? done.joined : done.ok;
   return rate(
     urls.length,
-    joined.joined,
-    urls.length - joined.joined,
-    joined.joinSeconds,
+    ok,
+    urls.length - ok,
+    joinMarker ? done.joinSeconds : done.openSeconds,
     nodes,
     cpuSince(cpuBefore, cpuOf(system, fleet)),
-    joined.firstError,
+    done.firstError,
   );
 }
 
-/** The own-core case (see `PresenceResult.ownCore`); skipped on a single-CPU machine. */
-async function ownCoreJoins(o: PresenceOptions): Promise<ConnectRate | undefined> {
+/**
+ * One server pinned to CPU 0, Redis, the clients and this harness to the others (see
+ * `PresenceResult.ownCore`): presence joins against Switchboard, plain connections against the
+ * ceiling. Skipped on a single-CPU machine.
+ */
+async function ownCoreRate(
+  o: PresenceOptions,
+  name: 'switchboard-redis' | 'ceiling-redis',
+): Promise<ConnectRate | undefined> {
   const cpuCount = cpus().length;
   if (cpuCount < 2) return undefined;
-  const system = await startSystem('switchboard-redis', { nodes: 1 });
+  const system = await startSystem(name, { nodes: 1 });
   const fleet = new ClientFleet(o.workers);
   const others = `1-${cpuCount - 1}`;
   try {
     pinToCpus(system.nodes[0]!.pid, '0');
     for (const pid of [system.redisPid ?? 0, ...fleet.pids, process.pid]) if (pid) pinToCpus(pid, others);
+    const presence = name === 'switchboard-redis' ? '&presence=1' : '';
     const urls = Array.from({ length: o.connectionsPerNode }, (_, i) =>
-      system.wsUrl(0, 'v4', `pres-${Math.floor(i / o.channelSize)}`, `&presence=1&user=u${i}`),
+      system.wsUrl(0, 'v4', `pres-${Math.floor(i / o.channelSize)}`, `${presence}&user=u${i}`),
     );
-    return await measureJoins(system, fleet, urls, 1);
+    return await measureJoins(system, fleet, urls, 1, presence ? 'system::member_list' : null);
   } finally {
     pinToCpus(process.pid, `0-${cpuCount - 1}`);
     await fleet.closeAll().catch(() => undefined);
@@ -260,12 +274,15 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
     }
   }
   try {
-    const ownCore = await ownCoreJoins(o);
-    if (ownCore) {
+    const ownCore = await ownCoreRate(o, 'switchboard-redis');
+    const ownCoreCeiling = await ownCoreRate(o, 'ceiling-redis');
+    if (ownCore && ownCoreCeiling) {
       result.ownCore = ownCore;
+      result.ownCoreCeiling = ownCoreCeiling;
       o.log(
         `  one node on its own core: ${ownCore.ok}/${ownCore.connections} in ${ownCore.seconds.toFixed(2)} s = ${describe(ownCore)}`,
       );
+      o.log(`  ceiling on its own core, plain connections: ${describe(ownCoreCeiling)}`);
     }
   } catch (error) {
     result.error = `${result.error ?? ''} own core: ${String(error)}`;
