@@ -33,15 +33,13 @@ describe('TurnBatches', () => {
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'fulfilled']);
   });
 
-  it('hands each add the result at its own index', async () => {
+  it('hands each request the result at its own index', async () => {
     const batches = new TurnBatches<string, number, string>(
       (target) => target,
       async (target, values) => values.map((v) => `${target}${v * 10}`),
     );
-    expect(await Promise.all([batches.add('a', 1), batches.add('b', 2), batches.add('a', 3)])).toEqual([
-      'a10',
-      'b20',
-      'a30',
-    ]);
+    expect(
+      await Promise.all([batches.request('a', 1), batches.request('b', 2), batches.request('a', 3)]),
+    ).toEqual(['a10', 'b20', 'a30']);
   });
 });

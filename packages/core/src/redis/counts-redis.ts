@@ -6,26 +6,46 @@ import { countsAdd, countsRemoveNode } from './counts-scripts';
 import type { RedisKeys } from './keys';
 import { TurnBatches } from './turn-batches';
 
-interface CountTarget {
+/** Arguments (channel, delta pairs) per script call: a call spreads them into a JS argument list. */
+const MAX_ARGS = 2000;
+
+/** The counts one node holds for one API key: changed together, by one script call. */
+interface CountShare {
   readonly nodeId: NodeId;
   readonly key: ApiKey;
+}
+
+interface CountChange {
   readonly channel: ChannelName;
+  readonly delta: 1 | -1;
 }
 
 /**
- * Counts in Redis. Changes made in one event-loop turn are summed per (node, key, channel) and
- * written as one script call each: a burst of connections to a channel (a reconnect storm, a
- * drain elsewhere) costs one command, not one per socket. Each call still resolves only once
- * its change is written, and a channel's increments and decrements keep their net order.
+ * Counts in Redis. Changes made in one event-loop turn are summed per channel and written as
+ * one script call per (node, key): a burst of connections (a reconnect storm, a drain elsewhere)
+ * costs one command per key, not one per socket. Each call still resolves only once its change
+ * is written, and a channel's increments and decrements keep their net order.
  */
 export class RedisConnectionCounts implements ConnectionCounts {
-  private readonly changes = new TurnBatches<CountTarget, 1 | -1>(
-    ({ nodeId, key, channel }) => `${nodeId}\u001f${key}\u001f${channel}`,
-    ({ nodeId, key, channel }, deltas) => {
-      const delta = deltas.reduce<number>((sum, d) => sum + d, 0);
-      const add = () => countsAdd.run(this.client, this.keyTriple(key, nodeId), [channel, delta]);
-      if (delta === 0) return Promise.resolve();
-      if (delta < 0) return guard(this.client, add);
+  private readonly changes = new TurnBatches<CountShare, CountChange>(
+    ({ nodeId, key }) => `${nodeId}\u001f${key}`,
+    ({ nodeId, key }, changes) => {
+      const net = new Map<ChannelName, number>();
+      for (const { channel, delta } of changes) net.set(channel, (net.get(channel) ?? 0) + delta);
+      const args: Array<string | number> = [];
+      let grows = false;
+      for (const [channel, delta] of net) {
+        if (delta === 0) continue;
+        args.push(channel, delta);
+        grows ||= delta > 0;
+      }
+      if (args.length === 0) return Promise.resolve();
+      const add = async () => {
+        for (let i = 0; i < args.length; i += MAX_ARGS) {
+          await countsAdd.run(this.client, this.keyTriple(key, nodeId), args.slice(i, i + MAX_ARGS));
+        }
+      };
+      if (!grows) return guard(this.client, add);
       // The node's key index (another slot) is written first, so a crash never hides a share from removeNode.
       return inOrder(this.client, () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key), add);
     },
@@ -37,11 +57,11 @@ export class RedisConnectionCounts implements ConnectionCounts {
   ) {}
 
   increment(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    return this.changes.add({ nodeId, key, channel }, 1);
+    return this.changes.add({ nodeId, key }, { channel, delta: 1 });
   }
 
   decrement(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    return this.changes.add({ nodeId, key, channel }, -1);
+    return this.changes.add({ nodeId, key }, { channel, delta: -1 });
   }
 
   async list(

@@ -7,15 +7,20 @@ import { LuaScript } from './clients';
 
 /**
  * KEYS[1] channel ZSET, KEYS[2] total, KEYS[3] the node's HASH channel → count
- * ARGV[1] channel, ARGV[2] delta (the net change of one event-loop turn, may be 0 or negative)
- * A decrement below the node's own share is ignored, so counts never go negative.
+ * ARGV channel, delta pairs: each the net change of one event-loop turn to one channel (non-zero)
+ * A decrement below the node's own share of its channel is ignored, so counts never go negative.
  */
 export const countsAdd = new LuaScript(`
-local channel, delta = ARGV[1], tonumber(ARGV[2])
-if delta < 0 and tonumber(redis.call('HGET', KEYS[3], channel) or '0') + delta < 0 then return 0 end
-if redis.call('HINCRBY', KEYS[3], channel, delta) <= 0 then redis.call('HDEL', KEYS[3], channel) end
-if tonumber(redis.call('ZINCRBY', KEYS[1], -delta, channel)) >= 0 then redis.call('ZREM', KEYS[1], channel) end
-if redis.call('INCRBY', KEYS[2], delta) <= 0 then redis.call('DEL', KEYS[2]) end
+local total = 0
+for i = 1, #ARGV, 2 do
+  local channel, delta = ARGV[i], tonumber(ARGV[i + 1])
+  if delta > 0 or tonumber(redis.call('HGET', KEYS[3], channel) or '0') + delta >= 0 then
+    if redis.call('HINCRBY', KEYS[3], channel, delta) <= 0 then redis.call('HDEL', KEYS[3], channel) end
+    if tonumber(redis.call('ZINCRBY', KEYS[1], -delta, channel)) >= 0 then redis.call('ZREM', KEYS[1], channel) end
+    total = total + delta
+  end
+end
+if total ~= 0 and redis.call('INCRBY', KEYS[2], total) <= 0 then redis.call('DEL', KEYS[2]) end
 return 1
 `);
 

@@ -70,11 +70,17 @@ export class RedisPresenceStore implements PresenceStore {
   ) {}
 
   join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult> {
-    return this.writes.add(topic.key, { kind: 'join', topic, entry, now, listing }) as Promise<JoinResult>;
+    return this.writes.request(topic.key, {
+      kind: 'join',
+      topic,
+      entry,
+      now,
+      listing,
+    }) as Promise<JoinResult>;
   }
 
   leave(topic: Topic, connId: ConnId): Promise<LeaveResult | null> {
-    return this.writes.add(topic.key, { kind: 'leave', topic, connId }) as Promise<LeaveResult | null>;
+    return this.writes.request(topic.key, { kind: 'leave', topic, connId }) as Promise<LeaveResult | null>;
   }
 
   /**

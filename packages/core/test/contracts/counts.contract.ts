@@ -60,6 +60,33 @@ export function describeCountsContract(name: string, createCounts: () => Promise
       expect(await counts.sum(key)).toBe(1);
     });
 
+    it('applies the changes of one event-loop turn to each channel on its own', async () => {
+      await add('n1', 'a', 1);
+      await Promise.all([
+        counts.increment('n1', key, 'a'),
+        counts.increment('n1', key, 'b'),
+        counts.decrement('n1', key, 'a'),
+        counts.decrement('n1', key, 'c'),
+        counts.increment('n2', key, 'b'),
+      ]);
+      expect(await counts.list(key)).toEqual({
+        items: [
+          { channel: 'b', count: 2 },
+          { channel: 'a', count: 1 },
+        ],
+        total: 2,
+      });
+      expect(await counts.sum(key)).toBe(3);
+    });
+
+    it('takes a turn that changes thousands of channels', async () => {
+      const channels = Array.from({ length: 2500 }, (_, i) => `c${i}`);
+      await Promise.all(channels.map((channel) => counts.increment('n1', key, channel)));
+      expect((await counts.list(key, 0, 0)).total).toBe(2500);
+      await Promise.all(channels.map((channel) => counts.decrement('n1', key, channel)));
+      expect(await counts.sum(key)).toBe(0);
+    });
+
     it("removes a node's share exactly once, even when two callers race", async () => {
       const other = unique('other');
       await add('dead', 'room', 3);

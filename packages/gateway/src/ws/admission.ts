@@ -8,7 +8,7 @@ import {
   isValidApiKey,
   isValidChannelName,
 } from '@switchboard/core';
-import type { ApiKeyRecord, CloseReason, JsonValue, Protocol } from '@switchboard/core';
+import type { ApiKeyRecord, CloseReason, JsonValue, Protocol, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { UpgradeRequest } from '../transport/types';
 import { Subscriptions } from './connection';
@@ -25,19 +25,20 @@ const reject = (reason: CloseReason, text: string = CLOSE_CODES[reason].message)
   text,
 });
 
-/** The identity a subscription presents: `uuid` (generated when absent) and `user`. */
+/**
+ * A subscription to `topic` (the shared copy `acquire` returned) and the identity it presents:
+ * `uuid` (generated when absent) and `user`.
+ */
 export function buildSubscription(
-  protocol: Protocol,
-  key: string,
-  channel: string,
+  topic: Topic,
   primary: boolean,
   identity: { uuid: string | undefined; user: JsonValue | undefined; presence: boolean },
 ): Subscription {
   const uuid = identity.uuid || flatString(randomUUID());
   const { user } = identity;
   return {
-    channel,
-    topic: { key, protocol, channel },
+    channel: topic.channel,
+    topic,
     primary,
     uuid,
     user: identity.user,
@@ -111,17 +112,24 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
       return reject('CONNECTION_LIMIT', 'Connection limit reached for this API key');
   }
 
-  const subscription = buildSubscription(protocol, key, channel, true, {
+  ctx.status.admitting++;
+  let topic: Topic;
+  try {
+    topic = await ctx.subscriptions.acquire({ key, protocol, channel });
+  } finally {
+    ctx.status.admitting--;
+  }
+  const subscription = buildSubscription(topic, true, {
     uuid: query.get('uuid'),
     user: auth.user,
     presence: isFlagOn(query.get('presence')) || isPresenceChannel(channel),
   });
   const state: ConnectionState = {
     id: ctx.nextConnId(),
-    key,
+    key: topic.key,
     record,
     protocol,
-    primary: channel,
+    primary: topic.channel,
     notifySelf: isFlagOn(query.get('notify_self')),
     boot: protocol === 'v3' && query.get('be') === '1',
     subs: new Subscriptions(subscription),
@@ -131,11 +139,5 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     conn: undefined,
     closed: false,
   };
-  ctx.status.admitting++;
-  try {
-    await ctx.subscriptions.acquire(subscription.topic);
-  } finally {
-    ctx.status.admitting--;
-  }
   return state;
 }

@@ -4,6 +4,7 @@ import { topicKey } from './topics';
 /**
  * Reference-counted broker subscriptions: the node is subscribed to a topic's cross-node channel
  * exactly while it has local subscribers (subscribe on the first, unsubscribe after the last).
+ * The first subscriber's topic object is the one all of them share while they hold it.
  */
 export class BrokerSubscriptions {
   private readonly counts = new Map<string, { topic: Topic; count: number }>();
@@ -13,13 +14,16 @@ export class BrokerSubscriptions {
     private readonly logger: Logger,
   ) {}
 
-  /** Resolves once the broker subscription is in place (or failed: it is restored later). */
-  async acquire(topic: Topic): Promise<void> {
+  /**
+   * Resolves once the broker subscription is in place (or failed: it is restored later), with
+   * the shared copy of `topic`: subscriptions keep that one, not an object and strings each.
+   */
+  async acquire(topic: Topic): Promise<Topic> {
     const id = topicKey(topic);
     const entry = this.counts.get(id);
     if (entry) {
       entry.count++;
-      return;
+      return entry.topic;
     }
     this.counts.set(id, { topic, count: 1 });
     await this.broker.subscribe(topic).catch((error: unknown) => {
@@ -28,6 +32,7 @@ export class BrokerSubscriptions {
         'broker subscribe failed; it is restored when the engine is back',
       );
     });
+    return topic;
   }
 
   release(topic: Topic): void {

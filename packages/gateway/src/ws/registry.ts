@@ -4,21 +4,21 @@ import { topicKey } from './topics';
 
 /** This node's open connections, indexed the ways kicks, direct messages and recovery look them up. */
 export class Registry {
-  private readonly byId = new Map<string, ConnectionState>();
+  private readonly connections = new Set<ConnectionState>();
   private readonly byKey = new Map<string, Set<ConnectionState>>();
   private readonly byTopic = new Map<string, Set<ConnectionState>>();
 
   get size(): number {
-    return this.byId.size;
+    return this.connections.size;
   }
 
   add(state: ConnectionState): void {
-    this.byId.set(state.id, state);
+    this.connections.add(state);
     addTo(this.byKey, state.key, state);
   }
 
   remove(state: ConnectionState): void {
-    this.byId.delete(state.id);
+    this.connections.delete(state);
     removeFrom(this.byKey, state.key, state);
   }
 
@@ -31,7 +31,7 @@ export class Registry {
   }
 
   all(): IterableIterator<ConnectionState> {
-    return this.byId.values();
+    return this.connections.values();
   }
 
   ofKey(key: string): ReadonlySet<ConnectionState> {

@@ -78,16 +78,16 @@ async function subscribe(
   try {
     const auth = await authorizeChannel(state.record, channel, token, queryUser);
     if (!auth.ok) return reply(AUTH_FAILED);
-    const sub = buildSubscription('v4', state.key, channel, false, {
+    const topic = await ctx.subscriptions.acquire({ key: state.key, protocol: 'v4', channel });
+    if (state.closed) {
+      ctx.subscriptions.release(topic);
+      return;
+    }
+    const sub = buildSubscription(topic, false, {
       uuid: typeof fields['uuid'] === 'string' ? fields['uuid'] : undefined,
       user: auth.user,
       presence: isOn(fields['presence']) || isPresenceChannel(channel),
     });
-    await ctx.subscriptions.acquire(sub.topic);
-    if (state.closed) {
-      ctx.subscriptions.release(sub.topic);
-      return;
-    }
     await enterChannel(ctx, state, sub, () => reply());
   } finally {
     state.pending?.delete(channel);
