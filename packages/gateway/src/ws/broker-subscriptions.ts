@@ -7,7 +7,10 @@ import { topicKey } from './topics';
  * The first subscriber's topic object is the one all of them share while they hold it.
  */
 export class BrokerSubscriptions {
-  private readonly counts = new Map<string, { topic: Topic; count: number }>();
+  private readonly counts = new Map<
+    string,
+    { topic: Topic; count: number; subscribing: Promise<void> | undefined }
+  >();
 
   constructor(
     private readonly broker: Broker,
@@ -23,15 +26,21 @@ export class BrokerSubscriptions {
     const entry = this.counts.get(id);
     if (entry) {
       entry.count++;
+      // A later subscriber waits for the first one's subscribe too: nothing published after
+      // its `open` may be missed.
+      if (entry.subscribing) await entry.subscribing;
       return entry.topic;
     }
-    this.counts.set(id, { topic, count: 1 });
-    await this.broker.subscribe(topic).catch((error: unknown) => {
+    const created = { topic, count: 1, subscribing: undefined as Promise<void> | undefined };
+    this.counts.set(id, created);
+    created.subscribing = this.broker.subscribe(topic).catch((error: unknown) => {
       this.logger.warn(
         { err: error, topic },
         'broker subscribe failed; it is restored when the engine is back',
       );
     });
+    await created.subscribing;
+    created.subscribing = undefined;
     return topic;
   }
 
