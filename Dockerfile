@@ -56,5 +56,5 @@ EXPOSE 4001 4002 9464
 # Checks /api/health of the role the container runs (gateway: PORT, account-api: ACCOUNT_PORT).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
     CMD ["node", "deploy/docker-healthcheck.js"]
-ENTRYPOINT ["node", "packages/cli/dist/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "packages/cli/dist/main.js"]
 CMD ["gateway"]

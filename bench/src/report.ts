@@ -80,7 +80,9 @@ function targets(r: Results): Target[] {
             : `${int(0.7 * (ceil?.deliveriesPerSecond ?? 0) - (sb?.deliveriesPerSecond ?? 0))} deliveries/s (${((0.7 - q) * 100).toFixed(0)} points)`,
     });
   }
-  for (const c of (r.memory?.cases ?? []).filter((c) => c.system.startsWith('switchboard'))) {
+  for (const c of (r.memory?.cases ?? []).filter(
+    (c) => c.system.startsWith('switchboard') && !c.nodeDefaults,
+  )) {
     const met = c.error ? undefined : c.perConnectionKiB <= 3;
     out.push({
       name: `Idle memory, ${c.system === 'switchboard-redis' ? 'Redis engine' : 'memory engine'}, ${c.protocol.toUpperCase()}`,
@@ -312,13 +314,13 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     lines.push(
       '## Idle memory',
       '',
-      'RSS of one server process (`/proc/<pid>/status` VmRSS) after a warm-up and before the connections, then with every connection open and idle (10 per channel), divided by the connections.',
+      'RSS of one server process (`/proc/<pid>/status` VmRSS) after a warm-up and before the connections, then with every connection open and idle (10 per channel), divided by the connections. Gateways run with the product\'s Node flags (`packages/cli/src/node-flags.ts`: `--max-semi-space-size=8`, passed by the CLI shebang, `npm start` and the Docker entrypoint); the "Node defaults" row is the same gateway without them. Under a burst of connections V8 grows its young generation to the cap and keeps it: at Node 20\'s default cap (16 MiB per semi-space) that is ~14 MiB more RSS, ~1.4 KiB per connection at 10,000, for no measured throughput.',
       '',
       '| System | Protocol | Connections | RSS before → after (MiB) | KiB per connection |',
       '|---|---|---|---|---|',
       ...r.memory.cases.map(
         (c) =>
-          `| ${LABEL[c.system].replace(', 2 nodes', ', 1 node').replace(', 2 processes', ', 1 process')} | ${c.protocol.toUpperCase()} | ${int(c.ok)} | ${(c.rssBeforeKiB / 1024).toFixed(1)} → ${(c.rssAfterKiB / 1024).toFixed(1)} | ${c.perConnectionKiB.toFixed(2)}${c.error ? ` ⚠ ${c.error.slice(0, 100)}` : ''} |`,
+          `| ${LABEL[c.system].replace(', 2 nodes', ', 1 node').replace(', 2 processes', ', 1 process')}${c.nodeDefaults ? ' (Node defaults)' : ''} | ${c.protocol.toUpperCase()} | ${int(c.ok)} | ${(c.rssBeforeKiB / 1024).toFixed(1)} → ${(c.rssAfterKiB / 1024).toFixed(1)} | ${c.perConnectionKiB.toFixed(2)}${c.error ? ` ⚠ ${c.error.slice(0, 100)}` : ''} |`,
       ),
       '',
     );
@@ -397,8 +399,8 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '',
     '```',
     '--scenario a,b     fanout, channels, presence, memory, profile, or all (default: the first four)',
-    '--duration S       seconds of each recorded measurement (default 1.5)',
-    '--step S           seconds of each rate-search step (default 1)',
+    '--duration S       seconds of each recorded measurement (default 1.2)',
+    '--step S           seconds of each rate-search step (default 0.8)',
     '--refine N         bisection steps after the doubling (default 1)',
     '--runs N           repeat each case; the median run (by max deliveries/s) is reported (default 1)',
     '--sizes a,b        fan-out subscriber counts (default 1000,5000)',

@@ -75,8 +75,8 @@ const DEFAULT_SCENARIOS = ['fanout', 'channels', 'presence', 'memory'];
 function parseArgs(argv: string[]): Options {
   const o: Options = {
     scenarios: DEFAULT_SCENARIOS,
-    durationS: 1.5,
-    stepS: 1,
+    durationS: 1.2,
+    stepS: 0.8,
     refine: 1,
     runs: 1,
     sizes: [1000, 5000],
@@ -333,22 +333,22 @@ async function main(): Promise<void> {
       const cases: MemoryCase[] = [];
       const channels = Math.max(1, Math.floor(o.idle / 10));
       const settleMs = 1500;
-      for (const [system, protocol] of [
-        ['switchboard-redis', 'v3'],
-        ['switchboard-redis', 'v4'],
-        ['switchboard-memory', 'v3'],
-        ['ceiling-uws', 'v3'],
-        ['ceiling-redis', 'v3'],
+      for (const [system, protocol, nodeDefaults] of [
+        ['switchboard-redis', 'v3', false],
+        ['switchboard-redis', 'v4', false],
+        ['switchboard-memory', 'v3', false],
+        ['switchboard-redis', 'v3', true],
+        ['ceiling-uws', 'v3', false],
+        ['ceiling-redis', 'v3', false],
       ] as const) {
         if (!o.systems.includes(system)) continue;
         cases.push(
-          await memoryCase(system, protocol, {
-            connections: o.idle,
-            channels,
-            workers: o.workers,
-            settleMs,
-            log,
-          }),
+          await memoryCase(
+            system,
+            protocol,
+            { connections: o.idle, channels, workers: o.workers, settleMs, log },
+            nodeDefaults,
+          ),
         );
       }
       save('memory', { meta: meta(), cases });

@@ -28,6 +28,7 @@ import {
 import { contextCopySources, execForm, isDockerIgnored, parseDockerfile } from './support/dockerfile';
 import { startHaproxy } from './support/haproxy';
 import type { RunningHaproxy } from './support/haproxy';
+import { NODE_FLAGS } from '../../packages/cli/src/node-flags';
 import WebSocket, { WebSocketServer } from 'ws';
 
 const ROOT = join(__dirname, '..', '..');
@@ -109,7 +110,11 @@ describe('Dockerfile', () => {
     const user = of('USER').at(-1)?.args;
     expect(user).toBeDefined();
     expect(['root', '0', '0:0']).not.toContain(user);
-    expect(execForm(of('ENTRYPOINT').at(-1)!.args)).toEqual(['node', 'packages/cli/dist/main.js']);
+    expect(execForm(of('ENTRYPOINT').at(-1)!.args)).toEqual([
+      'node',
+      ...NODE_FLAGS,
+      'packages/cli/dist/main.js',
+    ]);
     expect(execForm(of('CMD').at(-1)!.args)).toEqual(['gateway']);
     const healthcheck = of('HEALTHCHECK').at(-1)!.args;
     const command = execForm(healthcheck.slice(healthcheck.indexOf('CMD') + 3).trim());

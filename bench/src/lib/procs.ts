@@ -1,7 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import Redis from 'ioredis';
-import { readFileSync, mkdtempSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
@@ -11,6 +11,13 @@ export const ROOT = join(__dirname, '..', '..', '..');
 /** Where the product under test lives (a checkout with built packages); `--product-dir` changes it. */
 export const product = { dir: ROOT };
 export const cliPath = (): string => join(product.dir, 'packages', 'cli', 'dist', 'main.js');
+
+/** The Node flags the product starts its processes with (none for a product that predates them). */
+export function productNodeFlags(): string[] {
+  const file = join(product.dir, 'packages', 'cli', 'dist', 'node-flags.js');
+  if (!existsSync(file)) return [];
+  return [...(require(file) as { NODE_FLAGS: readonly string[] }).NODE_FLAGS];
+}
 export const CEILING = join(__dirname, '..', 'ceiling', 'server.js');
 export const HOST = '127.0.0.1';
 export const KEY = 'benchkey';
@@ -168,6 +175,8 @@ export interface System {
 export interface StartOptions {
   nodes: number;
   nodeOptions?: string;
+  /** Start gateways without the product's own Node flags (to show what they change). */
+  nodeDefaults?: boolean;
   env?: Record<string, string>;
 }
 
@@ -199,7 +208,10 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
             { ...gatewayEnv(`bench-${i + 1}`, redis?.url), ...(options.env ?? {}) },
             {
               healthPath: '/api/health',
-              ...(options.nodeOptions ? { nodeOptions: options.nodeOptions } : {}),
+              nodeOptions: [
+                ...(options.nodeDefaults ? [] : productNodeFlags()),
+                options.nodeOptions ?? '',
+              ].join(' '),
             },
           ),
         );

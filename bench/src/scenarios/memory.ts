@@ -10,6 +10,8 @@ export interface MemoryCase {
   rssBeforeKiB: number;
   rssAfterKiB: number;
   perConnectionKiB: number;
+  /** Gateways started without the product's Node flags (packages/cli/src/node-flags.ts). */
+  nodeDefaults?: boolean;
   error?: string;
 }
 
@@ -26,8 +28,9 @@ export async function memoryCase(
   system: SystemName,
   protocol: 'v3' | 'v4',
   o: MemoryOptions,
+  nodeDefaults = false,
 ): Promise<MemoryCase> {
-  const running = await startSystem(system, { nodes: 1 });
+  const running = await startSystem(system, { nodes: 1, nodeDefaults });
   const fleet = new ClientFleet(o.workers);
   const pid = running.nodes[0]!.pid;
   const result: MemoryCase = {
@@ -38,6 +41,7 @@ export async function memoryCase(
     rssBeforeKiB: 0,
     rssAfterKiB: 0,
     perConnectionKiB: 0,
+    ...(nodeDefaults ? { nodeDefaults } : {}),
   };
   try {
     // Warm-up: a few connections opened and closed, so code paths are loaded before the baseline.
@@ -57,7 +61,7 @@ export async function memoryCase(
     result.rssAfterKiB = rssKiB(pid);
     result.perConnectionKiB = (result.rssAfterKiB - result.rssBeforeKiB) / Math.max(1, opened.ok);
     o.log(
-      `  ${system} ${protocol}: ${opened.ok}/${o.connections} idle, RSS ${(result.rssBeforeKiB / 1024).toFixed(1)} → ${(result.rssAfterKiB / 1024).toFixed(1)} MiB = ${result.perConnectionKiB.toFixed(2)} KiB/conn` +
+      `  ${system}${nodeDefaults ? ' (Node defaults)' : ''} ${protocol}: ${opened.ok}/${o.connections} idle, RSS ${(result.rssBeforeKiB / 1024).toFixed(1)} → ${(result.rssAfterKiB / 1024).toFixed(1)} MiB = ${result.perConnectionKiB.toFixed(2)} KiB/conn` +
         (opened.firstError ? ` (${opened.firstError})` : ''),
     );
   } catch (error) {

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8
 import { runCommand } from './commands';
 
 runCommand(process.argv.slice(2), process.env).then(
