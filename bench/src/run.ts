@@ -75,9 +75,9 @@ const DEFAULT_SCENARIOS = ['fanout', 'channels', 'presence', 'memory'];
 function parseArgs(argv: string[]): Options {
   const o: Options = {
     scenarios: DEFAULT_SCENARIOS,
-    durationS: 1.2,
-    stepS: 0.8,
-    refine: 1,
+    durationS: 1.5,
+    stepS: 1,
+    refine: 2,
     runs: 1,
     sizes: [1000, 5000],
     channels: 2000,
@@ -246,7 +246,7 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
           channelPrefix: kind === 'fanout' ? 'fan' : 'many',
           workers: o.workers,
           fixedDeliveries: kind === 'fanout' ? 20_000 : 10_000,
-          startDeliveries: kind === 'fanout' ? 50_000 : 4_000,
+          startDeliveries: kind === 'fanout' ? 400_000 : 16_000,
           ...(sameRate ? { sameRate } : {}),
           durationMs: o.durationS * 1000,
           stepMs: o.stepS * 1000,
