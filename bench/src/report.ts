@@ -121,16 +121,28 @@ function targets(r: Results): Target[] {
   }
   const first = r.fanout?.shapes[0];
   if (first) {
-    const sb = first.median['switchboard-redis']?.half;
-    const ceil = first.median['ceiling-redis']?.sameRate;
-    const q = ratio(sb?.p99Ms, ceil?.p99Ms);
+    // p99 over a short window is ruled by the longest stall in it (mostly the client processes,
+    // which share the cores): with several runs, the median of the per-run ratios is judged.
+    const sbRuns = first.runs['switchboard-redis'] ?? [];
+    const ceilRuns = first.runs['ceiling-redis'] ?? [];
+    const perRun = sbRuns
+      .map((run, i) => ({ sb: run.half, ceil: ceilRuns[i]?.sameRate }))
+      .map((pair) => ({ ...pair, q: ratio(pair.sb?.p99Ms, pair.ceil?.p99Ms) }))
+      .filter((pair): pair is typeof pair & { q: number } => pair.q !== undefined)
+      .sort((a, b) => a.q - b.q);
+    const mid = perRun[Math.floor((perRun.length - 1) / 2)];
+    const q = mid?.q;
     const met = q === undefined ? undefined : q <= 1.5;
+    const runs =
+      perRun.length > 1
+        ? ` (median of ${perRun.length} runs: ${perRun.map((x) => `${x.q.toFixed(2)}×`).join(', ')})`
+        : '';
     out.push({
       name: `Latency at half the max rate, ${first.label}`,
       goal: "p99 ≤ 1.5× the ceiling's p99 at the same rate",
-      measured: `p99 ${ms(sb?.p99Ms)} ms vs ${ms(ceil?.p99Ms)} ms at ${int(sb?.rate)} publishes/s = ${q === undefined ? '–' : q.toFixed(2)}×`,
+      measured: `p99 ${ms(mid?.sb?.p99Ms)} ms vs ${ms(mid?.ceil?.p99Ms)} ms at ${int(mid?.sb?.rate)} publishes/s = ${q === undefined ? '–' : q.toFixed(2)}×${runs}`,
       met,
-      gap: met === false ? `${ms((sb?.p99Ms ?? 0) - 1.5 * (ceil?.p99Ms ?? 0))} ms` : '–',
+      gap: met === false ? `${ms((mid?.sb?.p99Ms ?? 0) - 1.5 * (mid?.ceil?.p99Ms ?? 0))} ms` : '–',
     });
   }
   return out;
