@@ -403,7 +403,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '- **Payload.** 100 bytes of JSON text with the send time (CLOCK_MONOTONIC, `process.hrtime`, shared by all processes of the machine) at a fixed offset; receivers parse it without JSON and record the latency in a fixed histogram (10 µs buckets below 10 ms). Latency is publish-to-receive: it includes the HTTP publish.',
     '- **Publisher.** Raw HTTP/1.1 keep-alive connections (64 per node), one request in flight each, paced every millisecond; targets round-robin over the nodes. Switchboard: `POST /api/publish` (V3); ceiling: `POST /publish` with the same body.',
     "- **A step** publishes at a fixed rate, then waits until every expected delivery arrived (or 1 s without progress, at most 5 s). It *passes* with no loss, no failed publish, the publisher within 5% of the asked rate (a publisher with a bounded number of connections falls behind when the server answers slowly), no growing queue (the median latency of the last quarter of the publishes at most twice the first quarter's + 20 ms) and p99 ≤ `--max-p99` (500 ms by default).",
-    "- **Maximum sustainable rate.** Doubling (or halving) from a start rate until the verdict flips, then bisection (`--refine` steps); a failed step is tried a second time before it counts as failed; the best passing rate is measured again for `--duration` seconds: that is the reported maximum. Then half of it (latency), the fixed rate (20,000 deliveries/s for fan-out, 10,000 for many channels), and for the ceilings also Switchboard's half-max rate, so latencies compare at the same load.",
+    "- **Maximum sustainable rate.** Doubling (or halving) from a start rate until the verdict flips, then bisection (`--refine` steps); a failed step is tried a second time before it counts as failed; the best passing rate is measured again for `--duration` seconds (a failure tried twice, like a search step) and, if it does not hold, the next lower passing rate of the search (up to three rates): the highest rate that holds is the reported maximum, and a maximum that never held is marked ⚠. Then half of it (latency), the fixed rate (20,000 deliveries/s for fan-out, 10,000 for many channels), and for the ceilings also Switchboard's half-max rate, so latencies compare at the same load.",
     '- **Ceilings.** `ceiling-uws`: one uWS process, HTTP publish → `JSON.parse` → `app.publish`. `ceiling-redis`: two uWS processes; an HTTP publish is `PUBLISH`ed to Redis (ioredis) and both processes, `SUBSCRIBE`d per channel while they have subscribers, `app.publish` what they receive. Switchboard on 2 nodes + Redis is compared with `ceiling-redis`, on 1 node with the memory engine with `ceiling-uws`.',
     "- **Product under test.** `--product-dir <checkout>` runs another checkout's built packages (the results record its commit).",
     '',
@@ -428,7 +428,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
     '--no-docs          do not rewrite docs/benchmarks.md',
     '--report-only      rewrite docs/benchmarks.md from bench/results/latest.json, run nothing',
-    '--quick            tiny sizes, for trying the harness',
+    '--quick            tiny sizes, for trying the harness (results in bench/results/tmp, docs untouched)',
     '```',
     '',
   );

@@ -66,6 +66,8 @@ export interface Options {
   profileRate: number;
   profileSeconds: number;
   docs: boolean;
+  /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
+  quick: boolean;
   client: 'raw' | 'ws';
 }
 
@@ -90,6 +92,7 @@ function parseArgs(argv: string[]): Options {
     profileRate: 300,
     profileSeconds: 10,
     docs: true,
+    quick: false,
     client: 'raw',
   };
   for (let i = 0; i < argv.length; i++) {
@@ -179,6 +182,8 @@ function parseArgs(argv: string[]): Options {
           durationS: 0.5,
           stepS: 0.5,
           refine: 1,
+          quick: true,
+          docs: false,
         });
         break;
       case '--help':
@@ -268,7 +273,7 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  const resultsDir = join(ROOT, 'bench', 'results');
+  const resultsDir = join(ROOT, 'bench', 'results', ...(o.quick ? ['tmp'] : []));
   mkdirSync(resultsDir, { recursive: true });
   const latestPath = join(resultsDir, 'latest.json');
   const latest: Results = existsSync(latestPath)

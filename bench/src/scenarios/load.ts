@@ -133,6 +133,15 @@ export interface SearchOptions {
   log: (line: string) => void;
 }
 
+/**
+ * A failed measurement is taken once more and the second verdict stands: one burst from another
+ * process sharing the cores must neither cap a search nor sink (or flatter) a reported maximum.
+ */
+export async function confirmedStep(measure: () => Promise<Step>): Promise<Step> {
+  const first = await measure();
+  return first.pass ? first : measure();
+}
+
 /** Highest passing rate: double (or halve) from `startRate` until the verdict flips, then bisect. */
 export async function searchMax(
   setup: LoadSetup,
@@ -150,11 +159,7 @@ export async function searchMax(
     );
     return s;
   };
-  // A failure is confirmed by a second try: one burst from another process must not cap the search.
-  const confirmed = async (r: number): Promise<Step> => {
-    const first = await run(r);
-    return first.pass ? first : run(r);
-  };
+  const confirmed = (r: number): Promise<Step> => confirmedStep(() => run(r));
   for (let i = 0; i < options.maxSteps; i++) {
     const s = await confirmed(rate);
     if (s.pass) {
