@@ -71,7 +71,8 @@ export interface Options {
   client: 'raw' | 'ws';
 }
 
-const ALL_SYSTEMS: SystemName[] = ['switchboard-redis', 'switchboard-memory', 'ceiling-redis', 'ceiling-uws'];
+// Each Switchboard system right before its ceiling: paired runs see the same machine.
+const ALL_SYSTEMS: SystemName[] = ['switchboard-redis', 'ceiling-redis', 'switchboard-memory', 'ceiling-uws'];
 const DEFAULT_SCENARIOS = ['fanout', 'channels', 'presence', 'memory'];
 
 function parseArgs(argv: string[]): Options {

@@ -13,8 +13,10 @@ export interface ThroughputCase {
   subscribersPerChannel: number;
   connect: ConnectSummary;
   search: Step[];
-  /** The highest passing rate, re-measured for the full duration. */
+  /** The highest rate that passed the search and a measurement of the full duration. */
   max?: Step;
+  /** The full-duration measurements that found `max`, highest rate first. */
+  held?: Step[];
   /** Half the maximum rate (latency). */
   half?: Step;
   /** The fixed rate (same for every system). */
@@ -48,22 +50,31 @@ export interface ThroughputOptions {
  */
 export const PUBLISH_CONNECTIONS = 64;
 
-/** Passing search rates re-measured for the full duration before the next lower one is tried. */
-const MAX_CANDIDATES = 3;
+/** Below a maximum that does not hold, rates are tried in steps of 1/8 of it, down to half. */
+const STEP_DOWN = [1, 7 / 8, 6 / 8, 5 / 8, 4 / 8];
 
 /**
- * The reported maximum: the highest rate of the search that also passes a measurement of the full
- * duration (a queue that grows slowly can pass a short search step). Walks down the search's
- * passing rates; if none of the first few holds, the last attempt is returned, marked failed.
+ * The reported maximum: the highest rate at or below the search's best that also passes a
+ * measurement of the full duration (a queue that grows slowly can pass a short search step).
+ * Steps down by an eighth of the best rate (about the search's resolution) until one holds; if
+ * none down to half of it does, the last attempt is returned, marked failed.
  */
-async function sustainedMax(setup: LoadSetup, searched: Step[], durationMs: number): Promise<Step> {
-  const rates = [...new Set(searched.filter((s) => s.pass).map((s) => s.rate))].sort((a, b) => b - a);
-  let last: Step | undefined;
-  for (const rate of rates.slice(0, MAX_CANDIDATES)) {
-    last = await confirmedStep(() => step(setup, rate, durationMs));
-    if (last.pass) return last;
+async function sustainedMax(
+  setup: LoadSetup,
+  best: number,
+  durationMs: number,
+  log: (line: string) => void,
+): Promise<{ max: Step; tried: Step[] }> {
+  const tried: Step[] = [];
+  for (const fraction of STEP_DOWN) {
+    const rate = Math.max(1, Math.round(best * fraction));
+    if (tried.some((s) => s.rate === rate)) continue;
+    const s = await confirmedStep(() => step(setup, rate, durationMs));
+    tried.push(s);
+    if (s.pass) break;
+    log(`    ${rate} pub/s does not hold for the full duration: ${s.why ?? ''}`);
   }
-  return last!;
+  return { max: tried[tried.length - 1]!, tried };
 }
 
 export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCase> {
@@ -113,7 +124,9 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
     });
     result.search = found.steps;
     if (found.best) {
-      result.max = await sustainedMax(setup, found.steps, o.durationMs);
+      const held = await sustainedMax(setup, found.best.rate, o.durationMs, o.log);
+      result.max = held.max;
+      result.held = held.tried;
       o.log(
         `  max ${result.max.rate} pub/s ${result.max.pass ? 'sustained' : `NOT sustained (${result.max.why ?? ''})`}: ${Math.round(result.max.deliveriesPerSecond)} deliveries/s, loss ${result.max.loss}, p99 ${result.max.p99Ms} ms`,
       );
