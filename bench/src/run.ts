@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fleetDefaults } from './lib/fleet';
+import { connectDefaults } from './lib/native-fleet';
 import { gitCommit, machine } from './lib/machine';
 import type { Machine } from './lib/machine';
 import { ROOT, product } from './lib/procs';
@@ -165,6 +166,12 @@ function parseArgs(argv: string[]): Options {
         if (v !== 'raw' && v !== 'ws') throw new Error('--client is raw or ws');
         o.client = v;
         fleetDefaults.client = v;
+        break;
+      }
+      case '--connect-client': {
+        const v = value();
+        if (v !== 'native' && v !== 'node') throw new Error('--connect-client is native or node');
+        connectDefaults.client = v;
         break;
       }
       case '--report-only':

@@ -1,5 +1,7 @@
 import Redis from 'ioredis';
 import { ClientFleet } from '../lib/fleet';
+import { connectFleet } from '../lib/native-fleet';
+import type { ConnectFleet } from '../lib/native-fleet';
 import { KeepAliveConnection, postRequest } from '../lib/http';
 import { fillPresence } from '../lib/product';
 import { cpus } from 'node:os';
@@ -31,7 +33,7 @@ export interface CpuUse {
   clients: number;
 }
 
-function cpuOf(system: System, fleet: ClientFleet): CpuUse {
+function cpuOf(system: System, fleet: ConnectFleet): CpuUse {
   return {
     servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
     redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
@@ -48,6 +50,8 @@ const cpuSince = (before: CpuUse, after: CpuUse): CpuUse => ({
 export interface PresenceResult {
   nodes: number;
   channelSize: number;
+  /** The client of the connection-rate measurements: native `connect-load` or the Node fleet. */
+  connectClient?: 'native' | 'node';
   joins?: ConnectRate;
   /**
    * One node pinned to a core of its own (Redis, the clients and the harness on the other
@@ -145,7 +149,7 @@ const describe = (r: ConnectRate): string =>
 /** Warms up (JIT, scripts loaded), then opens `urls` with presence and times them to their member lists. */
 async function measureJoins(
   system: System,
-  fleet: ClientFleet,
+  fleet: ConnectFleet,
   urls: string[],
   nodes: number,
   /** The frame that completes a join, or null to time plain opens. */
@@ -184,7 +188,7 @@ async function ownCoreRate(
   const cpuCount = cpus().length;
   if (cpuCount < 2) return undefined;
   const system = await startSystem(name, { nodes: 1 });
-  const fleet = new ClientFleet(o.workers);
+  const fleet = connectFleet(o.workers, o.log);
   const others = `1-${cpuCount - 1}`;
   try {
     pinToCpus(system.nodes[0]!.pid, '0');
@@ -209,7 +213,8 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
   // Switchboard: V4 presence joins, a join counted when its `system::member_list` arrives (written to Redis by then).
   {
     const system = await startSystem('switchboard-redis', { nodes });
-    const fleet = new ClientFleet(o.workers);
+    const fleet = connectFleet(o.workers, o.log);
+    result.connectClient = fleet instanceof ClientFleet ? 'node' : 'native';
     const redis = new Redis(system.redis!.url);
     try {
       const urls = Array.from({ length: total }, (_, i) =>
@@ -291,7 +296,7 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
   // Ceiling: the same clients opening plain connections; a ZRANGE of 100 behind one HTTP request.
   {
     const system = await startSystem('ceiling-redis', { nodes });
-    const fleet = new ClientFleet(o.workers);
+    const fleet = connectFleet(o.workers, o.log);
     const redis = new Redis(system.redis!.url);
     try {
       const urls = Array.from({ length: total }, (_, i) =>
