@@ -323,19 +323,23 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     );
     const cpuRow = (label: string, c: ConnectRate | undefined, what: string): string =>
       c
-        ? `| ${label} | ${int(c.perSecondPerNode)} ${what}/s (${int(c.ok)} in ${ms(c.seconds)} s) | ${c.cpu.servers.toFixed(2)} / ${c.cpu.redis.toFixed(2)} / ${c.cpu.clients.toFixed(2)} | ${int(c.serverCpuUsPerConnection)} µs | ${int(c.perSecondPerNodeCore)}/s |`
-        : `| ${label} | – | – | – | – |`;
+        ? `| ${label} | ${int(c.perSecondPerNode)} ${what}/s (${int(c.ok)} in ${ms(c.seconds)} s) | ${c.cpu.servers.toFixed(2)} / ${c.cpu.redis.toFixed(2)} / ${c.cpu.clients.toFixed(2)} | ${pct(c.cpu.servers / (c.seconds * Math.max(1, Math.round(c.perSecond / c.perSecondPerNode))))} | ${int(c.serverCpuUsPerConnection)} µs | ${int(c.perSecondPerNodeCore)}/s |`
+        : `| ${label} | – | – | – | – | – |`;
     lines.push(
       'Where the CPU goes. On 2 cores the 2-node run is bound by the machine (both cores busy with two gateways, the client processes and Redis), so the benchmark also runs **one node pinned to a core of its own** (`taskset`), with Redis, the clients and the harness on the other core, and the same for the ceiling with plain connections. A node is one thread: its joins per second at a full core follow from its CPU per join.',
       '',
-      '| Run | Rate per node | CPU s: gateways / Redis / clients | Gateway CPU per connection | At a full core |',
-      '|---|---|---|---|---|',
+      '| Run | Rate per node | CPU s: gateways / Redis / clients | Gateway core busy | Gateway CPU per connection | At a full core |',
+      '|---|---|---|---|---|---|',
       cpuRow('Switchboard, 2 nodes, shared cores: presence joins', p.joins, 'joins'),
       cpuRow('Switchboard, 1 node on its own core: presence joins', p.ownCore, 'joins'),
       cpuRow('Ceiling, 2 nodes, shared cores: plain connections', p.ceilingConnects, 'connections'),
       cpuRow('Ceiling, 1 node on its own core: plain connections', p.ownCoreCeiling, 'connections'),
       '',
-      'A join costs the gateway the WebSocket upgrade and admission, one `presenceWrites` script call shared by the joins of its event-loop turn, the count change (summed per turn), the `system::member_list` to the joiner and `member_joined` to the channel on both nodes through Redis. The own-core run is bound by the other core (the clients spend about as much CPU per join as the gateway): compare the plain-connection rate the same clients reach against the pinned ceiling.',
+      "A join costs the gateway the WebSocket upgrade and admission, one `presenceWrites` script call shared by the joins of its event-loop turn, the count change (summed per turn), the `system::member_list` to the joiner and `member_joined` to the channel on both nodes through Redis. Most of the difference to the ceiling is system calls: `strace -c` on a pinned gateway during 10,000 joins counted 3.9 `sendto` per join (the 101, the member list, and the `member_joined` frames, which uWS coalesces per socket within a loop iteration) where a plain connection needs one, and on loopback each send also runs the receiver's TCP input and wake-up in the sender (`perf record -e cpu-clock`: about 40% of the gateway's CPU in the kernel, 6–20% in V8's young-generation GC).",
+      '',
+      p.connectClient === 'native'
+        ? 'Connections in this section are opened by `bench/native/connect-load.c` (C, one epoll loop, the same handshake bytes; built with `cc` on first use): about 50 µs of client CPU per connection against about 180 µs for the Node client, so the pinned node, not the load generator on the other core, sets the rate ("gateway core busy" near 100%). `--connect-client node` uses the Node clients.'
+        : "Connections in this section were opened by the Node clients (`--connect-client node`, or no C compiler): they spend about as much CPU per connection as the gateway, so the own-core rate shows the load generator's core as much as the node's.",
       '',
     );
     if (p.error) lines.push(`⚠ ${p.error}`, '');
@@ -417,7 +421,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '## Method',
     '',
     '- **Processes.** The harness starts Redis (`redis-server` on a free port, no persistence), the gateways (`node packages/cli/dist/main.js gateway`, `LOG_LEVEL=warn`) or the ceiling servers, a publisher process and client processes (`child_process.fork`), all on 127.0.0.1; servers run under `bash -c "ulimit -n …; exec node …"`.',
-    '- **Clients.** By default a minimal RFC 6455 client on raw TCP sockets (bench/src/lib/raw-ws.ts: the real handshake and framing, pongs to pings, no extensions), because `ws` costs several times more CPU per connection and per frame and the load generator shares the 2 cores with the servers; `--client ws` runs the `ws` package (no compression) instead. Measured on 2026-11-22 against the raw-uWS ceiling (1 channel × 200 subscribers, `--quick`): raw client 735,000 deliveries/s at 0.97 µs of client CPU per delivery and 3,100 connections/s per node; `ws` 397,000 deliveries/s at 2.10 µs and 1,550 connections/s. Connections go round-robin over the client processes; subscriber *j* of channel *c* goes to node (*c*·subscribers + *j*) mod nodes, so every channel spans both nodes.',
+    '- **Clients.** By default a minimal RFC 6455 client on raw TCP sockets (bench/src/lib/raw-ws.ts: the real handshake and framing, pongs to pings, no extensions), because `ws` costs several times more CPU per connection and per frame and the load generator shares the 2 cores with the servers; `--client ws` runs the `ws` package (no compression) instead. Connection and join rates (the presence section) use `bench/native/connect-load.c` instead, a C client on one epoll loop that the harness builds with `cc` (about 50 µs of client CPU per connection against about 180 µs for the Node client; `--connect-client node` keeps the Node one). Measured on 2026-11-22 against the raw-uWS ceiling (1 channel × 200 subscribers, `--quick`): raw client 735,000 deliveries/s at 0.97 µs of client CPU per delivery and 3,100 connections/s per node; `ws` 397,000 deliveries/s at 2.10 µs and 1,550 connections/s. Connections go round-robin over the client processes; subscriber *j* of channel *c* goes to node (*c*·subscribers + *j*) mod nodes, so every channel spans both nodes.',
     '- **Payload.** 100 bytes of JSON text with the send time (CLOCK_MONOTONIC, `process.hrtime`, shared by all processes of the machine) at a fixed offset; receivers parse it without JSON and record the latency in a fixed histogram (10 µs buckets below 10 ms). Latency is publish-to-receive: it includes the HTTP publish.',
     '- **Publisher.** Raw HTTP/1.1 keep-alive connections (64 per node), one request in flight each, paced every millisecond; targets round-robin over the nodes. Switchboard: `POST /api/publish` (V3); ceiling: `POST /publish` with the same body.',
     "- **A step** publishes at a fixed rate, then waits until every expected delivery arrived (or 1 s without progress, at most 5 s). It *passes* with no loss, no failed publish, the publisher within 5% of the asked rate (a publisher with a bounded number of connections falls behind when the server answers slowly), no growing queue (the median latency of the last quarter of the publishes at most twice the first quarter's + 20 ms) and p99 ≤ `--max-p99` (500 ms by default).",
@@ -442,6 +446,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--workers N        client processes (default 2)',
     '--max-p99 MS       p99 bound of a passing step (default 500)',
     '--client raw|ws    the WebSocket client of the load generator (default raw)',
+    '--connect-client native|node   the client of connection and join rates (default native, built with cc)',
     '--systems a,b      switchboard-redis, switchboard-memory, ceiling-redis, ceiling-uws',
     "--profile-rate N, --profile-seconds S   the profile scenario's load (default 300/s for 10 s)",
     '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
