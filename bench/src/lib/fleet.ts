@@ -72,6 +72,20 @@ export type ClientKind = 'raw' | 'ws';
 export const fleetDefaults: { client: ClientKind } = { client: 'raw' };
 
 /** The client processes: connections spread over them round-robin. */
+/** One summary of the connect reports of several client processes (their clocks are shared). */
+export function summarize(reports: ConnectReport[]): ConnectSummary {
+  const start = Math.min(...reports.map((r) => r.startUs));
+  const firstError = reports.find((r) => r.firstError)?.firstError;
+  return {
+    ok: reports.reduce((s, r) => s + r.ok, 0),
+    failed: reports.reduce((s, r) => s + r.failed, 0),
+    ...(firstError ? { firstError } : {}),
+    openSeconds: (Math.max(...reports.map((r) => r.lastOpenUs)) - start) / 1e6,
+    joinSeconds: (Math.max(...reports.map((r) => r.lastJoinUs)) - start) / 1e6,
+    joined: reports.reduce((s, r) => s + r.joined, 0),
+  };
+}
+
 export class ClientFleet {
   private readonly workers: Worker[];
 
@@ -108,19 +122,7 @@ export class ClientFleet {
         ),
       ),
     );
-    const reports = replies.map((r) => r.report);
-    const start = Math.min(...reports.map((r) => r.startUs));
-    const lastOpen = Math.max(...reports.map((r) => r.lastOpenUs));
-    const lastJoin = Math.max(...reports.map((r) => r.lastJoinUs));
-    const firstError = reports.find((r) => r.firstError)?.firstError;
-    return {
-      ok: reports.reduce((s, r) => s + r.ok, 0),
-      failed: reports.reduce((s, r) => s + r.failed, 0),
-      ...(firstError ? { firstError } : {}),
-      openSeconds: (lastOpen - start) / 1e6,
-      joinSeconds: (lastJoin - start) / 1e6,
-      joined: reports.reduce((s, r) => s + r.joined, 0),
-    };
+    return summarize(replies.map((r) => r.report));
   }
 
   /** Zeroes the counters; `publishes` is the step's expected publish count (its quarters are tracked). */

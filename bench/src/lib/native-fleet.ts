@@ -3,8 +3,9 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { ClientFleet } from './fleet';
+import { ClientFleet, summarize } from './fleet';
 import type { ConnectSummary } from './fleet';
+import type { ConnectReport } from '../workers/client';
 import { ROOT } from './procs';
 
 /** What the connection-rate scenarios need of a client fleet. */
@@ -82,16 +83,6 @@ class NativeWorker {
   }
 }
 
-interface NativeReport {
-  ok: number;
-  failed: number;
-  joined: number;
-  startUs: number;
-  lastOpenUs: number;
-  lastJoinUs: number;
-  firstError?: string;
-}
-
 class NativeFleet implements ConnectFleet {
   private readonly workers: NativeWorker[];
 
@@ -115,22 +106,13 @@ class NativeFleet implements ConnectFleet {
     const concurrency = Math.ceil(options.concurrency / this.workers.length);
     const reports = await Promise.all(
       this.workers.map((w, i) =>
-        w.request<NativeReport>(
+        w.request<ConnectReport>(
           `connect ${host} ${concurrency} ${timeoutMs} ${marker}\n${lines[i]!.join('\n')}\n.\n`,
           timeoutMs + 10_000,
         ),
       ),
     );
-    const start = Math.min(...reports.map((r) => r.startUs));
-    const firstError = reports.find((r) => r.firstError)?.firstError;
-    return {
-      ok: reports.reduce((s, r) => s + r.ok, 0),
-      failed: reports.reduce((s, r) => s + r.failed, 0),
-      ...(firstError ? { firstError } : {}),
-      openSeconds: (Math.max(...reports.map((r) => r.lastOpenUs)) - start) / 1e6,
-      joinSeconds: (Math.max(...reports.map((r) => r.lastJoinUs)) - start) / 1e6,
-      joined: reports.reduce((s, r) => s + r.joined, 0),
-    };
+    return summarize(reports);
   }
 
   async closeAll(): Promise<void> {
