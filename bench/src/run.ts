@@ -79,7 +79,7 @@ const DEFAULT_SCENARIOS = ['fanout', 'channels', 'presence', 'memory'];
 function parseArgs(argv: string[]): Options {
   const o: Options = {
     scenarios: DEFAULT_SCENARIOS,
-    durationS: 1.5,
+    durationS: 1.25,
     stepS: 1,
     refine: 2,
     runs: 1,
@@ -259,7 +259,7 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
           channelPrefix: kind === 'fanout' ? 'fan' : 'many',
           workers: o.workers,
           fixedDeliveries: kind === 'fanout' ? 20_000 : 10_000,
-          startDeliveries: kind === 'fanout' ? 400_000 : 16_000,
+          startDeliveries: kind === 'fanout' ? 800_000 : 24_000,
           ...(sameRate ? { sameRate } : {}),
           durationMs: o.durationS * 1000,
           stepMs: o.stepS * 1000,

@@ -39,6 +39,9 @@ export interface LoadSetup {
   publishConnections: number;
 }
 
+/** A step fails when the publisher reaches less than this share of the asked rate. */
+export const MIN_PUBLISH_SHARE = 0.95;
+
 /** A step fails when the last quarter's median latency exceeds twice the first quarter's plus this. */
 export const GROWTH_SLACK_MS = 20;
 
@@ -72,6 +75,7 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
     channels: setup.channels,
     rate,
     durationMs,
+    stopAfterMs: Math.ceil(durationMs / MIN_PUBLISH_SHARE),
     connections: setup.publishConnections,
   });
   const expected = result.ok * setup.subscribersPerChannel;
@@ -99,7 +103,7 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
     reasons.push(
       `${result.failed} publishes failed${result.firstError ? ` (${result.firstError.slice(0, 80)})` : ''}`,
     );
-  if (result.achievedRate < rate * 0.95)
+  if (result.achievedRate < rate * MIN_PUBLISH_SHARE)
     reasons.push(`publisher reached ${result.achievedRate.toFixed(0)}/s`);
   if (stats.p99Ms > setup.maxP99Ms) reasons.push(`p99 ${stats.p99Ms.toFixed(1)} ms > ${setup.maxP99Ms} ms`);
   if (stats.late.p50Ms > 2 * stats.early.p50Ms + GROWTH_SLACK_MS)

@@ -102,7 +102,6 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
     );
     if (result.connect.ok < urls.length)
       throw new Error(`only ${result.connect.ok}/${urls.length} connected`);
-    await new Promise((r) => setTimeout(r, 500));
     const setup: LoadSetup = {
       system,
       fleet,
@@ -114,7 +113,7 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
     };
     const perPublish = o.subscribersPerChannel;
     // Warm-up (JIT, Redis connections), not recorded.
-    await step(setup, Math.max(1, Math.round(o.fixedDeliveries / perPublish / 4)), 500);
+    await step(setup, Math.max(1, Math.round(o.fixedDeliveries / perPublish / 4)), 300);
     const found = await searchMax(setup, {
       startRate: Math.max(1, Math.round(o.startDeliveries / perPublish)),
       stepMs: o.stepMs,
