@@ -72,8 +72,12 @@ export interface Options {
   client: 'raw' | 'ws';
 }
 
-// Each Switchboard system right before its ceiling: paired runs see the same machine.
-const ALL_SYSTEMS: SystemName[] = ['switchboard-redis', 'ceiling-redis', 'switchboard-memory', 'ceiling-uws'];
+// Each Switchboard system right after its ceiling: a pair sees the same machine, and Switchboard
+// is also measured at the ceiling's rates (the target share of its maximum, its half maximum).
+const ALL_SYSTEMS: SystemName[] = ['ceiling-redis', 'switchboard-redis', 'ceiling-uws', 'switchboard-memory'];
+
+/** Issue 6's throughput targets: the share of the ceiling's deliveries per second Switchboard must reach. */
+export const TARGET_SHARE = { fanout: 0.85, channels: 0.7 } as const;
 const DEFAULT_SCENARIOS = ['fanout', 'channels', 'presence', 'memory'];
 
 function parseArgs(argv: string[]): Options {
@@ -244,13 +248,16 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
     };
     for (let run = 0; run < o.runs; run++) {
       for (const system of o.systems) {
-        const reference =
-          system === 'ceiling-redis'
-            ? result.runs['switchboard-redis']?.[run]
-            : system === 'ceiling-uws'
-              ? result.runs['switchboard-memory']?.[run]
+        const ceiling =
+          system === 'switchboard-redis'
+            ? result.runs['ceiling-redis']?.[run]
+            : system === 'switchboard-memory'
+              ? result.runs['ceiling-uws']?.[run]
               : undefined;
-        const sameRate = reference?.half?.rate;
+        const sameRate = ceiling?.half?.rate;
+        const targetRate = ceiling?.max?.pass
+          ? Math.max(1, Math.round(ceiling.max.rate * TARGET_SHARE[kind]))
+          : undefined;
         const c = await throughputCase({
           system,
           nodes: system === 'switchboard-redis' || system === 'ceiling-redis' ? 2 : 1,
@@ -261,6 +268,7 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
           fixedDeliveries: kind === 'fanout' ? 20_000 : 10_000,
           startDeliveries: kind === 'fanout' ? 800_000 : 24_000,
           ...(sameRate ? { sameRate } : {}),
+          ...(targetRate ? { targetRate } : {}),
           durationMs: o.durationS * 1000,
           stepMs: o.stepS * 1000,
           refine: o.refine,

@@ -21,8 +21,10 @@ export interface ThroughputCase {
   half?: Step;
   /** The fixed rate (same for every system). */
   fixed?: Step;
-  /** Another system's half-max rate, so latencies compare at the same load. */
+  /** Switchboard at its ceiling's half-max rate, so latencies compare at the same load. */
   sameRate?: Step;
+  /** Switchboard at the target share of its ceiling's sustained maximum (issue 6), full duration. */
+  atTarget?: Step;
   error?: string;
 }
 
@@ -36,6 +38,8 @@ export interface ThroughputOptions {
   fixedDeliveries: number;
   startDeliveries: number;
   sameRate?: number;
+  /** Rate to hold for the full duration: the target share of the ceiling's maximum. */
+  targetRate?: number;
   durationMs: number;
   stepMs: number;
   refine: number;
@@ -136,6 +140,13 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
     o.log(
       `  fixed ${o.fixedDeliveries}/s: p50 ${result.fixed.p50Ms} / p99 ${result.fixed.p99Ms} ms, loss ${result.fixed.loss}`,
     );
+    if (o.targetRate) {
+      const rate = o.targetRate;
+      result.atTarget = await confirmedStep(() => step(setup, rate, o.durationMs));
+      o.log(
+        `  at the target share of the ceiling's maximum, ${rate} pub/s: ${result.atTarget.pass ? 'held' : `not held (${result.atTarget.why ?? ''})`}`,
+      );
+    }
     if (o.sameRate) {
       result.sameRate = await step(setup, o.sameRate, o.durationMs);
       o.log(`  at ${o.sameRate} pub/s: p50 ${result.sameRate.p50Ms} / p99 ${result.sameRate.p99Ms} ms`);
