@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { Meta, Results, ThroughputShape } from './run';
 import type { SystemName } from './lib/procs';
 import type { Step } from './scenarios/load';
+import { TARGET_SHARE } from './scenarios/throughput';
 import type { ThroughputCase } from './scenarios/throughput';
 import type { ConnectRate } from './scenarios/presence';
 
@@ -44,16 +45,16 @@ function ratio(a: number | undefined, b: number | undefined): number | undefined
   return a !== undefined && b ? a / b : undefined;
 }
 
-/**
- * Switchboard's run i against the ceiling's run i (measured one after the other, so the machine's
- * drift between runs cancels out); with several runs the pair with the median ratio is judged.
- */
 interface Pair {
   sb: Step;
   ceiling: Step;
   q: number;
 }
 
+/**
+ * Switchboard's run i against the ceiling's run i (measured one after the other, so the machine's
+ * drift between runs cancels out); with several runs the pair with the median ratio is judged.
+ */
 function medianPair(
   shape: ThroughputShape,
   pick: (c: ThroughputCase, role: 'sb' | 'ceiling') => Step | undefined,
@@ -96,6 +97,7 @@ function throughputTarget(shape: ThroughputShape, kind: string, goal: number): T
   const maxima = `maxima ${int(mid?.sb.deliveriesPerSecond)}/s vs ${int(mid?.ceiling.deliveriesPerSecond)}/s = ${pct(mid?.q)}${pairsText(pairs, pct)}`;
   const met = checks.length ? held * 2 > checks.length : undefined;
   const rates = checks.map((x) => `${int(x.at.rate)}${x.at.pass ? '✓' : '✗'}`).join(', ');
+  const why = checks.find((x) => !x.at.pass)?.at.why;
   return {
     name: `${kind}, ${shape.label}, 2 nodes + Redis`,
     goal: `≥ ${pct(goal)} of the Redis-hop ceiling, no loss`,
@@ -108,14 +110,16 @@ function throughputTarget(shape: ThroughputShape, kind: string, goal: number): T
         ? 'not measured'
         : met
           ? '–'
-          : `held in ${held} of ${checks.length} pairs${checks.find((x) => !x.at.pass)?.at.why ? ` (${checks.find((x) => !x.at.pass)?.at.why})` : ''}`,
+          : `held in ${held} of ${checks.length} pairs${why ? ` (${why})` : ''}`,
   };
 }
 
 function targets(r: Results): Target[] {
   const out: Target[] = [];
-  for (const shape of r.fanout?.shapes ?? []) out.push(throughputTarget(shape, 'Fan-out', 0.85));
-  for (const shape of r.channels?.shapes ?? []) out.push(throughputTarget(shape, 'Many channels', 0.7));
+  for (const shape of r.fanout?.shapes ?? [])
+    out.push(throughputTarget(shape, 'Fan-out', TARGET_SHARE.fanout));
+  for (const shape of r.channels?.shapes ?? [])
+    out.push(throughputTarget(shape, 'Many channels', TARGET_SHARE.channels));
   for (const c of (r.memory?.cases ?? []).filter(
     (c) => c.system.startsWith('switchboard') && !c.nodeDefaults,
   )) {

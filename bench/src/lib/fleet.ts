@@ -71,7 +71,6 @@ export type ClientKind = 'raw' | 'ws';
 /** The client implementation every fleet uses (`--client`). */
 export const fleetDefaults: { client: ClientKind } = { client: 'raw' };
 
-/** The client processes: connections spread over them round-robin. */
 /** One summary of the connect reports of several client processes (their clocks are shared). */
 export function summarize(reports: ConnectReport[]): ConnectSummary {
   const start = Math.min(...reports.map((r) => r.startUs));
@@ -86,6 +85,7 @@ export function summarize(reports: ConnectReport[]): ConnectSummary {
   };
 }
 
+/** The client processes: connections spread over them round-robin. */
 export class ClientFleet {
   private readonly workers: Worker[];
 

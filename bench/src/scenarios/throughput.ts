@@ -54,6 +54,9 @@ export interface ThroughputOptions {
  */
 export const PUBLISH_CONNECTIONS = 64;
 
+/** Issue 6's throughput targets: the share of the ceiling's deliveries per second Switchboard must reach. */
+export const TARGET_SHARE = { fanout: 0.85, channels: 0.7 } as const;
+
 /** Below a maximum that does not hold, rates are tried in steps of 1/8 of it, down to half. */
 const STEP_DOWN = [1, 7 / 8, 6 / 8, 5 / 8, 4 / 8];
 
