@@ -33,7 +33,7 @@ const marks = (steps: Step[]): string => steps.map((s) => `${s.rate}${s.pass ? '
 const lossText = (s: Step | undefined): string =>
   s ? (s.loss === 0 ? '0' : `${(s.loss * 100).toFixed(3)}%`) : '–';
 
-interface Target {
+export interface Target {
   name: string;
   goal: string;
   measured: string;
@@ -114,7 +114,8 @@ function throughputTarget(shape: ThroughputShape, kind: string, goal: number): T
   };
 }
 
-function targets(r: Results): Target[] {
+/** Issue 6's targets, each judged met or not with its gap, from a set of results. */
+export function targets(r: Results): Target[] {
   const out: Target[] = [];
   for (const shape of r.fanout?.shapes ?? [])
     out.push(throughputTarget(shape, 'Fan-out', TARGET_SHARE.fanout));

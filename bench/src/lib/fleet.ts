@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { ClientCommand, ConnectReport, StatsReport } from '../workers/client';
-import type { PublishResult, PublishSpec } from '../workers/publisher';
+import type { PublishResult, PublishSpec } from './publish-loop';
 import { BUCKETS, mergeSparse, percentiles } from './hist';
 import type { Percentiles } from './hist';
 

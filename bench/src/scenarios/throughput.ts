@@ -66,17 +66,16 @@ const STEP_DOWN = [1, 7 / 8, 6 / 8, 5 / 8, 4 / 8];
  * Steps down by an eighth of the best rate (about the search's resolution) until one holds; if
  * none down to half of it does, the last attempt is returned, marked failed.
  */
-async function sustainedMax(
-  setup: LoadSetup,
+export async function sustainedMax(
+  measure: (rate: number) => Promise<Step>,
   best: number,
-  durationMs: number,
   log: (line: string) => void,
 ): Promise<{ max: Step; tried: Step[] }> {
   const tried: Step[] = [];
   for (const fraction of STEP_DOWN) {
     const rate = Math.max(1, Math.round(best * fraction));
     if (tried.some((s) => s.rate === rate)) continue;
-    const s = await confirmedStep(() => step(setup, rate, durationMs));
+    const s = await confirmedStep(() => measure(rate));
     tried.push(s);
     if (s.pass) break;
     log(`    ${rate} pub/s does not hold for the full duration: ${s.why ?? ''}`);
@@ -130,7 +129,7 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
     });
     result.search = found.steps;
     if (found.best) {
-      const held = await sustainedMax(setup, found.best.rate, o.durationMs, o.log);
+      const held = await sustainedMax((rate) => step(setup, rate, o.durationMs), found.best.rate, o.log);
       result.max = held.max;
       result.held = held.tried;
       o.log(

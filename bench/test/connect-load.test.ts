@@ -2,9 +2,9 @@ import { createMemoryState } from '@switchboard/core';
 import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
 import type { TestClient, TestGateway } from '@switchboard/testing';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { ClientFleet } from '../../bench/src/lib/fleet';
-import { connectFleet } from '../../bench/src/lib/native-fleet';
-import type { ConnectFleet } from '../../bench/src/lib/native-fleet';
+import { ClientFleet } from '../src/lib/fleet';
+import { connectFleet } from '../src/lib/native-fleet';
+import type { ConnectFleet } from '../src/lib/native-fleet';
 
 // The benchmark's join rates are only as true as the native client's counting: a join is a
 // member list received, a refused handshake a failure, never a success.
