@@ -6,6 +6,7 @@ export type { Env, SeedKey } from './config/schema';
 export * from './protocol/channel-name';
 export * from './protocol/api-key';
 export * from './broker/broker';
+export * from './history/history';
 export * from './broker/broker-memory';
 export * from './presence/presence-store';
 export * from './presence/presence-memory';

@@ -1,0 +1,54 @@
+import type { Publication } from '../broker/broker';
+import type { Topic } from '../types';
+
+/**
+ * A topic's position in its stream: the offset of its latest publication (0 before the first)
+ * within an `epoch`, an opaque token that changes whenever the topic's history is lost (memory
+ * engine restart, Redis data loss, history expiry). Offsets of one epoch are 1, 2, 3, … with no
+ * gap; comparing offsets across epochs means nothing.
+ */
+export interface StreamPosition {
+  readonly offset: number;
+  readonly epoch: string;
+}
+
+/** How much of a topic's stream is kept: the last `size` publications, until `ttlSeconds` after the latest. */
+export interface HistoryRetention {
+  /** 0 keeps offsets and epochs but stores nothing (nothing is ever recoverable). */
+  readonly size: number;
+  readonly ttlSeconds: number;
+}
+
+export interface HistoryQuery {
+  /** Publications with an offset above this one (ascending); absent: the latest `limit`. */
+  readonly since?: number;
+  /** At most this many publications (at least 0). */
+  readonly limit: number;
+}
+
+export interface HistoryPage extends StreamPosition {
+  /**
+   * Ascending by offset, each carrying `offset` and `epoch`. With `since`: the stored
+   * publications after it, at most `limit`; the range is complete when the first one's offset
+   * is `since + 1` (or `since` equals `offset`), otherwise some were trimmed or expired.
+   */
+  readonly publications: readonly Publication[];
+}
+
+/**
+ * History: the streams of topics, read side. Publications enter a stream through
+ * `Broker.publish(publication, retention)`, which assigns the offset atomically with storing and
+ * fanning out (on Redis: one script in the topic's slot), so every node sees one order.
+ *
+ * Contract, for every implementation:
+ * - `read` returns the topic's current position and the requested publications in ascending
+ *   offset order; a topic never published to (or whose history was lost) has offset 0 and a
+ *   fresh epoch, and the epoch it reports is the one its next publication will carry.
+ * - Only the last `size` publications are kept, and none once `ttlSeconds` passed since the
+ *   topic's latest publication; then the whole stream is gone: the next publication starts at
+ *   offset 1 in a new epoch.
+ * - Failures reject with `EngineUnavailableError`.
+ */
+export interface History {
+  read(topic: Topic, query: HistoryQuery): Promise<HistoryPage>;
+}
