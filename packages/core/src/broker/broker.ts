@@ -1,4 +1,4 @@
-import type { ApiKey, NodeId, Topic } from '../types';
+import type { ApiKey, ConnId, NodeId, Topic } from '../types';
 
 /**
  * A message on its way to every connection subscribed to `topic`, on every node.
@@ -23,6 +23,12 @@ export interface Publication {
   readonly origin: NodeId;
   /** V4 direct message: only connections whose `user` identity equals this receive it. */
   readonly to?: string;
+  /**
+   * The connection a client message came from, so the stream delivery to opted-in
+   * subscriptions can leave the sender out unless its `notify_self` is on (the origin node
+   * delivers stream publications when the engine hands them back, not when they enter).
+   */
+  readonly sender?: ConnId;
   /** Where the message entered: a REST publish or a client frame (presence events: neither). */
   readonly source?: 'api' | 'client';
   /** When the origin node accepted it (ms since the epoch), for publish-to-delivery latency. */
