@@ -34,12 +34,15 @@ export function publishToChannel(
     ...(options.binary ? { binary: true } : {}),
   };
   deliverLocal(ctx, publication, options.sender);
-  return ctx.engine.broker.publish(publication).catch((error: unknown) => {
-    ctx.logger.warn(
-      { err: error, channel: topic.channel },
-      'cross-node fan-out failed; delivered on this node only',
-    );
-  });
+  return ctx.engine.broker
+    .publish(publication)
+    .then(() => undefined)
+    .catch((error: unknown) => {
+      ctx.logger.warn(
+        { err: error, channel: topic.channel },
+        'cross-node fan-out failed; delivered on this node only',
+      );
+    });
 }
 
 /** Sends a V4 frame of `sub`'s channel to one connection: stamped unless it is the primary. */
