@@ -1,3 +1,4 @@
+import type { HistoryRetention, StreamPosition } from '../history/history';
 import type { ApiKey, ConnId, NodeId, Topic } from '../types';
 
 /**
@@ -33,6 +34,12 @@ export interface Publication {
   readonly source?: 'api' | 'client';
   /** When the origin node accepted it (ms since the epoch), for publish-to-delivery latency. */
   readonly acceptedAt?: number;
+  /**
+   * Its place in the topic's stream (see `StreamPosition`), set by the engine on publications
+   * published with a retention: every node, the origin included, receives them carrying both.
+   */
+  readonly offset?: number;
+  readonly epoch?: string;
 }
 
 /** Which connections a kick applies to (SPEC §4, rest-interface §4.1 rules 1 to 6). */
@@ -63,6 +70,13 @@ export interface BrokerHandlers {
  *   when the engine accepted it, the publishing node included; a node receives nothing for topics
  *   it is not subscribed to.
  * - Publications from one publisher to one topic arrive in the order they were published.
+ * - `publish` with a `retention` makes the publication the next one of its topic's stream: the
+ *   engine assigns the next offset atomically with storing it (unless `retention.size` is 0) and
+ *   fanning it out (on Redis: one script in the topic's slot), so every node receives the
+ *   stream's publications in one order, each carrying `offset` and `epoch`, and `publish`
+ *   resolves that position. Without `retention` (presence events, direct messages, binary frames)
+ *   it is a plain fan-out: no offset, the stream does not advance, `publish` resolves `undefined`.
+ *   Callers never set `offset` or `epoch` themselves.
  * - `publish` and `publishControl` resolve once the engine has accepted the message and reject with
  *   `EngineUnavailableError` when it cannot; a message is never reported accepted when it was not.
  * - `subscribe`/`unsubscribe` are idempotent per topic; callers keep their own reference counts.
@@ -76,7 +90,7 @@ export interface Broker {
   setHandlers(handlers: BrokerHandlers): void;
   subscribe(topic: Topic): Promise<void>;
   unsubscribe(topic: Topic): Promise<void>;
-  publish(publication: Publication): Promise<void>;
+  publish(publication: Publication, retention?: HistoryRetention): Promise<StreamPosition | undefined>;
   publishControl(command: ControlCommand): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import { historyRetention } from '@switchboard/core';
+import { historyRetention } from './retention';
 import type { ConnId, HistoryPage, Publication, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from '../ws/connection';

@@ -1,6 +1,5 @@
 import type { Publication } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import type { Conn } from '../transport/types';
 import type { ConnectionState } from './connection';
 import { stampChannel } from './frames';
 import { v3Topic, v4PrimaryTopic, v4SecondaryTopic } from './topics';
@@ -49,7 +48,7 @@ export function deliverLocal(
   record(ctx, publication, excluded ? recipients - 1 : recipients);
 }
 
-type Publisher = Pick<Conn<unknown>, 'publish'>;
+type Publisher = { publish(topic: string, message: string | Uint8Array, isBinary?: boolean): unknown };
 
 /** Publishes one variant to its local topic when it has subscribers; returns how many. */
 function publishVariant(
