@@ -122,7 +122,7 @@ describe('V3 opted-in sockets', () => {
   it.each([
     [{ since: '-1', epoch: 'abc' }, 'Invalid since "-1": must be a non-negative integer offset'],
     [{ since: 'x', epoch: 'abc' }, 'Invalid since "x": must be a non-negative integer offset'],
-    [{ since: '1', epoch: 'not an epoch!' }, 'Invalid epoch "not an epoch!"'],
+    [{ since: '1', epoch: 'bad*epoch' }, 'Invalid epoch "bad*epoch"'],
     [{ since: '1' }, 'since was given without epoch; resume with both'],
     [{ epoch: 'abc' }, 'epoch was given without since; resume with both'],
   ])('refuses malformed %j with an error frame and 4540', async (query, text) => {
@@ -140,8 +140,12 @@ describe('V3 opted-in sockets', () => {
     quiet.send('{"event":"said","data":"q"}');
     echo.send('raw words');
     expect((await echo.next()).text).toBe('{"event":"said","data":"q","system::offset":1}');
-    expect((await echo.next()).text).toBe('{"event":"system::message","data":"raw words","system::offset":2}');
-    expect((await quiet.next()).text).toBe('{"event":"system::message","data":"raw words","system::offset":2}');
+    expect((await echo.next()).text).toBe(
+      '{"event":"system::message","data":"raw words","system::offset":2}',
+    );
+    expect((await quiet.next()).text).toBe(
+      '{"event":"system::message","data":"raw words","system::offset":2}',
+    );
     await quiet.expectSilence((f) => f.text.includes('"q"'));
   });
 
@@ -150,7 +154,11 @@ describe('V3 opted-in sockets', () => {
     await positionOf(watcher);
     await watcher.nextEvent('system:member_list');
     const joiner = await open('/v3/v3-events', { presence: '1', user: 'j' });
-    const joined = (await watcher.next((f) => f.json?.['event'] === 'system:member_joined' && JSON.stringify(f.json).includes('"j"'))).json!;
+    const joined = (
+      await watcher.next(
+        (f) => f.json?.['event'] === 'system:member_joined' && JSON.stringify(f.json).includes('"j"'),
+      )
+    ).json!;
     expect(joined['system::offset']).toBeUndefined();
     joiner.send(Buffer.from([1, 2, 3]));
     const binary = await watcher.next((f) => f.binary);
@@ -172,7 +180,9 @@ describe('V4 opted-in subscriptions', () => {
     const first = await publish('v4-sec', { event: 'one' }, 'v4');
     await publish('v4-sec', { event: 'two' }, 'v4');
     const client = await open('/v4/v4-home');
-    expect(await subscribe(client, { channel: 'v4-sec', recover: true, since: 1, epoch: first.epoch })).toEqual({
+    expect(
+      await subscribe(client, { channel: 'v4-sec', recover: true, since: 1, epoch: first.epoch }),
+    ).toEqual({
       event: 'system::subscribe_success',
       data: { channel: 'v4-sec' },
     });
@@ -181,9 +191,7 @@ describe('V4 opted-in subscriptions', () => {
       data: { channel: 'v4-sec', epoch: first.epoch, offset: 2, recovered: true, missed: 1 },
       'system::channel': 'v4-sec',
     });
-    expect((await client.next()).text).toBe(
-      '{"event":"two","system::channel":"v4-sec","system::offset":2}',
-    );
+    expect((await client.next()).text).toBe('{"event":"two","system::channel":"v4-sec","system::offset":2}');
     await publish('v4-sec', 'text', 'v4');
     expect((await client.next()).text).toBe(
       '{"event":"system::message","data":"text","system::channel":"v4-sec","system::offset":3}',
@@ -243,7 +251,8 @@ describe('REST history', () => {
     [{ limit: 'many' }, 'Invalid field "limit": must be a non-negative integer'],
     [{}, 'Missing field "channel"'],
   ])('refuses %j with 400 naming the field', async (fields, error) => {
-    const body = 'channel' in fields || Object.keys(fields).length === 0 ? fields : { channel: 'rest-h', ...fields };
+    const body =
+      'channel' in fields || Object.keys(fields).length === 0 ? fields : { channel: 'rest-h', ...fields };
     const reply = await call('/api/history', body);
     expect(reply.status).toBe(400);
     expect(reply.body).toMatchObject({ success: false, error });

@@ -97,7 +97,10 @@ describe('docs/openapi.yaml: cluster API', () => {
     expect(published.body).toEqual({ success: true, offset: 1, epoch: expect.any(String) });
     await post('/api/v4/publish', { ...creds(), channel: 'room-4', message: 'text' });
     const history = await post('/api/history', { ...creds(), channel: 'room-1', since: 0 });
-    expect(history.body).toMatchObject({ offset: 1, publications: [{ offset: 1, message: '{"event":"e","data":1}' }] });
+    expect(history.body).toMatchObject({
+      offset: 1,
+      publications: [{ offset: 1, message: '{"event":"e","data":1}' }],
+    });
     await post('/api/v4/history', { ...creds(), channel: 'room-4', limit: 1 });
     const one = await post('/api/members', { ...creds(), channel: 'room-1' });
     expect(one.body).toMatchObject({ members: [{ uuid: 'u2' }, { uuid: 'u1', user: 'alice' }] });

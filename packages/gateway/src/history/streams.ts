@@ -208,7 +208,8 @@ export class Streams {
       return;
     }
     const primary = v4PrimaryTopic(topic, 'stream');
-    if (transport.numSubscribers(primary) > 0) via.publish(primary, offsetFrame(publication, isObject, offset));
+    if (transport.numSubscribers(primary) > 0)
+      via.publish(primary, offsetFrame(publication, isObject, offset));
     const secondary = v4SecondaryTopic(topic, 'stream');
     if (transport.numSubscribers(secondary) > 0)
       via.publish(secondary, offsetFrame(publication, isObject, offset, topic.channel));
@@ -221,9 +222,6 @@ export class Streams {
       return;
     }
     transport.publish(v4PrimaryTopic(topic, 'stream'), positionFrame(topic.channel, report));
-    transport.publish(
-      v4SecondaryTopic(topic, 'stream'),
-      positionFrame(topic.channel, report, topic.channel),
-    );
+    transport.publish(v4SecondaryTopic(topic, 'stream'), positionFrame(topic.channel, report, topic.channel));
   }
 }

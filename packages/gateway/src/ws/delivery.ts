@@ -39,7 +39,9 @@ export function deliverLocal(
     const secondaries = ctx.transport.numSubscribers(v4SecondaryTopic(topic));
     const eventSecondaries = events ? ctx.transport.numSubscribers(v4SecondaryTopic(topic, 'events')) : 0;
     if (secondaries + eventSecondaries > 0) {
-      const stamped = publication.stampable ? stampChannel(publication.body, topic.channel) : publication.body;
+      const stamped = publication.stampable
+        ? stampChannel(publication.body, topic.channel)
+        : publication.body;
       if (secondaries > 0) via.publish(v4SecondaryTopic(topic), stamped);
       if (eventSecondaries > 0) via.publish(v4SecondaryTopic(topic, 'events'), stamped);
     }

@@ -20,8 +20,7 @@ const name = (prefix: string, variant: TopicVariant, t: Topic): string =>
 
 export const v3Topic = (t: Topic, variant: TopicVariant = 'plain'): string => name('3', variant, t);
 export const v4PrimaryTopic = (t: Topic, variant: TopicVariant = 'plain'): string => name('4p', variant, t);
-export const v4SecondaryTopic = (t: Topic, variant: TopicVariant = 'plain'): string =>
-  name('4s', variant, t);
+export const v4SecondaryTopic = (t: Topic, variant: TopicVariant = 'plain'): string => name('4s', variant, t);
 
 export const localTopicOf = (t: Topic, primary: boolean, variant: TopicVariant = 'plain'): string =>
   t.protocol === 'v3'
