@@ -117,7 +117,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ctx.meters.redisConnected(available);
     if (!available || ctx.status.draining) return;
     ctx.meters.redisReconnected();
-    void recovery.restore();
+    // Once subscribed again, opted-in streams compare with history: pub/sub lost what was
+    // published while the connection was down.
+    void recovery.restore().then(() => streams.resync());
     void membership.tick();
   });
 
