@@ -102,6 +102,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
       if (publication.origin !== config.nodeId) deliverLocal(ctx, publication);
       if (publication.offset !== undefined) streams.receive(publication);
     },
+    resubscribed() {
+      streams.resync();
+    },
     control(command: ControlCommand) {
       if (command.type === 'kick') executeKick(ctx, command.selector);
       else if (command.type === 'key-changed') ctx.keys.invalidate(command.key);

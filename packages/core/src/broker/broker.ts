@@ -60,6 +60,12 @@ export type ControlCommand =
 export interface BrokerHandlers {
   message(publication: Publication): void;
   control(command: ControlCommand): void;
+  /**
+   * The broker's subscriptions were restored after its connection dropped: whatever was
+   * published meanwhile was lost to this node (pub/sub is at most once). Streams use it to
+   * catch up from history.
+   */
+  resubscribed?(): void;
 }
 
 /**

@@ -28,6 +28,8 @@ export class RedisBroker implements Broker {
   /** Cluster only: the control channel's first SSUBSCRIBE (queued until the cluster is ready). */
   private readonly controlSubscribed: Promise<void> = Promise.resolve();
   private closed = false;
+  /** The subscriber connection was ready once: a later `ready` is a reconnect. */
+  private readyBefore = false;
 
   constructor(
     private readonly clients: RedisClients,
@@ -147,12 +149,20 @@ export class RedisBroker implements Broker {
   private readonly resubscribe = (): void => {
     if (this.closed) return;
     const { subscriber } = this.clients;
+    const first = !this.readyBefore;
+    this.readyBefore = true;
+    const restored = (): void => {
+      if (!first && !this.closed) this.handlers?.resubscribed?.();
+    };
     if (!this.sharded) {
-      subscriber.subscribe(this.keys.control(), ...this.wanted.keys()).catch(() => undefined);
+      subscriber.subscribe(this.keys.control(), ...this.wanted.keys()).then(restored, () => undefined);
       return;
     }
     // ioredis restores what it subscribed itself; only the calls that never reached it are left.
-    for (const channel of this.pending) this.shardedSubscribe(channel).catch(() => undefined);
+    Promise.all([...this.pending].map((channel) => this.shardedSubscribe(channel))).then(
+      restored,
+      () => undefined,
+    );
   };
 
   /** SSUBSCRIBE, remembering the channel as pending until Redis confirmed it. */
