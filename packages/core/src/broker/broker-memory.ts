@@ -1,4 +1,5 @@
 import type { Topic } from '../types';
+import { dispatch } from './broker';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
 
 const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
@@ -59,11 +60,15 @@ export class MemoryBroker implements Broker {
 
   /** @internal called by the bus */
   receive(id: string, publication: Publication): void {
-    if (this.topics.has(id)) this.handlers?.message(publication);
+    const handlers = this.handlers;
+    // A handler's throw stays with this node: it must not fail the publisher's `publish`.
+    if (handlers && this.topics.has(id))
+      dispatch(handlers, 'publication', () => handlers.message(publication));
   }
 
   /** @internal called by the bus */
   receiveControl(command: ControlCommand): void {
-    this.handlers?.control(command);
+    const handlers = this.handlers;
+    if (handlers) dispatch(handlers, 'control', () => handlers.control(command));
   }
 }

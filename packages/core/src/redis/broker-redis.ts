@@ -1,3 +1,4 @@
+import { dispatch, parseControlCommand } from '../broker/broker';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
 import type { Topic } from '../types';
 import { coalesceWrites, guard } from './clients';
@@ -127,21 +128,26 @@ export class RedisBroker implements Broker {
     this.pending.delete(channel);
   }
 
+  /** ioredis' message listener: nothing thrown here may escape, or the process ends. */
   private readonly onMessage = (channel: string, message: string): void => {
     const handlers = this.handlers;
     if (this.closed || !handlers) return;
     if (channel === this.keys.control()) {
-      let command: ControlCommand;
-      try {
-        command = JSON.parse(message) as ControlCommand;
-      } catch {
-        return;
-      }
-      handlers.control(command);
+      const parsed = parseControlCommand(message);
+      if ('problem' in parsed)
+        dispatch(handlers, 'control', () => handlers.dropped?.('control', parsed.problem));
+      else dispatch(handlers, 'control', () => handlers.control(parsed.command));
       return;
     }
     const topic = this.wanted.get(channel);
-    const publication = topic && decodePublication(topic, message);
-    if (publication) handlers.message(publication);
+    if (!topic) return; // unsubscribed while the message was on its way
+    let publication: Publication | null;
+    try {
+      publication = decodePublication(topic, message);
+    } catch {
+      publication = null;
+    }
+    if (publication) dispatch(handlers, 'publication', () => handlers.message(publication));
+    else dispatch(handlers, 'publication', () => handlers.dropped?.('publication', 'undecodable'));
   };
 }
