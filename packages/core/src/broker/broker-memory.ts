@@ -1,5 +1,5 @@
 import type { Topic } from '../types';
-import { dispatch } from './broker';
+import { reportHandlerFailure } from './broker';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
 
 const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
@@ -61,14 +61,23 @@ export class MemoryBroker implements Broker {
   /** @internal called by the bus */
   receive(id: string, publication: Publication): void {
     const handlers = this.handlers;
+    if (!handlers || !this.topics.has(id)) return;
     // A handler's throw stays with this node: it must not fail the publisher's `publish`.
-    if (handlers && this.topics.has(id))
-      dispatch(handlers, 'publication', () => handlers.message(publication));
+    try {
+      handlers.message(publication);
+    } catch (error) {
+      reportHandlerFailure(handlers, 'publication', error);
+    }
   }
 
   /** @internal called by the bus */
   receiveControl(command: ControlCommand): void {
     const handlers = this.handlers;
-    if (handlers) dispatch(handlers, 'control', () => handlers.control(command));
+    if (!handlers) return;
+    try {
+      handlers.control(command);
+    } catch (error) {
+      reportHandlerFailure(handlers, 'control', error);
+    }
   }
 }

@@ -108,16 +108,12 @@ export interface BrokerHandlers {
   failed?(kind: DroppedKind, error: unknown): void;
 }
 
-/** Runs a handler for one incoming message, reporting a throw to `failed` instead of letting it out. */
-export function dispatch(handlers: BrokerHandlers, kind: DroppedKind, handle: () => void): void {
+/** Tells `handlers.failed` that a handler threw; never throws itself (it runs in a listener). */
+export function reportHandlerFailure(handlers: BrokerHandlers, kind: DroppedKind, error: unknown): void {
   try {
-    handle();
-  } catch (error) {
-    try {
-      handlers.failed?.(kind, error);
-    } catch {
-      // The reporter failed as well: nothing is left to tell.
-    }
+    handlers.failed?.(kind, error);
+  } catch {
+    // The reporter failed as well: nothing is left to tell.
   }
 }
 

@@ -1,4 +1,4 @@
-import { dispatch, parseControlCommand } from '../broker/broker';
+import { parseControlCommand, reportHandlerFailure } from '../broker/broker';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
 import type { Topic } from '../types';
 import { coalesceWrites, guard } from './clients';
@@ -132,22 +132,21 @@ export class RedisBroker implements Broker {
   private readonly onMessage = (channel: string, message: string): void => {
     const handlers = this.handlers;
     if (this.closed || !handlers) return;
-    if (channel === this.keys.control()) {
-      const parsed = parseControlCommand(message);
-      if ('problem' in parsed)
-        dispatch(handlers, 'control', () => handlers.dropped?.('control', parsed.problem));
-      else dispatch(handlers, 'control', () => handlers.control(parsed.command));
-      return;
-    }
-    const topic = this.wanted.get(channel);
-    if (!topic) return; // unsubscribed while the message was on its way
-    let publication: Publication | null;
+    const control = channel === this.keys.control();
     try {
-      publication = decodePublication(topic, message);
-    } catch {
-      publication = null;
+      if (control) {
+        const parsed = parseControlCommand(message);
+        if ('problem' in parsed) handlers.dropped?.('control', parsed.problem);
+        else handlers.control(parsed.command);
+        return;
+      }
+      const topic = this.wanted.get(channel);
+      if (!topic) return; // unsubscribed while the message was on its way
+      const publication = decodePublication(topic, message);
+      if (publication) handlers.message(publication);
+      else handlers.dropped?.('publication', 'undecodable');
+    } catch (error) {
+      reportHandlerFailure(handlers, control ? 'control' : 'publication', error);
     }
-    if (publication) dispatch(handlers, 'publication', () => handlers.message(publication));
-    else dispatch(handlers, 'publication', () => handlers.dropped?.('publication', 'undecodable'));
   };
 }
