@@ -154,6 +154,19 @@ describe('other start-up failures', () => {
     ]);
   });
 
+  it('Redis unreachable when the start needs it (writing SWITCHBOARD_KEYS)', async () => {
+    const redisPort = await freePort();
+    const { code, stderr } = await failedStart('gateway', {
+      PORT: String(await freePort()),
+      REDIS_URL: `redis://user:hunter2@${HOST}:${redisPort}`,
+      SWITCHBOARD_KEYS: JSON.stringify([{ key: 'seeded', secret: 'seeded-secret' }]),
+    });
+    expect(code).toBe(1);
+    expect(stderr).toEqual([
+      `Redis at ${HOST}:${redisPort} (REDIS_URL) is unreachable: start it, or set REDIS_URL to a server that answers`,
+    ]);
+  });
+
   it('LOG_LEVEL=debug adds the stack trace after the line', async () => {
     const taken = await occupiedPort();
     const env = { PORT: String(taken), SWITCHBOARD_DATA_DIR: dataDir(), LOG_LEVEL: 'debug' };

@@ -2,6 +2,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import { inspect } from 'node:util';
 import {
   ConfigError,
+  EngineUnavailableError,
   SetupError,
   createEngine,
   createLogger,
@@ -70,12 +71,32 @@ export async function startService<T extends Service>(
     const line =
       error instanceof SetupError
         ? error.message
-        : `cannot start the ${service} service: ${error instanceof Error ? error.message : String(error)} (LOG_LEVEL=debug prints the stack trace)`;
+        : error instanceof EngineUnavailableError && config.redis
+          ? redisUnreachable(config.redis)
+          : `cannot start the ${service} service: ${error instanceof Error ? error.message : String(error)} (LOG_LEVEL=debug prints the stack trace)`;
     process.stderr.write(`${line}\n`);
     if (config.logLevel === 'debug' || config.logLevel === 'trace')
       process.stderr.write(`${inspect(error)}\n`);
     return 1;
   }
+}
+
+/**
+ * A server starts while Redis is down (it serves `unavailable` until Redis answers), unless the
+ * start itself needs Redis: writing `SWITCHBOARD_KEYS`, or the first-start key check of `start`.
+ */
+function redisUnreachable(redis: NonNullable<Config['redis']>): string {
+  if (redis.kind === 'cluster') {
+    const nodes = redis.nodes.map((node) => `${node.host}:${node.port}`).join(',');
+    return `Redis Cluster at ${nodes} (REDIS_CLUSTER_NODES) is unreachable: start it, or set REDIS_CLUSTER_NODES to nodes that answer`;
+  }
+  let where = 'REDIS_URL';
+  try {
+    where = new URL(redis.url).host; // never the password
+  } catch {
+    // Not a URL the WHATWG parser takes: name the variable only.
+  }
+  return `Redis at ${where} (REDIS_URL) is unreachable: start it, or set REDIS_URL to a server that answers`;
 }
 
 /** `startService`, then serve until SIGTERM or SIGINT stops the service and the process exits. */
