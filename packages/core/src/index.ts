@@ -1,5 +1,6 @@
 export * from './types';
 export * from './errors';
+export * from './setup-error';
 export * from './logger';
 export * from './config/load';
 export type { Env, SeedKey } from './config/schema';

@@ -178,7 +178,12 @@ export function createGateway(deps: GatewayDeps): Gateway {
     context: ctx,
     async listen() {
       await membership.start();
-      const port = await ctx.transport.listen(config.host, config.port);
+      // A node that cannot bind never served: it leaves the cluster at once instead of waiting to
+      // be declared dead.
+      const port = await ctx.transport.listen(config.host, config.port).catch(async (error: unknown) => {
+        await membership.leave();
+        throw error;
+      });
       logger.info({ port, host: config.host, engine: engine.kind }, 'ready');
       return port;
     },
