@@ -1,4 +1,5 @@
 import { createMemoryEngine, createMemoryState } from '../src/engine';
+import { isValidEpoch, newEpoch } from '../src/history/epochs';
 import type { Engine, MemoryState } from '../src/engine';
 import { describeHistoryContract } from './contracts/history.contract';
 import type { HistoryEngine } from './contracts/history.contract';
@@ -65,5 +66,18 @@ describe('memory history', () => {
     for (let i = 0; i < 20; i++)
       epochs.add((await createMemoryState().history.read(topic, { limit: 1 })).epoch);
     expect(epochs.size).toBe(20);
+  });
+});
+
+describe('epochs', () => {
+  it('are unique short tokens that isValidEpoch accepts, and it refuses anything else', () => {
+    const drawn = Array.from({ length: 1000 }, newEpoch);
+    expect(new Set(drawn).size).toBe(1000);
+    expect(drawn.every(isValidEpoch)).toBe(true);
+    expect(drawn.every((e) => e.length <= 19)).toBe(true);
+    for (const bad of ['', 'a'.repeat(33), 'a b', 'a|b', 'ä', 7, null, undefined, ['x']]) {
+      expect(isValidEpoch(bad)).toBe(false);
+    }
+    expect(isValidEpoch('A-z_09')).toBe(true);
   });
 });
