@@ -198,7 +198,7 @@ describe('connection limits', () => {
       const a = await connectClient(limited.wsUrl('/v3/one', { api_key: k.key }));
       await a.expectSilence(() => true, 50);
       const c = new TestClient(limited.wsUrl('/v4/two', { api_key: k.key }));
-      expect((await c.next()).json).toEqual({ error: 'Connection limit reached for this API key' });
+      expect((await c.next()).json).toEqual({ error: 'Connection limit reached for this API key (limit 1)' });
       expect((await c.closed).code).toBe(4529);
       a.close();
     } finally {

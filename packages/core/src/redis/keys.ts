@@ -33,7 +33,11 @@ export interface RedisKeys {
   countsTotal(key: ApiKey): string;
   /** HASH channel → count contributed by one node. */
   countsNode(key: ApiKey, nodeId: NodeId): string;
-  /** SET of API keys in which a node holds counts. */
+  /** HASH nodeId → sockets of the API key that node reserved (the per-key connection limit). */
+  countsSockets(key: ApiKey): string;
+  /** STRING: sockets of the API key reserved on every node. */
+  countsSocketsTotal(key: ApiKey): string;
+  /** SET of API keys in which a node holds counts or socket reservations. */
   countsNodeKeys(nodeId: NodeId): string;
   /** LIST of log records (JSON), newest first. */
   log(key: ApiKey): string;
@@ -77,6 +81,8 @@ export function redisKeys(prefix: string): RedisKeys {
     countsChannels: (key) => `${byKey('counts', key)}:channels`,
     countsTotal: (key) => `${byKey('counts', key)}:total`,
     countsNode: (key, nodeId) => `${byKey('counts', key)}:node:${checked('node id', nodeId)}`,
+    countsSockets: (key) => `${byKey('counts', key)}:sockets`,
+    countsSocketsTotal: (key) => `${byKey('counts', key)}:sockets-total`,
     countsNodeKeys: (nodeId) => byNode('counts-node', nodeId),
     log: (key) => byKey('log', key),
     apiKey: (key) => `${p}:apikey:{keystore}:${checked('API key', key)}`,

@@ -106,16 +106,32 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
   if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
     return reject('CONNECTION_LIMIT', 'Connection limit reached for this node');
   }
-  if (maxConnectionsPerKey > 0) {
-    const inUse = await ctx.engine.counts.sum(key).catch(() => ctx.registry.countOfKey(key));
-    if (inUse >= maxConnectionsPerKey)
-      return reject('CONNECTION_LIMIT', 'Connection limit reached for this API key');
-  }
-
+  // Counted from here, so concurrent admissions see each other before any of them is open.
   ctx.status.admitting++;
   let topic: Topic;
+  let socketReserved = false;
   try {
-    topic = await ctx.subscriptions.acquire({ key, protocol, channel });
+    if (maxConnectionsPerKey > 0) {
+      const reserved = await ctx.engine.counts
+        .reserveSocket(ctx.nodeId, key, maxConnectionsPerKey)
+        .catch(() => undefined);
+      // Engine unreachable: this node's own sockets are all it can count (recovery reserves them later).
+      if (
+        reserved === false ||
+        (reserved === undefined && ctx.registry.countOfKey(key) >= maxConnectionsPerKey)
+      )
+        return reject(
+          'CONNECTION_LIMIT',
+          `Connection limit reached for this API key (limit ${maxConnectionsPerKey})`,
+        );
+      socketReserved = reserved === true;
+    }
+    try {
+      topic = await ctx.subscriptions.acquire({ key, protocol, channel });
+    } catch (error) {
+      if (socketReserved) releaseKeySocket(ctx, key);
+      throw error;
+    }
   } finally {
     ctx.status.admitting--;
   }
@@ -138,6 +154,23 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     rateCount: 0,
     conn: undefined,
     closed: false,
+    socketReserved,
   };
   return state;
 }
+
+/**
+ * Gives back the socket `admit` reserved for the key's connection limit, once per connection.
+ * While the node drains its reservations were removed wholesale and are left alone.
+ */
+export function releaseSocket(ctx: GatewayContext, state: ConnectionState): void {
+  if (!state.socketReserved) return;
+  state.socketReserved = false;
+  if (!ctx.status.draining) releaseKeySocket(ctx, state.key);
+}
+
+const releaseKeySocket = (ctx: GatewayContext, key: string): void => {
+  ctx.engine.counts.releaseSocket(ctx.nodeId, key).catch((error: unknown) => {
+    ctx.logger.warn({ err: error }, 'socket release failed; it is rewritten when the engine is back');
+  });
+};
