@@ -20,6 +20,19 @@ import { decodeLenient, isFlagOn, parseQuery } from './query';
 
 const PATH = /^\/(v3|v4)\/([^/]*)\/?$/;
 
+/** Bounds on what a connection presents: both go into member lists and Redis key names. */
+export const MAX_UUID_CHARACTERS = 128;
+export const MAX_USER_JSON_BYTES = 256;
+
+/** Why `uuid` or `user` (the effective one, after a JWT claim) cannot be accepted, if they cannot. */
+export function identityProblem(uuid: string | undefined, user: JsonValue | undefined): string | undefined {
+  if (uuid !== undefined && uuid.length > MAX_UUID_CHARACTERS && [...uuid].length > MAX_UUID_CHARACTERS)
+    return `uuid is longer than ${MAX_UUID_CHARACTERS} characters`;
+  if (user !== undefined && Buffer.byteLength(JSON.stringify(user)) > MAX_USER_JSON_BYTES)
+    return `user is longer than ${MAX_USER_JSON_BYTES} bytes of JSON`;
+  return undefined;
+}
+
 const reject = (reason: CloseReason, text: string = CLOSE_CODES[reason].message): Rejection => ({
   rejected: reason,
   text,
@@ -67,7 +80,8 @@ export async function authorizeChannel(
 }
 
 /**
- * Admission, in SPEC §6 order: API key, Origin, channel name, JWT, connection limits. Returns
+ * Admission, in SPEC §6 order: API key, Origin, channel name, JWT (then the lengths of `uuid` and
+ * the resulting `user`), connection limits. Returns
  * the connection state (its primary broker subscription already in place, so nothing published
  * after the client sees `open` is missed), a rejection to deliver as error frame + close, or
  * `null` when the path is not a WebSocket endpoint.
@@ -101,6 +115,8 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     queryUser,
   );
   if (!auth.ok) return reject('AUTH_FAILED');
+  const tooLong = identityProblem(query.get('uuid'), auth.user);
+  if (tooLong) return reject('IDENTITY_TOO_LONG', tooLong);
 
   const { maxConnectionsPerNode, maxConnectionsPerKey } = ctx.config.limits;
   if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
