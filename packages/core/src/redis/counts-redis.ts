@@ -111,12 +111,16 @@ export class RedisConnectionCounts implements ConnectionCounts {
     const nodeKeys = this.keys.countsNodeKeys(nodeId);
     for (const key of await guard(this.client, () => this.client.smembers(nodeKeys))) {
       const keys = [...this.keyTriple(key, nodeId), ...this.socketKeys(key)];
-      // Each call takes out at most REMOVE_PER_CALL channels; other clients' commands run in between.
-      let more: unknown = 1;
-      while (more)
-        more = await guard(this.client, () =>
-          countsRemoveNode.run(this.client, keys, [nodeId, REMOVE_PER_CALL]),
+      // Each call takes out about REMOVE_PER_CALL channels; other clients' commands run in between.
+      let cursor = '0';
+      do {
+        const step = cursor;
+        cursor = String(
+          await guard(this.client, () =>
+            countsRemoveNode.run(this.client, keys, [nodeId, step, REMOVE_PER_CALL]),
+          ),
         );
+      } while (cursor !== '0');
       await guard(this.client, () => this.client.srem(nodeKeys, key));
       // An increment or reservation of the same node id may have raced in between (a node restarting under its id).
       const [share, sockets] = await guard(this.client, () =>

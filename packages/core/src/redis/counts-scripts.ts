@@ -26,11 +26,12 @@ return 1
 
 /**
  * KEYS[1] channel ZSET, KEYS[2] total, KEYS[3] the node's HASH, KEYS[4] socket HASH,
- * KEYS[5] socket total; ARGV[1] nodeId, ARGV[2] channels per call
- * Subtracts up to ARGV[2] channels of the node's share (HSCAN's COUNT, a hint Redis may exceed
- * on a small hash) and its socket reservations, deleting what it subtracted: a concurrent
- * caller never subtracts the same share twice. A large share is taken out by repeated calls,
- * so no call holds Redis long. Returns 1 while some of the share is left, else 0.
+ * KEYS[5] socket total; ARGV[1] nodeId, ARGV[2] HSCAN cursor, ARGV[3] HSCAN COUNT
+ * Subtracts the channels of the node's share that one HSCAN step returns (about ARGV[3]; all of
+ * a small hash) and its socket reservations, deleting what it subtracted: a concurrent caller
+ * never subtracts the same share twice. The caller repeats with the returned cursor until it is
+ * "0" (a whole scan: every channel present throughout is returned once at least), so no call
+ * holds Redis long. Returns the next cursor.
  */
 export const countsRemoveNode = new LuaScript(`
 local sockets = tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')
@@ -38,7 +39,8 @@ if sockets > 0 then
   redis.call('HDEL', KEYS[4], ARGV[1])
   if redis.call('DECRBY', KEYS[5], sockets) <= 0 then redis.call('DEL', KEYS[5]) end
 end
-local share = redis.call('HSCAN', KEYS[3], 0, 'COUNT', ARGV[2])[2]
+local step = redis.call('HSCAN', KEYS[3], ARGV[2], 'COUNT', ARGV[3])
+local share = step[2]
 local sum = 0
 for i = 1, #share, 2 do
   local n = tonumber(share[i + 1])
@@ -47,7 +49,7 @@ for i = 1, #share, 2 do
   sum = sum + n
 end
 if sum > 0 and redis.call('INCRBY', KEYS[2], -sum) <= 0 then redis.call('DEL', KEYS[2]) end
-return redis.call('EXISTS', KEYS[3])
+return step[1]
 `);
 
 /**

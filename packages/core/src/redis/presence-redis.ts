@@ -39,7 +39,7 @@ type PendingWrite =
 const WRITES_PER_CALL = 100;
 
 /** Entries of a dead node removed per script call: bounds the time one call holds Redis. */
-const REMOVE_PER_CALL = 200;
+const REMOVE_PER_CALL = 100;
 
 /** Largest count a script is asked for: "all" without sending Number.MAX_SAFE_INTEGER to Lua. */
 const MAX_RANGE = 2 ** 31 - 1;
