@@ -189,6 +189,8 @@ describe('GET /api/members', () => {
     await engine.presence.join(topic, { connId: 'n/9', nodeId: 'n', member: { uuid: 'u9' } }, 9);
     const res = await request(app).get('/api/members').set(authA).expect(200);
     expect(JSON.parse(res.text)['__proto__']).toEqual([{ uuid: 'u9', protocol: 'v3' }]);
+    const paged = await request(app).get('/api/members?limit=1').set(authA).expect(200);
+    expect(JSON.parse(paged.text)['data']['__proto__']).toEqual([{ uuid: 'u9', protocol: 'v3' }]);
   });
 
   test('pages channels by name, each with at most ROSTER_LIMIT members per protocol', async () => {

@@ -10,8 +10,8 @@ import {
 import type { RedisServer, TestGateway } from '@switchboard/testing';
 
 /** Polls `check` until it holds (state written by another process or turn), or fails after 5 s. */
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5000;
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -95,4 +95,12 @@ describe('MAX_CONNECTIONS_PER_KEY: sockets, reserved atomically across gateways'
     clients.push(await connectClient(url(1, '/v4/next')));
     expect(await sockets()).toBe(LIMIT);
   });
+
+  it('reserves the open sockets again when Redis comes back empty', async () => {
+    for (let i = 0; i < 3; i++) clients.push(await connectClient(url(i % 2, '/v4/kept')));
+    expect(await sockets()).toBe(3);
+    await redis.restart();
+    // Each gateway rewrites its own share from its open sockets once it reconnects.
+    await until('the reservations rewritten', async () => (await sockets().catch(() => -1)) === 3, 15_000);
+  }, 20_000);
 });
