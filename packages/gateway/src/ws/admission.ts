@@ -81,10 +81,10 @@ export async function authorizeChannel(
 
 /**
  * Admission, in SPEC §6 order: API key, Origin, channel name, JWT (then the lengths of `uuid` and
- * the resulting `user`), connection limits. Returns
- * the connection state (its primary broker subscription already in place, so nothing published
- * after the client sees `open` is missed), a rejection to deliver as error frame + close, or
- * `null` when the path is not a WebSocket endpoint.
+ * the resulting `user`), connection limits. Returns the connection state (its primary broker
+ * subscription already in place, so nothing published after the client sees `open` is missed,
+ * and its socket reserved when the key's connections are limited), a rejection to deliver as
+ * error frame + close, or `null` when the path is not a WebSocket endpoint.
  */
 export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promise<SocketData | null> {
   const match = PATH.exec(request.path);
