@@ -25,9 +25,11 @@ local function topicAt(i)
     entries = KEYS[i + 4]}
 end
 
+local COMPLEMENT = {['0'] = '9', ['1'] = '8', ['2'] = '7', ['3'] = '6', ['4'] = '5', ['5'] = '4',
+  ['6'] = '3', ['7'] = '2', ['8'] = '1', ['9'] = '0'}
+
 local function rank(score)
-  local s = string.format('%018.4f', -tonumber(score))
-  return (string.gsub(s, '%d', function(d) return string.char(105 - string.byte(d)) end))
+  return (string.gsub(string.format('%018.4f', -tonumber(score)), '%d', COMPLEMENT))
 end
 
 local function identityPrefix(identity)
