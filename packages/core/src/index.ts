@@ -5,6 +5,7 @@ export * from './config/load';
 export type { Env, SeedKey } from './config/schema';
 export * from './protocol/channel-name';
 export * from './protocol/api-key';
+export * from './protocol/domain';
 export * from './broker/broker';
 export * from './history/history';
 export * from './broker/broker-memory';

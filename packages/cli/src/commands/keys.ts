@@ -1,4 +1,11 @@
-import { ConfigError, createEngine, createLogger, generateKeyRecord, loadConfig } from '@switchboard/core';
+import {
+  ConfigError,
+  createEngine,
+  createLogger,
+  domainProblem,
+  generateKeyRecord,
+  loadConfig,
+} from '@switchboard/core';
 import type { ApiKeyRecord, Config, Engine } from '@switchboard/core';
 import type { Env } from './index';
 
@@ -12,7 +19,8 @@ Commands:
   keys domains KEY [D]...     replace the key's allowed domains; none allows any origin
 
 Options:
-  --domain D                  an allowed Origin host (subdomains included), e.g. example.com; repeatable
+  --domain D                  an allowed Origin host (subdomains included), e.g. example.com, or
+                              example.com:8443 for that port only; repeatable
   --no-client-messages        clients may not publish to channels (default: they may)
   --force-auth                every channel needs a JWT, not only private-… ones
   --json                      machine-readable output on stdout
@@ -66,18 +74,10 @@ function parseArgs(command: string, args: readonly string[]): Parsed {
   return parsed;
 }
 
-/**
- * A domain is a host as browsers send it in `Origin` (optionally with a port): the gateway compares
- * it with the Origin's host, so a scheme or path could never match and is refused here.
- */
+/** A domain as core validates it everywhere (protocol/domain.ts), or a usage error naming it. */
 function checkDomain(domain: string): string {
-  const host = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?$/;
-  const ipv6 = /^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/;
-  if (!host.test(domain) && !ipv6.test(domain)) {
-    throw new UsageError(
-      `"${domain}" is not a domain; give a host such as example.com (no scheme, path or wildcard)`,
-    );
-  }
+  const problem = domainProblem(domain);
+  if (problem) throw new UsageError(problem);
   return domain.toLowerCase();
 }
 

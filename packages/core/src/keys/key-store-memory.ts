@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ApiKey } from '../types';
+import { assertValidDomains } from './key-store';
 import type { ApiKeyRecord, KeyStore } from './key-store';
 
 /**
@@ -25,6 +26,7 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async put(record: ApiKeyRecord): Promise<void> {
+    assertValidDomains(record);
     this.reload();
     this.records.set(record.key, { ...record, domains: [...record.domains] });
     this.save();

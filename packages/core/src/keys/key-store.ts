@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { normalizeDomain } from '../protocol/domain';
 import type { ApiKey } from '../types';
 
 /** An API key and what it allows (SPEC §2). */
@@ -20,6 +21,8 @@ export interface ApiKeyRecord {
  *
  * Contract, for every implementation:
  * - `put` inserts or replaces a record by `key`; `delete` returns whether the key existed.
+ * - `put` refuses a record with a domain that is not one (`InvalidDomainError`, nothing stored):
+ *   every writer (CLI, seeds, future APIs) goes through it.
  * - `get` of an unknown key resolves `null`; `list` returns every record, ordered by key.
  * - Readers may cache records for a few seconds (`KEY_CACHE_MS`); writers announce changes
  *   through the broker's `key-changed` control command so caches drop them at once.
@@ -30,6 +33,11 @@ export interface KeyStore {
   list(): Promise<ApiKeyRecord[]>;
   put(record: ApiKeyRecord): Promise<void>;
   delete(key: ApiKey): Promise<boolean>;
+}
+
+/** Throws `InvalidDomainError` for the first invalid domain of `record`; `put` calls it first. */
+export function assertValidDomains(record: ApiKeyRecord): void {
+  for (const domain of record.domains) normalizeDomain(domain);
 }
 
 /** A new key record with random, URL-safe, high-entropy key (96 bits) and secret (256 bits). */

@@ -1,3 +1,4 @@
+import { assertValidDomains } from '../keys/key-store';
 import type { ApiKeyRecord, KeyStore } from '../keys/key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
@@ -58,6 +59,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async put(record: ApiKeyRecord): Promise<void> {
+    assertValidDomains(record);
     const hash = this.keys.apiKey(record.key);
     await this.exec(
       this.client.multi().del(hash).hset(hash, toHash(record)).sadd(this.keys.apiKeyIndex(), record.key),
