@@ -23,6 +23,7 @@ export * from './engine';
 export * from './metrics/metrics';
 export * from './metrics/metrics-server';
 export * from './keys/seed-keys';
+export * from './auth/auth-failures';
 export * from './redis/keys';
 export { createRedisClients } from './redis/clients';
 export type { RedisClient, RedisClients } from './redis/clients';

@@ -16,6 +16,7 @@ export interface Meters {
   deliveryLatency(protocol: Protocol, seconds: number): void;
   closed(code: number): void;
   http(route: string, status: number): void;
+  authFailure(): void;
   redisConnected(up: boolean): void;
   redisCommandError(): void;
   redisReconnected(): void;
@@ -35,6 +36,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
       deliveryLatency: () => undefined,
       closed: () => undefined,
       http: () => undefined,
+      authFailure: () => undefined,
       redisConnected: () => undefined,
       redisCommandError: () => undefined,
       redisReconnected: () => undefined,
@@ -60,6 +62,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
     deliveryLatency: (protocol, seconds) => latency[protocol].observe(seconds),
     closed: (code) => metrics.closes.inc({ code: String(code) }),
     http: (route, status) => metrics.httpRequests.inc({ route, status: String(status) }),
+    authFailure: () => metrics.authFailures.inc({ api: 'cluster' }),
     redisConnected: (up) => metrics.redisConnected.set(up ? 1 : 0),
     redisCommandError: () => metrics.redisCommandErrors.inc(),
     redisReconnected: () => metrics.redisReconnects.inc(),

@@ -109,6 +109,13 @@ export const configSchema = z
     MAX_MESSAGE_BYTES: positiveInt.default(64 * 1024),
     CLIENT_MESSAGES_PER_SECOND: positiveInt.default(100),
     API_REQUESTS_PER_SECOND: nonNegativeInt.default(0),
+    AUTH_FAILURES_PER_KEY: nonNegativeInt.default(20),
+    AUTH_FAILURES_PER_ADDRESS: nonNegativeInt.default(20),
+    AUTH_FAILURE_WINDOW_SECONDS: positiveInt.default(60),
+    TRUST_PROXY: z
+      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
+      .transform((flag) => flag === '1' || flag === 'true')
+      .default('0'),
     ROSTER_LIMIT: positiveInt.default(200),
     LOG_SIZE: positiveInt.default(500),
     MAX_CONNECTIONS_PER_NODE: nonNegativeInt.default(0),

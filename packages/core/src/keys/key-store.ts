@@ -54,6 +54,12 @@ export function generateKeyRecord(
   };
 }
 
+/**
+ * Compared against when the API key is unknown, so an unknown key and a wrong secret take the same
+ * work and keys cannot be probed by timing.
+ */
+export const UNKNOWN_KEY_SECRET = 'no such key: compared anyway';
+
 /** Compares a presented secret with the stored one in constant time (digests hide the length). */
 export function secretMatches(presented: string, stored: string): boolean {
   const a = createHash('sha256').update(presented).digest();
