@@ -49,7 +49,7 @@ export function optionalString(body: Body, field: string, maxLength = 1024): str
 }
 
 /**
- * Credentials in the body (SPEC §4): 400 when absent or malformed, 401 when wrong. Failures are
+ * Credentials in the body (docs/openapi.yaml): 400 when absent or malformed, 401 when wrong. Failures are
  * counted and limited by the router (`authFailures`), which sees the client address.
  */
 export async function authenticate(ctx: GatewayContext, body: Body): Promise<ApiKeyRecord> {
