@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type { HistoryOverride } from '../keys/key-store';
 import { isValidApiKey } from '../protocol/api-key';
 import { domainProblem } from '../protocol/domain';
 
@@ -15,12 +16,30 @@ const domain = z.string().transform((value, ctx) => {
   return value.toLowerCase();
 });
 
+/** Upper bound of `HISTORY_SIZE` and of a key's `history.size`: publications kept per topic. */
+export const MAX_HISTORY_SIZE = 10_000;
+/** Upper bound of `HISTORY_TTL_SECONDS` and of a key's `history.ttlSeconds` (one week). */
+export const MAX_HISTORY_TTL_SECONDS = 7 * 24 * 3600;
+
+const historySize = z.coerce.number().int().min(0).max(MAX_HISTORY_SIZE);
+const historyTtl = z.coerce.number().int().positive().max(MAX_HISTORY_TTL_SECONDS);
+
+/** A key's override of the history retention (`history` in its record); absent fields use the config's. */
+export const historyOverride = z
+  .object({ size: historySize.optional(), ttlSeconds: historyTtl.optional() })
+  .strict()
+  .transform(({ size, ttlSeconds }): HistoryOverride => ({
+    ...(size !== undefined ? { size } : {}),
+    ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
+  }));
+
 const seedKey = z.object({
   key: z.string().refine(isValidApiKey, 'key must be 1 to 128 characters of A-Z a-z 0-9 _ -'),
   secret: z.string().min(8, 'secret must be at least 8 characters'),
   domains: z.array(domain).default([]),
   clientMessages: z.boolean().default(true),
   forceAuth: z.boolean().default(false),
+  history: historyOverride.optional(),
 });
 
 const seedKeys = z
@@ -118,6 +137,8 @@ export const configSchema = z
       .default('0'),
     ROSTER_LIMIT: positiveInt.default(200),
     LOG_SIZE: positiveInt.default(500),
+    HISTORY_SIZE: historySize.default(100),
+    HISTORY_TTL_SECONDS: historyTtl.default(120),
     MAX_CONNECTIONS_PER_NODE: nonNegativeInt.default(0),
     MAX_CONNECTIONS_PER_KEY: nonNegativeInt.default(0),
     SLOW_CONSUMER_BYTES: positiveInt.default(1024 * 1024),

@@ -1,9 +1,12 @@
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
+import { newEpoch } from '../history/epochs';
+import type { HistoryRetention, StreamPosition } from '../history/history';
 import type { Topic } from '../types';
 import { coalesceWrites, guard } from './clients';
 import type { RedisClients } from './clients';
 import type { RedisKeys } from './keys';
-import { decodePublication, encodePublication } from './publication-codec';
+import { runHistoryPublish } from './history-scripts';
+import { decodePublication, encodePublication, publicationHead, publicationTail } from './publication-codec';
 
 /**
  * Fan-out through Redis pub/sub: one channel per topic, and one control channel every node
@@ -25,6 +28,8 @@ export class RedisBroker implements Broker {
   /** Cluster only: the control channel's first SSUBSCRIBE (queued until the cluster is ready). */
   private readonly controlSubscribed: Promise<void> = Promise.resolve();
   private closed = false;
+  /** The subscriber connection was ready once: a later `ready` is a reconnect. */
+  private readyBefore = false;
 
   constructor(
     private readonly clients: RedisClients,
@@ -82,13 +87,45 @@ export class RedisBroker implements Broker {
     await unsubscribing.catch(() => undefined);
   }
 
-  async publish(publication: Publication): Promise<void> {
+  async publish(publication: Publication, retention?: HistoryRetention): Promise<StreamPosition | undefined> {
     const channel = this.keys.fanout(publication.topic);
-    const wire = encodePublication(publication);
     const { command } = this.clients;
+    if (retention) return this.publishToStream(publication, retention, channel);
+    const wire = encodePublication(publication);
     await guard(command, () =>
       this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
     );
+    return undefined;
+  }
+
+  /**
+   * One script in the topic's slot counts, stores and publishes (history-scripts.ts). Not
+   * batched per turn: it shares the connection, hence the order, with the topic's plain
+   * publishes; on a standalone server the calls of one turn still leave in one write.
+   */
+  private async publishToStream(
+    publication: Publication,
+    retention: HistoryRetention,
+    channel: string,
+  ): Promise<StreamPosition> {
+    const { command } = this.clients;
+    const { topic } = publication;
+    const reply = (await guard(command, () =>
+      runHistoryPublish(
+        command,
+        [this.keys.historyMeta(topic), this.keys.historyStream(topic)],
+        [
+          publicationHead(publication),
+          publicationTail(publication),
+          retention.size,
+          retention.ttlSeconds,
+          newEpoch(),
+          channel,
+          this.sharded ? 'spublish' : 'publish',
+        ],
+      ),
+    )) as [number, string];
+    return { offset: reply[0], epoch: reply[1] };
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {
@@ -112,12 +149,20 @@ export class RedisBroker implements Broker {
   private readonly resubscribe = (): void => {
     if (this.closed) return;
     const { subscriber } = this.clients;
+    const first = !this.readyBefore;
+    this.readyBefore = true;
+    const restored = (): void => {
+      if (!first && !this.closed) this.handlers?.resubscribed?.();
+    };
     if (!this.sharded) {
-      subscriber.subscribe(this.keys.control(), ...this.wanted.keys()).catch(() => undefined);
+      subscriber.subscribe(this.keys.control(), ...this.wanted.keys()).then(restored, () => undefined);
       return;
     }
     // ioredis restores what it subscribed itself; only the calls that never reached it are left.
-    for (const channel of this.pending) this.shardedSubscribe(channel).catch(() => undefined);
+    Promise.all([...this.pending].map((channel) => this.shardedSubscribe(channel))).then(
+      restored,
+      () => undefined,
+    );
   };
 
   /** SSUBSCRIBE, remembering the channel as pending until Redis confirmed it. */

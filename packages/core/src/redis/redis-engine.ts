@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import { RedisBroker } from './broker-redis';
 import { createRedisClients, onCommandError } from './clients';
 import { RedisConnectionCounts } from './counts-redis';
+import { RedisHistory } from './history-redis';
 import { RedisKeyStore } from './key-store-redis';
 import { redisKeys } from './keys';
 import { RedisMessageLog } from './message-log-redis';
@@ -56,6 +57,7 @@ export async function createRedisEngine(
   return {
     kind: 'redis',
     broker,
+    history: new RedisHistory(command, keys, config.history.ttlSeconds),
     presence: new RedisPresenceStore(command, keys),
     counts: new RedisConnectionCounts(command, keys),
     logs: new RedisMessageLog(command, keys, config.limits.logSize),
