@@ -76,7 +76,8 @@ const clusterNodes = z.string().transform((text, ctx) => {
 const DEV_KEY = { key: 'dev-key', secret: 'dev-secret-change-me' };
 const EXAMPLE_SECRETS = new Set(['a-long-random-secret']);
 
-const PLACEHOLDER = /change-?me/i;
+/** `CHANGE-ME`, `changeme`… as a word of its own (not inside `exchange-mesh`). */
+const PLACEHOLDER = /(?:^|[^a-z])change-?me(?:$|[^a-z])/i;
 
 /** Why a seed must not be used, in one line that says what to do; never echoes a secret. */
 function placeholderProblem(
