@@ -1,3 +1,4 @@
+import { parseControlCommand, reportHandlerFailure } from '../broker/broker';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
 import { newEpoch } from '../history/epochs';
 import type { HistoryRetention, StreamPosition } from '../history/history';
@@ -172,21 +173,25 @@ export class RedisBroker implements Broker {
     this.pending.delete(channel);
   }
 
+  /** ioredis' message listener: nothing thrown here may escape, or the process ends. */
   private readonly onMessage = (channel: string, message: string): void => {
     const handlers = this.handlers;
     if (this.closed || !handlers) return;
-    if (channel === this.keys.control()) {
-      let command: ControlCommand;
-      try {
-        command = JSON.parse(message) as ControlCommand;
-      } catch {
+    const control = channel === this.keys.control();
+    try {
+      if (control) {
+        const parsed = parseControlCommand(message);
+        if ('problem' in parsed) handlers.dropped?.('control', parsed.problem);
+        else handlers.control(parsed.command);
         return;
       }
-      handlers.control(command);
-      return;
+      const topic = this.wanted.get(channel);
+      if (!topic) return; // unsubscribed while the message was on its way
+      const publication = decodePublication(topic, message);
+      if (publication) handlers.message(publication);
+      else handlers.dropped?.('publication', 'undecodable');
+    } catch (error) {
+      reportHandlerFailure(handlers, control ? 'control' : 'publication', error);
     }
-    const topic = this.wanted.get(channel);
-    const publication = topic && decodePublication(topic, message);
-    if (publication) handlers.message(publication);
   };
 }
