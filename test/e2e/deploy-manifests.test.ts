@@ -73,6 +73,8 @@ async function listenOnFreePort(server: Server, release = false): Promise<number
 }
 
 const CONFIG_DEFAULTS = configSchema.parse({});
+/** The start-up refusal of k8s/secret.yaml's placeholder key. */
+const PLACEHOLDER_REFUSED = /^SWITCHBOARD_KEYS\.0: key "CHANGE-ME-key" has a placeholder name/;
 /** Config errors of an environment, one line per problem (empty when valid). */
 function configErrors(env: Record<string, string | undefined>): string[] {
   const result = configSchema.safeParse(env);
@@ -273,7 +275,14 @@ describe('docker-compose.yml', () => {
     expect(raw.SWITCHBOARD_KEYS).toMatch(/^\$\{SWITCHBOARD_KEYS:?\?/);
     const custom = '[{"key":"prod-key","secret":"a-long-secret"}]';
     expect(interpolate(raw.SWITCHBOARD_KEYS!, { ...dotEnv, SWITCHBOARD_KEYS: custom })).toBe(custom);
-    expect(configErrors({ SWITCHBOARD_KEYS: dotEnv.SWITCHBOARD_KEYS })).toEqual([]);
+    // The public development key starts only where compose says this is development.
+    expect(envOf('gw1').SWITCHBOARD_ALLOW_DEV_KEYS).toBe('1');
+    expect(
+      configErrors({ SWITCHBOARD_KEYS: dotEnv.SWITCHBOARD_KEYS, SWITCHBOARD_ALLOW_DEV_KEYS: '1' }),
+    ).toEqual([]);
+    expect(configErrors({ SWITCHBOARD_KEYS: dotEnv.SWITCHBOARD_KEYS })).toEqual([
+      expect.stringMatching(/^SWITCHBOARD_KEYS\.0: key "dev-key" is the public development key of \.env/),
+    ]);
   });
 
   it('stops each Switchboard container later than its drain grace period', () => {
@@ -585,7 +594,11 @@ describe('k8s/', () => {
           container.envFrom?.map((source) => source.configMapRef?.name ?? source.secretRef?.name),
         ).toEqual(['switchboard-config', 'switchboard-keys']);
         expect(env.NODE_ID).toBeDefined();
-        expect(configErrors(env)).toEqual([]);
+        // The Secret's placeholder is refused at start until it is replaced; nothing else is.
+        expect(configErrors(env)).toEqual([expect.stringMatching(PLACEHOLDER_REFUSED)]);
+        expect(
+          configErrors({ ...env, SWITCHBOARD_KEYS: '[{"key":"k","secret":"0f1e2d3c4b5a6978"}]' }),
+        ).toEqual([]);
       });
     });
   }
@@ -644,7 +657,9 @@ describe('k8s/', () => {
 
   it('keeps SWITCHBOARD_KEYS in a Secret with placeholder values that are clearly marked', () => {
     expect(secret.stringData?.SWITCHBOARD_KEYS).toContain('CHANGE-ME');
-    expect(configErrors({ SWITCHBOARD_KEYS: secret.stringData?.SWITCHBOARD_KEYS })).toEqual([]);
+    expect(configErrors({ SWITCHBOARD_KEYS: secret.stringData?.SWITCHBOARD_KEYS })).toEqual([
+      expect.stringMatching(PLACEHOLDER_REFUSED),
+    ]);
     expect(read('k8s', 'secret.yaml')).toMatch(/PLACEHOLDER/);
   });
 

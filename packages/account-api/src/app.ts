@@ -1,7 +1,7 @@
 import express from 'express';
 import type { Express, RequestHandler, Router } from 'express';
 import type { z } from 'zod';
-import { EngineUnavailableError } from '@switchboard/core';
+import { AuthFailureLimiter, EngineUnavailableError } from '@switchboard/core';
 import type { Config, Engine, Logger, Metrics } from '@switchboard/core';
 import { authenticate, authenticatedKey } from './http/authenticate';
 import { errorHandler, methodNotAllowed, notFound } from './http/error-handler';
@@ -83,6 +83,8 @@ export function createAccountApi(deps: AccountApiDeps): Express {
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('case sensitive routing', true);
+  // `req.ip`: the last X-Forwarded-For entry when one proxy in front is trusted, else the peer.
+  app.set('trust proxy', config.trustProxy ? 1 : false);
 
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
@@ -103,7 +105,9 @@ export function createAccountApi(deps: AccountApiDeps): Express {
   const api = express.Router({ caseSensitive: true });
   api.route('/health').all(named('/api/health')).get(health(engine)).all(methodNotAllowed(ALLOW));
   api.route('/live').all(named('/api/live')).get(live).all(methodNotAllowed(ALLOW));
-  const guards = [requireEngine(engine), authenticate(engine.keys)];
+  const failures = new AuthFailureLimiter(config.limits.authFailures);
+  const authFailed = (): void => deps.metrics?.authFailures.inc({ api: 'account' });
+  const guards = [requireEngine(engine), authenticate(engine.keys, failures, authFailed)];
   const context: EndpointContext = { engine, config };
   for (const endpoint of ENDPOINTS) mount(api, endpoint, guards, context);
 

@@ -112,6 +112,27 @@ describe('docs/openapi.yaml: account API', () => {
     check('/api/health', await request(unavailable).get('/api/health').expect(503));
   });
 
+  test('429 after too many failed authentications matches on every endpoint', async () => {
+    const limited = createAccountApi({
+      engine: await populatedEngine(),
+      logger: silentLogger(),
+      config: testConfig({ AUTH_FAILURES_PER_ADDRESS: '1' }),
+    });
+    await request(limited)
+      .get('/api/domains')
+      .set({ ...authA, secret: 'wrong' })
+      .expect(401);
+    for (const path of [
+      '/api/domains',
+      '/api/connections',
+      '/api/connections/sum',
+      '/api/logs',
+      '/api/members',
+    ]) {
+      check(path, await request(limited).get(path).set(authA).expect(429));
+    }
+  });
+
   test('404 and 405 match their documented responses', async () => {
     checker.checkComponent(
       'AccountNotFound',

@@ -20,6 +20,7 @@ export const HTTP_ERRORS = {
   SB_METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
   SB_PAYLOAD_TOO_LARGE: { status: 413, message: 'Payload too large' },
   SB_RATE_LIMITED: { status: 429, message: 'Too many requests' },
+  SB_AUTH_RATE_LIMITED: { status: 429, message: 'Too many failed authentications; retry later' },
   SB_ENGINE_UNAVAILABLE: {
     status: 503,
     message: 'The engine is unreachable; the request was not carried out',
@@ -31,14 +32,17 @@ export type HttpErrorCode = keyof typeof HTTP_ERRORS;
 /** An error answered over HTTP. `message` overrides the catalog text with a more precise one. */
 export class AppError extends Error {
   readonly status: number;
+  /** Sent as `Retry-After` (seconds) with a 429. */
+  readonly retryAfterSeconds: number | undefined;
   constructor(
     readonly code: HttpErrorCode,
     message?: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
     super(message ?? HTTP_ERRORS[code].message, options);
     this.name = 'AppError';
     this.status = HTTP_ERRORS[code].status;
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 }
 

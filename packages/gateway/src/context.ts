@@ -6,6 +6,7 @@ import type { KeyCache } from './key-cache';
 import type { Recovery } from './cluster/recovery';
 import type { Meters } from './meters';
 import type { ApiRateLimit } from './api/rate-limit';
+import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './history/streams';
 
 /** What every gateway module works with: built once by `createGateway`. */
@@ -23,6 +24,7 @@ export interface GatewayContext {
   readonly recovery: Recovery;
   readonly meters: Meters;
   readonly apiRateLimit: ApiRateLimit;
+  readonly authFailures: AuthFailureLimiter;
   readonly status: { draining: boolean; admitting: number };
   nextConnId(): string;
 }

@@ -6,6 +6,7 @@ import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
 import { ApiRateLimit } from './api/rate-limit';
+import { AuthFailureLimiter } from '@switchboard/core';
 import type { Transport } from './transport/types';
 import { createUwsTransport } from './transport/uws';
 import { Streams } from './history/streams';
@@ -71,6 +72,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),
     apiRateLimit: new ApiRateLimit(config.limits.apiRequestsPerSecond),
+    authFailures: new AuthFailureLimiter(config.limits.authFailures),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };
   const recovery = new Recovery(ctx);

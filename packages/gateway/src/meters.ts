@@ -20,6 +20,7 @@ export interface Meters {
   /** Counts a message from the engine that did not parse. */
   dropped(kind: DroppedKind): void;
   http(route: string, status: number): void;
+  authFailure(): void;
   redisConnected(up: boolean): void;
   redisCommandError(): void;
   redisReconnected(): void;
@@ -53,6 +54,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
       closed: () => undefined,
       dropped: () => undefined,
       http: () => undefined,
+      authFailure: () => undefined,
       redisConnected: () => undefined,
       redisCommandError: () => undefined,
       redisReconnected: () => undefined,
@@ -79,6 +81,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
     closed: (code) => metrics.closes.inc({ code: CLOSE_LABELS.has(code) ? String(code) : 'other' }),
     dropped: (kind) => metrics.droppedMessages.inc({ kind }),
     http: (route, status) => metrics.httpRequests.inc({ route, status: String(status) }),
+    authFailure: () => metrics.authFailures.inc({ api: 'cluster' }),
     redisConnected: (up) => metrics.redisConnected.set(up ? 1 : 0),
     redisCommandError: () => metrics.redisCommandErrors.inc(),
     redisReconnected: () => metrics.redisReconnects.inc(),

@@ -43,12 +43,36 @@ describe('isOriginAllowed', () => {
     expect(isOriginAllowed('', ['a.com'])).toBe(true);
   });
 
-  it('matches exact hosts and subdomains, ignoring scheme and port, and nothing else', () => {
+  it('matches exact hosts and subdomains, ignoring the scheme, and nothing else', () => {
     expect(isOriginAllowed('http://a.com:8080', ['a.com'])).toBe(true);
     expect(isOriginAllowed('https://x.y.a.com', ['a.com'])).toBe(true);
     expect(isOriginAllowed('https://evila.com', ['a.com'])).toBe(false);
     expect(isOriginAllowed('https://a.com.evil.net', ['a.com'])).toBe(false);
     expect(isOriginAllowed('null', ['a.com'])).toBe(false);
+  });
+
+  it.each([
+    ['http://localhost:3000', 'localhost:3000', true],
+    ['http://localhost:3001', 'localhost:3000', false],
+    ['http://localhost', 'localhost:3000', false],
+    ['http://localhost:3000', 'localhost', true],
+    ['https://app.a.com:8443', 'a.com:8443', true],
+    ['https://app.a.com:8444', 'a.com:8443', false],
+    ['https://a.com', 'a.com:443', true],
+    ['http://a.com', 'a.com:80', true],
+    ['http://a.com', 'a.com:443', false],
+    ['https://a.com', 'A.com:443', true],
+    ['http://[::1]:8080', '[::1]:8080', true],
+    ['http://[::1]:8081', '[::1]:8080', false],
+    ['http://[::1]', '[::1]', true],
+    ['https://evil.com:3000', 'localhost:3000', false],
+  ])('Origin %s against domain %s: %s', (origin, domain, allowed) => {
+    expect(isOriginAllowed(origin, [domain])).toBe(allowed);
+  });
+
+  it('reads a legacy "*." entry as its domain and never matches an invalid entry', () => {
+    expect(isOriginAllowed('https://x.a.com', ['*.a.com'])).toBe(true);
+    expect(isOriginAllowed('https://a.com', ['https://a.com'])).toBe(false);
   });
 });
 

@@ -1,9 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { AppError, isValidApiKey, secretMatches } from '@switchboard/core';
-import type { ApiKeyRecord, KeyStore } from '@switchboard/core';
-
-/** Compared against when the key is unknown, so both failures cost the same. */
-const UNKNOWN_KEY_SECRET = 'no such key: compared anyway';
+import { AppError, isValidApiKey, secretMatches, UNKNOWN_KEY_SECRET } from '@switchboard/core';
+import type { ApiKeyRecord, AuthFailureLimiter, KeyStore } from '@switchboard/core';
 
 const header = (req: Request, name: string): string | undefined => {
   const value = req.get(name);
@@ -13,10 +10,16 @@ const header = (req: Request, name: string): string | undefined => {
 /**
  * Resolves the API key of a request from its `key` and `secret` headers (SPEC §5) and keeps it in
  * `res.locals.apiKey`. Missing headers and a wrong key or secret are 401s; the message does not
- * say which of key and secret was wrong. Secrets are compared in constant time (`secretMatches`).
- * A store failure propagates (503).
+ * say which of key and secret was wrong. Secrets are compared in constant time (`secretMatches`),
+ * against a dummy for an unknown key. A wrong key or secret counts against the key and the client
+ * address (`req.ip`); over a limit, requests are refused with 429 before any comparison. A store
+ * failure propagates (503).
  */
-export function authenticate(keys: KeyStore): RequestHandler {
+export function authenticate(
+  keys: KeyStore,
+  failures: AuthFailureLimiter,
+  onFailure: () => void = () => undefined,
+): RequestHandler {
   return async (req, res, next) => {
     const key = header(req, 'key');
     const secret = header(req, 'secret');
@@ -32,9 +35,15 @@ export function authenticate(keys: KeyStore): RequestHandler {
         `Missing ${missing}; send the API key and secret as the headers "key" and "secret"`,
       );
     }
-    const record = isValidApiKey(key) ? await keys.get(key) : null;
+    const limitedKey = isValidApiKey(key) ? key : undefined;
+    failures.check(limitedKey, req.ip);
+    const record = limitedKey === undefined ? null : await keys.get(limitedKey);
     const matches = secretMatches(secret, record?.secret ?? UNKNOWN_KEY_SECRET);
-    if (!record || !matches) throw new AppError('SB_UNAUTHORIZED');
+    if (!record || !matches) {
+      failures.failed(limitedKey, req.ip);
+      onFailure();
+      throw new AppError('SB_UNAUTHORIZED');
+    }
     res.locals['apiKey'] = record;
     next();
   };

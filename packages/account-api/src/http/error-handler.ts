@@ -45,8 +45,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (error instanceof AppError) {
       status = error.status;
       body = { error: error.message, code: error.code };
+      if (error.retryAfterSeconds !== undefined) res.set('Retry-After', String(error.retryAfterSeconds));
       if (error instanceof EngineUnavailableError) {
-        logger.warn({ method: req.method, path: req.originalUrl, err: error.cause }, 'engine unavailable');
+        logger.warn({ method: req.method, path: req.path, err: error.cause }, 'engine unavailable');
       }
     } else if (clientStatus(error) !== undefined) {
       status = clientStatus(error) ?? 400;
@@ -54,7 +55,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     } else {
       status = 500;
       body = INTERNAL;
-      logger.error({ method: req.method, path: req.originalUrl, err: error }, 'request failed');
+      logger.error({ method: req.method, path: req.path, err: error }, 'request failed');
     }
     if (res.headersSent) {
       res.destroy();

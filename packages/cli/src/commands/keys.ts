@@ -2,6 +2,7 @@ import {
   ConfigError,
   createEngine,
   createLogger,
+  domainProblem,
   generateKeyRecord,
   historyRetention,
   loadConfig,
@@ -24,7 +25,8 @@ Commands:
                               HISTORY_SIZE / HISTORY_TTL_SECONDS
 
 Options:
-  --domain D                  an allowed Origin host (subdomains included), e.g. example.com; repeatable
+  --domain D                  an allowed Origin host (subdomains included), e.g. example.com, or
+                              example.com:8443 for that port only; repeatable
   --no-client-messages        clients may not publish to channels (default: they may)
   --force-auth                every channel needs a JWT, not only private-… ones
   --history-size N            publications kept per channel, 0 to ${MAX_HISTORY_SIZE} (default: HISTORY_SIZE)
@@ -139,18 +141,10 @@ function requestedHistory(positional: readonly string[]): HistoryOverride | unde
   return historyOverride(historyValue('size', size, true), historyValue('ttl', ttl, true));
 }
 
-/**
- * A domain is a host as browsers send it in `Origin` (optionally with a port): the gateway compares
- * it with the Origin's host, so a scheme or path could never match and is refused here.
- */
+/** A domain as core validates it everywhere (protocol/domain.ts), or a usage error naming it. */
 function checkDomain(domain: string): string {
-  const host = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?$/;
-  const ipv6 = /^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/;
-  if (!host.test(domain) && !ipv6.test(domain)) {
-    throw new UsageError(
-      `"${domain}" is not a domain; give a host such as example.com (no scheme, path or wildcard)`,
-    );
-  }
+  const problem = domainProblem(domain);
+  if (problem) throw new UsageError(problem);
   return domain.toLowerCase();
 }
 

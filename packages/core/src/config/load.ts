@@ -1,6 +1,7 @@
 import type { HistoryRetention } from '../history/history';
 import { configSchema } from './schema';
 import type { Env, SeedKey } from './schema';
+import type { AuthFailureLimits } from '../auth/auth-failures';
 
 export type RedisTarget =
   { kind: 'standalone'; url: string } | { kind: 'cluster'; nodes: { host: string; port: number }[] };
@@ -18,11 +19,18 @@ export interface Config {
   readonly dataDir: string;
   readonly nodeId: string;
   readonly logLevel: Env['LOG_LEVEL'];
+  /**
+   * One proxy (HAProxy, an Ingress) stands in front and appends the client's address to
+   * `X-Forwarded-For`: the last entry is the client address, else the socket's peer.
+   */
+  readonly trustProxy: boolean;
   readonly limits: {
     readonly maxMessageBytes: number;
     readonly clientMessagesPerSecond: number;
     /** Cluster API requests per second per key on one node; 0 means unlimited. */
     readonly apiRequestsPerSecond: number;
+    /** Failed authentications per key and per client address on one process (cluster and account API). */
+    readonly authFailures: AuthFailureLimits;
     readonly rosterLimit: number;
     readonly logSize: number;
     readonly maxConnectionsPerNode: number;
@@ -90,10 +98,16 @@ export function loadConfig(
     dataDir: e.SWITCHBOARD_DATA_DIR,
     nodeId: e.NODE_ID,
     logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
     limits: {
       maxMessageBytes: e.MAX_MESSAGE_BYTES,
       clientMessagesPerSecond: e.CLIENT_MESSAGES_PER_SECOND,
       apiRequestsPerSecond: e.API_REQUESTS_PER_SECOND,
+      authFailures: {
+        perKey: e.AUTH_FAILURES_PER_KEY,
+        perAddress: e.AUTH_FAILURES_PER_ADDRESS,
+        windowMs: e.AUTH_FAILURE_WINDOW_SECONDS * 1000,
+      },
       rosterLimit: e.ROSTER_LIMIT,
       logSize: e.LOG_SIZE,
       maxConnectionsPerNode: e.MAX_CONNECTIONS_PER_NODE,

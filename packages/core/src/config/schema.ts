@@ -3,10 +3,18 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { HistoryOverride } from '../keys/key-store';
 import { isValidApiKey } from '../protocol/api-key';
+import { domainProblem } from '../protocol/domain';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().min(0);
+
+/** An allowed domain (protocol/domain.ts), stored in lower case. */
+const domain = z.string().transform((value, ctx) => {
+  const problem = domainProblem(value);
+  if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+  return value.toLowerCase();
+});
 
 /** Upper bound of `HISTORY_SIZE` and of a key's `history.size`: publications kept per topic. */
 export const MAX_HISTORY_SIZE = 10_000;
@@ -28,7 +36,7 @@ export const historyOverride = z
 const seedKey = z.object({
   key: z.string().refine(isValidApiKey, 'key must be 1 to 128 characters of A-Z a-z 0-9 _ -'),
   secret: z.string().min(8, 'secret must be at least 8 characters'),
-  domains: z.array(z.string().min(1)).default([]),
+  domains: z.array(domain).default([]),
   clientMessages: z.boolean().default(true),
   forceAuth: z.boolean().default(false),
   history: historyOverride.optional(),
@@ -60,6 +68,32 @@ const clusterNodes = z.string().transform((text, ctx) => {
   return nodes;
 });
 
+/**
+ * Credentials published in this repository, which anyone can read: the placeholders of
+ * k8s/secret.yaml (any `CHANGE-ME`), the example secret of the docs, and the development key of
+ * `.env`, which docker-compose.yml allows by setting `SWITCHBOARD_ALLOW_DEV_KEYS=1`.
+ */
+const DEV_KEY = { key: 'dev-key', secret: 'dev-secret-change-me' };
+const EXAMPLE_SECRETS = new Set(['a-long-random-secret']);
+
+/** `CHANGE-ME`, `changeme`… as a word of its own (not inside `exchange-mesh`). */
+const PLACEHOLDER = /(?:^|[^a-z])change-?me(?:$|[^a-z])/i;
+
+/** Why a seed must not be used, in one line that says what to do; never echoes a secret. */
+function placeholderProblem(
+  seed: { key: string; secret: string },
+  allowDevKeys: boolean,
+): string | undefined {
+  if (seed.key === DEV_KEY.key && seed.secret === DEV_KEY.secret) {
+    if (allowDevKeys) return undefined;
+    return `key "${seed.key}" is the public development key of .env; set SWITCHBOARD_KEYS to a key and secret of your own (or SWITCHBOARD_ALLOW_DEV_KEYS=1 on a development machine)`;
+  }
+  if (PLACEHOLDER.test(seed.key) || PLACEHOLDER.test(seed.secret) || EXAMPLE_SECRETS.has(seed.secret)) {
+    return `key "${seed.key}" has a placeholder ${PLACEHOLDER.test(seed.key) ? 'name' : 'secret'} from the examples (k8s/secret.yaml, docs); replace key and secret with your own, e.g. a secret from \`openssl rand -hex 32\``;
+  }
+  return undefined;
+}
+
 const defaultNodeId = (): string => `${hostname()}-${randomBytes(3).toString('hex')}`;
 
 /**
@@ -82,6 +116,10 @@ export const configSchema = z
       .regex(/^[A-Za-z0-9_.-]{1,32}$/, 'must be 1 to 32 characters of A-Z a-z 0-9 _ . -')
       .default('sb'),
     SWITCHBOARD_KEYS: seedKeys.optional(),
+    SWITCHBOARD_ALLOW_DEV_KEYS: z
+      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
+      .transform((flag) => flag === '1' || flag === 'true')
+      .default('0'),
     SWITCHBOARD_DATA_DIR: z.string().min(1).default('.switchboard'),
     NODE_ID: z
       .string()
@@ -91,6 +129,13 @@ export const configSchema = z
     MAX_MESSAGE_BYTES: positiveInt.default(64 * 1024),
     CLIENT_MESSAGES_PER_SECOND: positiveInt.default(100),
     API_REQUESTS_PER_SECOND: nonNegativeInt.default(0),
+    AUTH_FAILURES_PER_KEY: nonNegativeInt.default(20),
+    AUTH_FAILURES_PER_ADDRESS: nonNegativeInt.default(20),
+    AUTH_FAILURE_WINDOW_SECONDS: positiveInt.default(60),
+    TRUST_PROXY: z
+      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
+      .transform((flag) => flag === '1' || flag === 'true')
+      .default('0'),
     ROSTER_LIMIT: positiveInt.default(200),
     LOG_SIZE: positiveInt.default(500),
     HISTORY_SIZE: historySize.default(100),
@@ -114,6 +159,11 @@ export const configSchema = z
         message: 'set either REDIS_URL or REDIS_CLUSTER_NODES, not both',
       });
     }
+    (env.SWITCHBOARD_KEYS ?? []).forEach((seed, index) => {
+      const problem = placeholderProblem(seed, env.SWITCHBOARD_ALLOW_DEV_KEYS);
+      if (problem)
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['SWITCHBOARD_KEYS', index], message: problem });
+    });
     if (env.HEARTBEAT_INTERVAL_MS * 2 > env.NODE_TIMEOUT_MS) {
       ctx.addIssue({
         code: z.ZodIssueCode.custom,

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'no
 import { dirname } from 'node:path';
 import { SetupError, errorCode, fileSystemReason } from '../setup-error';
 import type { ApiKey } from '../types';
+import { assertValidDomains } from './key-store';
 import type { ApiKeyRecord, KeyStore } from './key-store';
 
 /**
@@ -28,6 +29,7 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async put(record: ApiKeyRecord): Promise<void> {
+    assertValidDomains(record);
     this.reload();
     this.records.set(record.key, { ...record, domains: [...record.domains] });
     this.save();

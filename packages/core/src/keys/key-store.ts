@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { normalizeDomain } from '../protocol/domain';
 import type { ApiKey } from '../types';
 
 /** An API key and what it allows (SPEC §2). */
@@ -29,6 +30,8 @@ export interface HistoryOverride {
  *
  * Contract, for every implementation:
  * - `put` inserts or replaces a record by `key`; `delete` returns whether the key existed.
+ * - `put` refuses a record with a domain that is not one (`InvalidDomainError`, nothing stored):
+ *   every writer (CLI, seeds, future APIs) goes through it.
  * - `get` of an unknown key resolves `null`; `list` returns every record, ordered by key.
  * - Readers may cache records for a few seconds (`KEY_CACHE_MS`); writers announce changes
  *   through the broker's `key-changed` control command so caches drop them at once.
@@ -39,6 +42,11 @@ export interface KeyStore {
   list(): Promise<ApiKeyRecord[]>;
   put(record: ApiKeyRecord): Promise<void>;
   delete(key: ApiKey): Promise<boolean>;
+}
+
+/** Throws `InvalidDomainError` for the first invalid domain of `record`; `put` calls it first. */
+export function assertValidDomains(record: ApiKeyRecord): void {
+  for (const domain of record.domains) normalizeDomain(domain);
 }
 
 /** A new key record with random, URL-safe, high-entropy key (96 bits) and secret (256 bits). */
@@ -55,6 +63,12 @@ export function generateKeyRecord(
     ...(options.history ? { history: options.history } : {}),
   };
 }
+
+/**
+ * Compared against when the API key is unknown, so an unknown key and a wrong secret take the same
+ * work and keys cannot be probed by timing.
+ */
+export const UNKNOWN_KEY_SECRET = 'no such key: compared anyway';
 
 /** Compares a presented secret with the stored one in constant time (digests hide the length). */
 export function secretMatches(presented: string, stored: string): boolean {

@@ -50,6 +50,8 @@ export interface Metrics {
   readonly droppedMessages: Counter<'kind'>;
   /** HTTP requests answered, by route pattern (never the raw URL) and status. */
   readonly httpRequests: Counter<'route' | 'status'>;
+  /** Failed authentications (unknown key or wrong secret), by API: `cluster` (gateway) or `account`. */
+  readonly authFailures: Counter<'api'>;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   /** The `Content-Type` of `render()`'s output. */
@@ -142,12 +144,20 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['route', 'status'] as const,
       registers,
     }),
+    authFailures: new Counter({
+      name: 'switchboard_auth_failures_total',
+      help: 'Failed authentications (unknown API key or wrong secret), by API (cluster, account)',
+      labelNames: ['api'] as const,
+      registers,
+    }),
     render: () => registry.metrics(),
     contentType: registry.contentType,
   };
 
   // Export every series with a fixed label set from the start, so rate() and absent() behave before traffic.
   for (const kind of DROPPED_KINDS) metrics.droppedMessages.inc({ kind }, 0);
+  metrics.authFailures.inc({ api: 'cluster' }, 0);
+  metrics.authFailures.inc({ api: 'account' }, 0);
   for (const protocol of PROTOCOL_VALUES) {
     metrics.connections.set({ protocol }, 0);
     metrics.subscriptions.set({ protocol }, 0);

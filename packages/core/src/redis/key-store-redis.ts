@@ -1,4 +1,5 @@
 import { historyOverride } from '../config/schema';
+import { assertValidDomains } from '../keys/key-store';
 import type { ApiKeyRecord, HistoryOverride, KeyStore } from '../keys/key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
@@ -81,6 +82,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async put(record: ApiKeyRecord): Promise<void> {
+    assertValidDomains(record);
     const hash = this.keys.apiKey(record.key);
     await this.exec(
       this.client.multi().del(hash).hset(hash, toHash(record)).sadd(this.keys.apiKeyIndex(), record.key),

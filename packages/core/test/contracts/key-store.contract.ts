@@ -1,4 +1,5 @@
 import { generateKeyRecord } from '../../src/keys/key-store';
+import { InvalidDomainError } from '../../src/protocol/domain';
 import type { ApiKeyRecord, KeyStore } from '../../src/keys/key-store';
 
 /** The KeyStore port's contract (key-store.ts); each `createStore()` starts empty. */
@@ -46,6 +47,13 @@ export function describeKeyStoreContract(name: string, createStore: () => Promis
       await store.delete('k-c');
       expect((await store.list()).map((r) => r.key)).toEqual(['K-z', 'k-a', 'k-b']);
       expect(await store.list()).toEqual([records[3], records[2], records[0]]);
+    });
+
+    it('refuses a record with an invalid domain, naming it, and stores nothing', async () => {
+      const record = generateKeyRecord({ domains: ['example.com', 'https://example.org'] });
+      await expect(store.put(record)).rejects.toThrow(InvalidDomainError);
+      await expect(store.put(record)).rejects.toThrow('"https://example.org" is not a domain');
+      expect(await store.get(record.key)).toBeNull();
     });
   });
 }

@@ -21,6 +21,7 @@ export class ApiRateLimit {
       throw new AppError(
         'SB_RATE_LIMITED',
         `Rate limit exceeded: more than ${this.perSecond} requests per second for this API key`,
+        { retryAfterSeconds: 1 },
       );
     }
   }

@@ -4,6 +4,7 @@ import {
   isValidApiKey,
   isValidChannelName,
   secretMatches,
+  UNKNOWN_KEY_SECRET,
 } from '@switchboard/core';
 import type { ApiKeyRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
@@ -47,7 +48,10 @@ export function optionalString(body: Body, field: string, maxLength = 1024): str
   return value;
 }
 
-/** Credentials in the body (SPEC §4): 400 when absent or malformed, 401 when wrong. */
+/**
+ * Credentials in the body (docs/openapi.yaml): 400 when absent or malformed, 401 when wrong. Failures are
+ * counted and limited by the router (`authFailures`), which sees the client address.
+ */
 export async function authenticate(ctx: GatewayContext, body: Body): Promise<ApiKeyRecord> {
   const key = body['key'];
   const secret = body['secret'];
@@ -56,7 +60,9 @@ export async function authenticate(ctx: GatewayContext, body: Body): Promise<Api
   if (secret === undefined || secret === null || secret === '') throw missing('secret');
   if (typeof secret !== 'string') throw invalid('secret', 'must be a string');
   const record = isValidApiKey(key) ? await ctx.keys.get(key) : null;
-  if (!record || !secretMatches(secret, record.secret)) throw new AppError('SB_UNAUTHORIZED');
+  // Compared even for an unknown key, so the answer's timing does not tell which keys exist.
+  const matches = secretMatches(secret, record?.secret ?? UNKNOWN_KEY_SECRET);
+  if (!record || !matches) throw new AppError('SB_UNAUTHORIZED');
   ctx.apiRateLimit.take(record.key);
   return record;
 }

@@ -1,4 +1,4 @@
-import { AppError } from '@switchboard/core';
+import { AppError, isValidApiKey } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { HttpReply, HttpRequest } from '../transport/types';
 import { health } from './health';
@@ -28,7 +28,8 @@ const json = (status: number, value: object, headers?: Record<string, string>): 
 /** The one mapping from errors to responses: `{"success":false,"error":text,"code":CODE}`. */
 export function errorReply(error: unknown, ctx: GatewayContext): HttpReply {
   if (error instanceof AppError) {
-    const headers = error.code === 'SB_RATE_LIMITED' ? { 'retry-after': '1' } : undefined;
+    const headers =
+      error.retryAfterSeconds === undefined ? undefined : { 'retry-after': String(error.retryAfterSeconds) };
     return json(error.status, { success: false, error: error.message, code: error.code }, headers);
   }
   ctx.logger.error({ err: error }, 'cluster API request failed');
@@ -69,11 +70,38 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
     if (path === '/api/live') return json(200, { status: 'alive' });
     if (isHealth) return health(ctx);
     try {
-      return json(200, await handler!(ctx, parseBody(request)));
+      return json(200, await authenticated(request, handler!));
     } catch (error) {
       return errorReply(error, ctx);
     }
   }
+
+  /**
+   * Runs a handler under the failed-authentication limits: refused (429) while the body's key or
+   * the client address is over its limit; a 401 from the handler counts against both.
+   */
+  async function authenticated(request: HttpRequest, handler: Handler): Promise<object> {
+    const body = parseBody(request);
+    const key = isValidApiKey(body['key']) ? body['key'] : undefined;
+    const address = clientAddress(request, ctx.config.trustProxy);
+    ctx.authFailures.check(key, address);
+    try {
+      return await handler(ctx, body);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'SB_UNAUTHORIZED') {
+        ctx.authFailures.failed(key, address);
+        ctx.meters.authFailure();
+      }
+      throw error;
+    }
+  }
+}
+
+/** The client's address: the last `X-Forwarded-For` entry behind a trusted proxy, else the peer. */
+function clientAddress(request: HttpRequest, trustProxy: boolean): string {
+  const forwarded = trustProxy ? request.headers['x-forwarded-for'] : undefined;
+  const last = forwarded?.split(',').pop()?.trim();
+  return last || request.remoteAddress;
 }
 
 /** Route labels for metrics: known paths only, never a raw URL (unbounded label values). */

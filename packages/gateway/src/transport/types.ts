@@ -33,6 +33,8 @@ export interface HttpRequest {
   readonly query: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
+  /** The socket peer's IP address as text (a proxy's, when one stands in front). */
+  readonly remoteAddress: string;
 }
 
 export interface HttpReply {

@@ -8,6 +8,7 @@ interface Response {
   cork(cb: () => void): void;
   writeStatus(status: string): Response;
   writeHeader(name: string, value: string): Response;
+  getRemoteAddressAsText(): ArrayBuffer;
   end(body?: string): void;
   upgrade<T>(
     data: T,
@@ -108,6 +109,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     req.forEach((name, value) => {
       headers[name] = value;
     });
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
@@ -118,7 +120,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     };
     const dispatch = (body: Buffer): void => {
       handlers
-        .http({ method, path, query, headers, body })
+        .http({ method, path, query, headers, body, remoteAddress })
         .then(respond, () =>
           respond({ status: 500, body: JSON.stringify({ success: false, error: 'Internal error' }) }),
         );

@@ -1,19 +1,34 @@
+import { parseDomain } from '@switchboard/core';
+
+const DEFAULT_PORTS: Readonly<Record<string, string>> = {
+  'http:': '80',
+  'https:': '443',
+  'ws:': '80',
+  'wss:': '443',
+};
+
 /**
- * Allowed domains (SPEC §6): an empty list allows any origin; a request without `Origin` is a
- * server-side client and is allowed; otherwise the origin's host must equal a listed domain or be
- * a subdomain of one. Ports and schemes are ignored; an unparsable origin is refused.
+ * Allowed domains (docs/protocol.md, "Origin"): an empty list allows any origin; a request
+ * without `Origin` is a server-side client and is allowed; otherwise the origin's host must equal
+ * a listed domain or be a subdomain of one, and when the domain names a port, the origin's port
+ * (explicit, or its scheme's default) must be that port. An unparsable origin is refused.
  */
 export function isOriginAllowed(origin: string, domains: readonly string[]): boolean {
   if (domains.length === 0 || origin === '') return true;
-  let host: string;
+  let url: URL;
   try {
-    host = new URL(origin).hostname.toLowerCase();
+    url = new URL(origin);
   } catch {
     return false;
   }
+  const host = url.hostname.toLowerCase();
   if (!host) return false;
+  const port = url.port || DEFAULT_PORTS[url.protocol];
   return domains.some((entry) => {
-    const domain = entry.trim().toLowerCase().replace(/^\*\./, '');
-    return host === domain || host.endsWith(`.${domain}`);
+    // Records stored before domains were validated may still say `*.example.com`.
+    const domain = parseDomain(entry.trim().replace(/^\*\./, ''));
+    if (!domain) return false;
+    if (domain.port !== undefined && String(domain.port) !== port) return false;
+    return host === domain.host || host.endsWith(`.${domain.host}`);
   });
 }

@@ -1,0 +1,108 @@
+import * as core from '@switchboard/core';
+import { createMemoryState, createMetrics, UNKNOWN_KEY_SECRET } from '@switchboard/core';
+import { createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { TestGateway } from '@switchboard/testing';
+
+// The comparison itself is the behaviour under test: an unknown key must cost one like a known one.
+jest.mock('@switchboard/core', () => {
+  const actual: typeof core = jest.requireActual('@switchboard/core');
+  return { ...actual, secretMatches: jest.fn(actual.secretMatches) };
+});
+const secretMatches = core.secretMatches as jest.MockedFunction<typeof core.secretMatches>;
+
+const running: TestGateway[] = [];
+const start = async (env: Record<string, string>, metrics?: core.Metrics): Promise<TestGateway> => {
+  const node = await startGateway({ memoryState: createMemoryState(), env, ...(metrics ? { metrics } : {}) });
+  running.push(node);
+  return node;
+};
+afterAll(() => Promise.all(running.map((node) => node.close())));
+
+/** POST /api/publish as a client behind a proxy that says it is `address`. */
+const publishFrom = async (node: TestGateway, address: string, key: string, secret: string) => {
+  const response = await fetch(`${node.httpUrl}/api/publish`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': `10.9.9.9, ${address}` },
+    body: JSON.stringify({ key, secret, channel: 'c', message: 'm' }),
+  });
+  return {
+    status: response.status,
+    body: (await response.json()) as Record<string, unknown>,
+    headers: response.headers,
+  };
+};
+
+describe('cluster API authentication', () => {
+  it('compares the secret for an unknown key too, so keys cannot be probed by timing', async () => {
+    const node = await start({});
+    secretMatches.mockClear();
+    const reply = await postJson(`${node.httpUrl}/api/publish`, {
+      key: 'no-such-key',
+      secret: 'guess-1',
+      channel: 'c',
+      message: 'm',
+    });
+    expect(reply).toMatchObject({ status: 401, body: { code: 'SB_UNAUTHORIZED' } });
+    expect(secretMatches).toHaveBeenCalledTimes(1);
+    expect(secretMatches).toHaveBeenCalledWith('guess-1', UNKNOWN_KEY_SECRET);
+  });
+
+  it('refuses a client address past AUTH_FAILURES_PER_ADDRESS with 429 and Retry-After, a right secret too', async () => {
+    const metrics = createMetrics({ service: 'gateway', defaultMetrics: false });
+    const node = await start({ AUTH_FAILURES_PER_ADDRESS: '3', AUTH_FAILURES_PER_KEY: '0' }, metrics);
+    const key = await createTestKey(node.engine);
+    const publish = (body: Record<string, unknown>) =>
+      postJson(`${node.httpUrl}/api/v4/publish`, { channel: 'c', message: 'm', ...body });
+
+    for (const guess of ['k-one', 'k-two', key.key]) {
+      expect((await publish({ key: guess, secret: 'wrong-secret' })).status).toBe(401);
+    }
+    const refused = await publish({ key: key.key, secret: key.secret });
+    expect(refused).toMatchObject({
+      status: 429,
+      body: {
+        success: false,
+        code: 'SB_AUTH_RATE_LIMITED',
+        error: expect.stringMatching(
+          /^Too many failed authentications from this address; requests are refused for \d+ s$/,
+        ),
+      },
+    });
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(await metrics.render()).toMatch(
+      /^switchboard_auth_failures_total\{api="cluster",service="gateway"\} 3$/m,
+    );
+  });
+
+  it('refuses a key past AUTH_FAILURES_PER_KEY from any address; other keys are served (TRUST_PROXY)', async () => {
+    const node = await start({
+      AUTH_FAILURES_PER_KEY: '3',
+      AUTH_FAILURES_PER_ADDRESS: '3',
+      TRUST_PROXY: '1',
+    });
+    const target = await createTestKey(node.engine);
+    const other = await createTestKey(node.engine);
+    for (const address of ['192.0.2.1', '192.0.2.2', '192.0.2.3']) {
+      expect((await publishFrom(node, address, target.key, 'wrong-secret')).status).toBe(401);
+    }
+    const refused = await publishFrom(node, '192.0.2.4', target.key, target.secret);
+    expect(refused.status).toBe(429);
+    expect(refused.body['error']).toMatch(/^Too many failed authentications for this API key; /);
+    expect((await publishFrom(node, '192.0.2.5', other.key, other.secret)).status).toBe(200);
+  });
+
+  it('does not count successes or malformed requests', async () => {
+    const node = await start({ AUTH_FAILURES_PER_ADDRESS: '2' });
+    const key = await createTestKey(node.engine);
+    const publish = (body: Record<string, unknown>) =>
+      postJson(`${node.httpUrl}/api/publish`, { channel: 'c', message: 'm', ...body });
+    for (let i = 0; i < 5; i += 1) {
+      expect((await publish({ key: key.key, secret: key.secret })).status).toBe(200);
+      expect((await publish({ key: key.key })).status).toBe(400);
+    }
+    expect((await publish({ key: key.key, secret: 'wrong-secret' })).status).toBe(401);
+    expect((await publish({ key: key.key, secret: key.secret })).status).toBe(200);
+  });
+});
