@@ -217,7 +217,7 @@ export class BalancedCluster {
 export class Waiters {
   private readonly waiting = new Set<() => void>();
 
-  constructor(private readonly describe: () => string = () => '') {}
+  constructor(private readonly description: () => string = () => '') {}
 
   /** Wakes every `until`: call on every event that may change what they wait for. */
   changed(): void {
@@ -235,7 +235,7 @@ export class Waiters {
       };
       const timer = setTimeout(() => {
         this.waiting.delete(check);
-        reject(new Error(`${what}: not within ${timeoutMs} ms (${this.describe()})`));
+        reject(new Error(`${what}: not within ${timeoutMs} ms (${this.description()})`));
       }, timeoutMs);
       this.waiting.add(check);
       check();
