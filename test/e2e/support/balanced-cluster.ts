@@ -67,6 +67,9 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
   }
 }
 
+const hasStatus = (server: HaproxyServerState | string, status: string): boolean =>
+  typeof server !== 'string' && server.status === status;
+
 export class BalancedCluster {
   /** The one API key every gateway knows (seeded through SWITCHBOARD_KEYS). */
   readonly key: ApiKeyRecord = testKey();
@@ -167,13 +170,25 @@ export class BalancedCluster {
     return found;
   }
 
+  /**
+   * For polling: the server's state, or why HAProxy did not tell (its runtime API answers late
+   * on a starved machine; the next poll asks again).
+   */
+  private async serverOrWhyNot(name: string): Promise<HaproxyServerState | string> {
+    try {
+      return await this.server(name);
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
   /** Health 200 on the node itself, then HAProxy's check passes too: new clients may land on it. */
   async waitUntilInRotation(name: string): Promise<void> {
     const port = this.ports[name]!;
     await waitUntil(async () => (await healthStatus(port)) === 200, 10_000, `${name} /api/health 200`);
-    let seen: HaproxyServerState | undefined;
+    let seen: HaproxyServerState | string | undefined;
     await waitUntil(
-      async () => (seen = await this.server(name)).status === 'UP',
+      async () => hasStatus((seen = await this.serverOrWhyNot(name)), 'UP'),
       10_000,
       `haproxy sees ${name} UP`,
     ).catch((error: Error) => {
@@ -185,7 +200,7 @@ export class BalancedCluster {
   /** Waits until HAProxy has noticed that `name` is gone (so a later "UP" is a new process's). */
   async waitUntilOutOfRotation(name: string): Promise<void> {
     await waitUntil(
-      async () => (await this.server(name)).status === 'DOWN',
+      async () => hasStatus(await this.serverOrWhyNot(name), 'DOWN'),
       5000,
       `haproxy marks ${name} DOWN`,
     );

@@ -137,6 +137,7 @@ export class RecoveringClient {
   private resubscribe: NodeJS.Timeout | undefined;
   private failures = 0;
   private stopped = false;
+  private offline = false;
 
   constructor(
     readonly spec: ClientSpec,
@@ -167,7 +168,21 @@ export class RecoveringClient {
     this.socket?.terminate();
   }
 
+  /** Its network goes away (the socket is cut, as a client sees 1006) until `goOnline`. */
+  goOffline(): void {
+    this.offline = true;
+    clearTimeout(this.retry);
+    this.socket?.terminate();
+  }
+
+  /** The network is back: it reconnects (resuming) as after any abnormal close. */
+  goOnline(): void {
+    this.offline = false;
+    if (!this.open) this.connect();
+  }
+
   connect(): void {
+    if (this.offline) return;
     const { cluster } = this.fleet;
     const session = ++this.sessions;
     const primary = this.log(this.spec.channel);
