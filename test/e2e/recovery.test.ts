@@ -383,7 +383,12 @@ const caughtUp = (run: Run): number =>
 /** Every client's resumes: how many, and how many publications they caught up from history. */
 function resumeSummary(run: Run): string {
   const recovered = resumes(run).filter((p) => p.recovered === true).length;
-  return `${resumes(run).length} resumes (${recovered} recovered, ${caughtUp(run)} publications caught up from history)`;
+  const failed = run.fleet.clients.flatMap((client) => client.failedAttempts);
+  const codes = [...new Set(failed)].join(', ');
+  return (
+    `${resumes(run).length} resumes (${recovered} recovered, ${caughtUp(run)} publications caught up from history), ` +
+    `${failed.length} connection attempts failed before opening${codes ? ` (closes ${codes})` : ''}`
+  );
 }
 
 /** What the scenario did, on the test's output; then that the publisher kept its pace. */

@@ -125,8 +125,10 @@ const reconnectable = (code: number): boolean => (code >= 4000 && code <= 4499) 
 
 export class RecoveringClient {
   readonly logs = new Map<string, ChannelLog>();
-  /** Close codes, in order. */
+  /** Close codes of the sockets that opened, in order. */
   readonly closes: number[] = [];
+  /** Close codes of attempts that never opened (refused upgrade, no server at the balancer). */
+  readonly failedAttempts: number[] = [];
   /** Closes after which no SDK would reconnect: a correct cluster gives none. */
   readonly finalCloses: number[] = [];
   /** `system::subscribe_error` answers to the secondary subscription (each retried). */
@@ -194,7 +196,9 @@ export class RecoveringClient {
     }
     const socket = new WebSocket(cluster.wsUrl(`/${this.spec.protocol}/${this.spec.channel}`, query));
     this.socket = socket;
+    let opened = false;
     socket.on('open', () => {
+      opened = true;
       if (this.spec.secondary !== undefined) this.subscribeSecondary(socket);
       this.fleet.changed();
     });
@@ -204,7 +208,7 @@ export class RecoveringClient {
     });
     socket.on('error', () => undefined); // a refused upgrade or reset: the close below reconnects
     socket.on('close', (code) => {
-      this.closes.push(code);
+      (opened ? this.closes : this.failedAttempts).push(code);
       for (const log of this.logs.values()) log.live = false;
       this.fleet.changed();
       if (this.stopped) return;
