@@ -19,6 +19,7 @@ const publication = fc.record(
     to: fc.string({ unit: 'grapheme' }),
     source: fc.constantFrom('api' as const, 'client' as const),
     acceptedAt: fc.integer({ min: 0, max: 2 ** 48 }),
+    sender: fc.stringMatching(/^[A-Za-z0-9_.-]{1,64}\/[0-9a-z]{1,10}$/),
   },
   { requiredKeys: ['body', 'origin'] },
 );

@@ -1,13 +1,15 @@
 import type { Publication } from '../broker/broker';
+import { MAX_EPOCH_LENGTH } from '../history/epochs';
 import type { Topic } from '../types';
 
 /**
  * Wire form of a publication on its topic's pub/sub channel (the topic is the channel itself),
  * and of an entry of its topic's stream:
  *
- *   <flags>|<origin>|[<acceptedAt>|][<offset>|<epoch>|][<to length>|<to>]<body>
+ *   <flags>|<origin>|[<acceptedAt>|][<sender>|][<offset>|<epoch>|][<to length>|<to>]<body>
  *
- * `flags` holds `b` (binary), `s` (stampable), `m` (an `acceptedAt` follows, decimal ms), `o` (the
+ * `flags` holds `b` (binary), `s` (stampable), `m` (an `acceptedAt` follows, decimal ms), `x` (the
+ * sending connection's id follows, no `|` in it), `o` (the
  * stream position follows: decimal offset, epoch of A-Z a-z 0-9 _ -), `t` (a `to` follows, its
  * length in UTF-16 code units), `A`/`C` (source api/client), each at most once. The body is
  * carried verbatim: no escaping, so encoding costs one concatenation and decoding a few
@@ -22,20 +24,19 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 const SOURCE_FLAG = { api: 'A', client: 'C' } as const;
 
-/** Longest epoch a stream publication may carry (epochs are drawn by `newEpoch`). */
-export const MAX_EPOCH_LENGTH = 32;
-
 /** Everything before the stream position; `positioned` adds the `o` flag for one to follow. */
 function head(p: Publication, positioned: boolean): string {
   const flags =
     (p.binary ? 'b' : '') +
     (p.stampable ? 's' : '') +
     (p.acceptedAt !== undefined ? 'm' : '') +
+    (p.sender !== undefined ? 'x' : '') +
     (positioned ? 'o' : '') +
     (p.to !== undefined ? 't' : '') +
     (p.source ? SOURCE_FLAG[p.source] : '');
   const accepted = p.acceptedAt !== undefined ? `${p.acceptedAt}|` : '';
-  return `${flags}|${p.origin}|${accepted}`;
+  const sender = p.sender !== undefined ? `${p.sender}|` : '';
+  return `${flags}|${p.origin}|${accepted}${sender}`;
 }
 
 /** Everything after the stream position. */
@@ -62,6 +63,7 @@ const POSITIONED = 8;
 const TO = 16;
 const API = 32;
 const CLIENT = 64;
+const SENDER = 128;
 
 /** The bit of a flag character, 0 for any other character. */
 function flagBit(code: number): number {
@@ -72,6 +74,8 @@ function flagBit(code: number): number {
       return STAMPABLE;
     case 0x6d /* m */:
       return ACCEPTED;
+    case 0x78 /* x */:
+      return SENDER;
     case 0x6f /* o */:
       return POSITIONED;
     case 0x74 /* t */:
@@ -111,6 +115,13 @@ export function decodePublication(topic: Topic, wire: string): Publication | nul
     if (acceptedAt < 0) return null;
     bodyStart = acceptedEnd + 1;
   }
+  let sender: string | undefined;
+  if ((flags & SENDER) !== 0) {
+    const senderEnd = wire.indexOf('|', bodyStart);
+    if (senderEnd <= bodyStart) return null;
+    sender = wire.slice(bodyStart, senderEnd);
+    bodyStart = senderEnd + 1;
+  }
   let offset = -1;
   let epoch = '';
   if ((flags & POSITIONED) !== 0) {
@@ -142,6 +153,7 @@ export function decodePublication(topic: Topic, wire: string): Publication | nul
   if ((flags & API) !== 0) publication.source = 'api';
   else if ((flags & CLIENT) !== 0) publication.source = 'client';
   if (acceptedAt >= 0) publication.acceptedAt = acceptedAt;
+  if (sender !== undefined) publication.sender = sender;
   if (offset > 0) {
     publication.offset = offset;
     publication.epoch = epoch;
