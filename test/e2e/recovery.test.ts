@@ -387,7 +387,8 @@ function resumeSummary(run: Run): string {
   const codes = [...new Set(failed)].join(', ');
   return (
     `${resumes(run).length} resumes (${recovered} recovered, ${caughtUp(run)} publications caught up from history), ` +
-    `${failed.length} connection attempts failed before opening${codes ? ` (closes ${codes})` : ''}`
+    `${failed.length} connection attempts failed before opening${codes ? ` (closes ${codes})` : ''}, ` +
+    `${run.fleet.clients.flatMap((client) => client.subscribeErrors).length} secondary subscribes refused`
   );
 }
 
