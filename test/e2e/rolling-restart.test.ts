@@ -1,11 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { startRedis, startSwitchboardProcess } from '@switchboard/testing';
-import type { RedisServer, SwitchboardProcess } from '@switchboard/testing';
-import { requireHaproxy, startHaproxy } from './support/haproxy';
-import type { HaproxyServerState, RunningHaproxy } from './support/haproxy';
-import { fixedFreePort } from './support/ports';
-import { testKey, waitUntil } from './support-nodes';
+import { startSwitchboardProcess } from '@switchboard/testing';
+import { BalancedCluster, request, Waiters, within } from './support/balanced-cluster';
 
 /**
  * The docker-compose topology without containers (issue 5): Redis, three gateway processes on
@@ -28,16 +24,8 @@ const V4_CHANNEL = 'rolling';
 const V3_CHANNEL = 'rolling-v3';
 const NODE_NAMES = ['gw1', 'gw2', 'gw3'] as const;
 
-const key = testKey();
-let redis: RedisServer | undefined;
-let haproxy: RunningHaproxy | undefined;
-let accountApi: SwitchboardProcess | undefined;
+let cluster: BalancedCluster | undefined;
 let accountUrl = '';
-let balancerUrl = '';
-let gatewayEnv: Record<string, string> = {};
-const ports: Record<string, number> = {};
-const nodes = new Map<string, SwitchboardProcess>();
-const everyProcess: SwitchboardProcess[] = [];
 /** The backend's publish loop runs while this is true (afterAll ends it if the test failed). */
 let publishing = false;
 
@@ -59,29 +47,16 @@ type Protocol = 'v3' | 'v4';
 
 class Fleet {
   readonly clients: SdkClient[] = [];
-  private waiters = new Set<() => void>();
+  private readonly waiters = new Waiters(() => this.describe());
 
   /** Wakes every `until` waiter: called on every open, frame and close. */
   changed(): void {
-    for (const wake of [...this.waiters]) wake();
+    this.waiters.changed();
   }
 
   /** Resolves once `condition` holds, re-checking on every client event; rejects at the deadline. */
   until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        if (!condition()) return;
-        this.waiters.delete(check);
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`${what}: not within ${timeoutMs} ms (${this.describe()})`));
-      }, timeoutMs);
-      this.waiters.add(check);
-      check();
-    });
+    return this.waiters.until(condition, timeoutMs, what);
   }
 
   get connected(): SdkClient[] {
@@ -142,8 +117,8 @@ class SdkClient {
 
   private connect(): void {
     const uuid = randomUUID();
-    const query = new URLSearchParams({ api_key: key.key, presence: '1', user: this.user, uuid });
-    const socket = new WebSocket(`ws://127.0.0.1:${haproxy!.port}/${this.protocol}/${this.channel}?${query}`);
+    const query = { api_key: cluster!.key.key, presence: '1', user: this.user, uuid };
+    const socket = new WebSocket(cluster!.wsUrl(`/${this.protocol}/${this.channel}`, query));
     this.socket = socket;
     let session: Session | undefined;
     socket.on('open', () => {
@@ -194,59 +169,14 @@ function tickOf(text: string): number | undefined {
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers
 
-async function request(
-  url: string,
-  init: RequestInit = {},
-): Promise<{ status: number; text: string; json: unknown }> {
-  const response = await fetch(url, init);
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, text, json };
-}
-
-const clusterApi = (path: string, body: Record<string, unknown>) =>
-  request(`${balancerUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ key: key.key, secret: key.secret, ...body }),
-  });
+const clusterApi = (path: string, body: Record<string, unknown>) => cluster!.clusterApi(path, body);
 
 const account = async (path: string): Promise<unknown> => {
-  const response = await request(`${accountUrl}${path}`, { headers: { key: key.key, secret: key.secret } });
+  const { key, secret } = cluster!.key;
+  const response = await request(`${accountUrl}${path}`, { headers: { key, secret } });
   if (response.status !== 200) throw new Error(`account API ${path}: ${response.status} ${response.text}`);
   return response.json;
 };
-
-async function healthStatus(port: number): Promise<number> {
-  try {
-    return (await fetch(`http://127.0.0.1:${port}/api/health`)).status;
-  } catch {
-    return 0; // refused: not listening
-  }
-}
-
-async function server(name: string): Promise<HaproxyServerState> {
-  const found = (await haproxy!.servers()).find((s) => s.name === name);
-  if (!found) throw new Error(`haproxy has no server ${name}`);
-  return found;
-}
-
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // What the cluster reports, against what the clients know about themselves
@@ -328,72 +258,23 @@ async function expectRegistryMatchesClients(what: string): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 
-/** A gateway process on its fixed port (tracked before it is ready, so afterAll can always kill it). */
-async function startGateway(name: string): Promise<void> {
-  const proc = startSwitchboardProcess(['gateway'], {
-    ...gatewayEnv,
-    HOST: '127.0.0.1',
-    PORT: String(ports[name]),
-    NODE_ID: name,
-  });
-  everyProcess.push(proc);
-  nodes.set(name, proc);
-  const ready = await proc.waitForLog({ msg: 'ready' });
-  expect(ready['port']).toBe(ports[name]);
-}
-
-/** Health 200 on the node itself, then HAProxy's check passes too: new clients may land on it. */
-async function waitUntilInRotation(name: string): Promise<void> {
-  await waitUntil(async () => (await healthStatus(ports[name]!)) === 200, 10_000, `${name} /api/health 200`);
-  let seen: HaproxyServerState | undefined;
-  await waitUntil(
-    async () => (seen = await server(name)).status === 'UP',
-    10_000,
-    `haproxy sees ${name} UP`,
-  ).catch((error: Error) => {
-    // L7TOUT: the check got no answer at all (uWS does not answer HTTP/1.0 or a request without Host).
-    throw new Error(`${error.message}; haproxy reports ${JSON.stringify(seen)}`);
-  });
-}
-
 beforeAll(async () => {
-  requireHaproxy(); // fail (never skip) when haproxy is missing: CI installs it
-  for (const name of NODE_NAMES) ports[name] = await fixedFreePort();
-  const balancerPort = await fixedFreePort();
-  balancerUrl = `http://127.0.0.1:${balancerPort}`;
-  redis = await startRedis();
-  gatewayEnv = {
-    REDIS_URL: redis.url,
-    REDIS_PREFIX: `rr${randomBytes(4).toString('hex')}`,
-    SWITCHBOARD_KEYS: JSON.stringify([{ key: key.key, secret: key.secret, domains: [] }]),
-    DRAIN_GRACE_MS: String(DRAIN_GRACE_MS),
-    HEARTBEAT_INTERVAL_MS: '500',
-    NODE_TIMEOUT_MS: '3000',
-  };
-  await Promise.all(NODE_NAMES.map((name) => startGateway(name)));
-  haproxy = await startHaproxy({
-    listenPort: balancerPort,
-    backends: NODE_NAMES.map((name) => ({ name, port: ports[name]! })),
+  cluster = await BalancedCluster.start({
+    names: NODE_NAMES,
+    env: { DRAIN_GRACE_MS: String(DRAIN_GRACE_MS), HEARTBEAT_INTERVAL_MS: '500', NODE_TIMEOUT_MS: '3000' },
     checkIntervalMs: CHECK_INTERVAL_MS,
   });
-  accountApi = startSwitchboardProcess(['account-api'], {
-    ...gatewayEnv,
-    ACCOUNT_PORT: '0',
-    HOST: '127.0.0.1',
-  });
-  everyProcess.push(accountApi);
+  const accountApi = cluster.track(
+    startSwitchboardProcess(['account-api'], { ...cluster.env, ACCOUNT_PORT: '0', HOST: '127.0.0.1' }),
+  );
   const ready = await accountApi.waitForLog({ msg: 'ready', service: 'account-api' });
   accountUrl = `http://127.0.0.1:${Number(ready['port'])}`;
-  for (const name of NODE_NAMES) await waitUntilInRotation(name);
 });
 
 afterAll(async () => {
   publishing = false;
   for (const client of fleet.clients) client.stop();
-  for (const proc of everyProcess) proc.kill('SIGKILL');
-  await Promise.all(everyProcess.map((proc) => proc.exited));
-  await haproxy?.close();
-  await redis?.stop();
+  await cluster?.stop();
 });
 
 it('restarts the three gateways one by one behind HAProxy: clients reconnect by themselves, members and counts stay exact', async () => {
@@ -401,7 +282,7 @@ it('restarts the three gateways one by one behind HAProxy: clients reconnect by 
   for (let i = 0; i < V3_CLIENTS; i++) new SdkClient('v3', `v3-user-${i}`, fleet);
   await expectRegistryMatchesClients('at start');
   // leastconn spread the clients over the three gateways.
-  const spread = await haproxy!.servers();
+  const spread = await cluster!.balancer.servers();
   expect(spread.every((s) => s.sessions > 0)).toBe(true);
 
   // A backend publishes through the balancer all along, one tick at a time on both protocols.
@@ -431,8 +312,8 @@ it('restarts the three gateways one by one behind HAProxy: clients reconnect by 
 
   const report: string[] = [];
   for (const name of NODE_NAMES) {
-    const old = nodes.get(name)!;
-    const onIt = (await server(name)).sessions;
+    const old = cluster!.nodes.get(name)!;
+    const onIt = (await cluster!.server(name)).sessions;
     const closesBefore = fleet.drainCloses();
     const stoppedAt = Date.now();
     old.kill('SIGTERM');
@@ -454,10 +335,10 @@ it('restarts the three gateways one by one behind HAProxy: clients reconnect by 
     expect(drainMs).toBeLessThan(DRAIN_GRACE_MS);
 
     // HAProxy notices it is gone, so the "UP" awaited below is the new process's.
-    await waitUntil(async () => (await server(name)).status === 'DOWN', 5000, `haproxy marks ${name} DOWN`);
+    await cluster!.waitUntilOutOfRotation(name);
     const restartAt = Date.now();
-    await startGateway(name);
-    await waitUntilInRotation(name);
+    await cluster!.startGateway(name);
+    await cluster!.waitUntilInRotation(name);
     const rotationMs = Date.now() - restartAt;
 
     await fleet.until(
@@ -485,7 +366,7 @@ it('restarts the three gateways one by one behind HAProxy: clients reconnect by 
   await publisher;
 
   // Every client is on a live node (HAProxy holds exactly their tunnels, to servers that are UP)…
-  const final = await haproxy!.servers();
+  const final = await cluster!.balancer.servers();
   expect(final.map((s) => [s.name, s.status])).toEqual(NODE_NAMES.map((name) => [name, 'UP']));
   expect(final.reduce((sum, s) => sum + s.sessions, 0)).toBe(fleet.clients.length);
   // …and receives a publish sent through the balancer, whichever gateway takes it.

@@ -135,6 +135,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   engine.onCommandError?.(() => ctx.meters.redisCommandError());
   engine.onAvailability((available) => {
     ctx.meters.redisConnected(available);
+    if (!available) streams.suspend();
     if (!available || ctx.status.draining) return;
     ctx.meters.redisReconnected();
     // Once subscribed again, opted-in streams compare with history: pub/sub lost what was

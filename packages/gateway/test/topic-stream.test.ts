@@ -127,6 +127,42 @@ describe('TopicStream', () => {
     expect(t.delivered).toEqual([1, 1, 2]);
   });
 
+  it('after a lost connection, takes nothing for complete until a resync compared with history', async () => {
+    const t = setup();
+    await start(t);
+    t.stream.receive(t.publish(1)[0]!);
+    t.stream.suspend(); // the engine connection is lost, and pub/sub with it:
+    t.publish(1); // offset 2 never arrives
+    t.advance(61_000);
+    const [fresh] = t.publish(1); // the history expired meanwhile (or Redis restarted empty)
+    t.stream.receive(fresh!); // a new epoch's first publication, after the reconnect
+    expect(t.announced).toEqual([]);
+    t.stream.resync();
+    while (t.announced.length === 0) await t.activity();
+    // Offset 2 is gone: said so, never `recovered: true` over it.
+    expect(t.announced).toEqual([{ epoch: fresh!.epoch, offset: 1, recovered: false, missed: 0 }]);
+    expect(t.delivered).toEqual([1]);
+    const [next] = t.publish(1);
+    t.stream.receive(next!);
+    while (t.delivered.length < 2) await t.activity();
+    expect(t.delivered).toEqual([1, 2]);
+  });
+
+  it('a resync during a fill fills again: the fill under way may have read before the loss', async () => {
+    const t = setup();
+    await start(t);
+    const [p1, , p3] = t.publish(3);
+    t.stream.receive(p1!);
+    t.stream.receive(p3!); // a gap: a fill starts
+    t.stream.suspend();
+    t.stream.resync();
+    // The memory history answers at once: a few turns settle both fills.
+    for (let turn = 0; turn < 100 && t.reads() < 2; turn++)
+      await new Promise((resolve) => setImmediate(resolve));
+    expect(t.reads()).toBe(2);
+    expect(t.delivered).toEqual([1, 2, 3]);
+  });
+
   it('queues publications until the first subscriber tells it the position', async () => {
     const t = setup();
     const [p1, p2] = t.publish(2);

@@ -102,6 +102,11 @@ export class Streams {
       this.senders.delete(state.id);
   }
 
+  /** The engine connection is lost: every stream holds what arrives until `resync`. */
+  suspend(): void {
+    for (const stream of this.streams.values()) stream.suspend();
+  }
+
   /** After the broker reconnected: every stream checks history for what it may have lost. */
   resync(): void {
     for (const stream of this.streams.values()) stream.resync();

@@ -44,6 +44,10 @@ export class TopicStream {
   private epoch: string | undefined;
   private offset = 0;
   private filling = false;
+  /** The engine connection was lost: pub/sub may have dropped publications, unknown which. */
+  private suspended = false;
+  /** A resync came while a fill was under way: that fill may predate the loss, so fill again. */
+  private refill = false;
   private queue: Publication[] = [];
   private readonly recent: Publication[] = [];
   private readonly joiners = new Set<Joiner>();
@@ -59,7 +63,7 @@ export class TopicStream {
 
   /** A publication of the topic, as the broker delivered it (stream publications only). */
   receive(publication: Publication): void {
-    if (this.epoch === undefined || this.filling) {
+    if (this.epoch === undefined || this.filling || this.suspended) {
       this.enqueue(publication);
       return;
     }
@@ -103,9 +107,22 @@ export class TopicStream {
     this.joiners.delete(joiner);
   }
 
+  /**
+   * The connection to the engine is lost: publications may be lost with it. Until `resync` has
+   * compared with history, what arrives is held, so nothing is taken for complete on trust (a
+   * new epoch's first publication would otherwise announce `recovered: true` over the loss).
+   */
+  suspend(): void {
+    this.suspended = true;
+  }
+
   /** After a broker reconnect: publications may have been lost; compare with history. */
   resync(): void {
-    if (this.epoch !== undefined && !this.filling) this.fill();
+    this.suspended = false;
+    // Without a position yet, the queue waits for the first subscriber's (read after this).
+    if (this.epoch === undefined) return;
+    if (this.filling) this.refill = true;
+    else this.fill();
   }
 
   close(): void {
@@ -181,7 +198,7 @@ export class TopicStream {
     const queued = this.queue;
     this.queue = [];
     for (let i = 0; i < queued.length; i++) {
-      if (this.filling) {
+      if (this.filling || this.suspended) {
         this.queue.push(...queued.slice(i));
         return;
       }
@@ -195,6 +212,11 @@ export class TopicStream {
     void this.fillFromHistory().then(
       () => {
         this.filling = false;
+        if (this.refill) {
+          this.refill = false;
+          this.fill();
+          return;
+        }
         this.replayQueue();
       },
       (error: unknown) => {
