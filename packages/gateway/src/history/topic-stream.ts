@@ -84,18 +84,26 @@ export class TopicStream {
       return;
     }
     if (position.epoch !== this.epoch) {
-      joiner.lost({ epoch: this.epoch, offset: this.offset, recovered: false, missed: 0 });
-      joiner.join();
+      // The subscriber read a newer epoch than this node has seen (or an older one): history
+      // decides; the joiner settles when the fill is done.
+      this.joiners.add(joiner);
+      if (this.filling) this.refill = true;
+      else if (!this.suspended) this.fill();
       return;
     }
     if (position.offset > this.offset) {
       this.joiners.add(joiner);
       return;
     }
-    const behind = this.offset - position.offset;
+    this.joinFromRecent(joiner);
+  }
+
+  /** Joins a subscriber of this epoch that is behind: what it lacks from `recent`, or `lost`. */
+  private joinFromRecent(joiner: Joiner): void {
+    const behind = this.offset - joiner.position.offset;
     const first = this.recent.length - behind;
     if (first < 0) {
-      joiner.lost({ epoch: this.epoch, offset: this.offset, recovered: false, missed: 0 });
+      joiner.lost({ epoch: this.epoch!, offset: this.offset, recovered: false, missed: 0 });
     } else {
       for (let i = first; i < this.recent.length; i++) joiner.send(this.recent[i]!);
     }
@@ -181,10 +189,11 @@ export class TopicStream {
       const sameEpoch = position.epoch === this.epoch;
       if (sameEpoch && position.offset > this.offset) continue;
       this.joiners.delete(joiner);
-      if (!sameEpoch || position.offset < this.offset) {
+      if (sameEpoch) this.joinFromRecent(joiner);
+      else {
         joiner.lost({ epoch: this.epoch!, offset: this.offset, recovered: false, missed: 0 });
+        joiner.join();
       }
-      joiner.join();
     }
   }
 
@@ -217,6 +226,7 @@ export class TopicStream {
           this.fill();
           return;
         }
+        if (this.joiners.size > 0) this.settleJoiners();
         this.replayQueue();
       },
       (error: unknown) => {
@@ -231,14 +241,13 @@ export class TopicStream {
   private async fillFromHistory(): Promise<void> {
     for (;;) {
       const page = await this.outlet.read(this.offset);
-      if (page.epoch !== this.epoch) {
-        this.setPosition(page.epoch, page.offset, false);
-        return;
-      }
-      if (page.offset < this.offset) {
-        // The same epoch went back (Redis restored from an older snapshot): offsets repeat.
-        this.setPosition(page.epoch, page.offset, false);
-        return;
+      if (page.epoch !== this.epoch || page.offset < this.offset) {
+        // History was lost (a new epoch), or went back within one (Redis restored from an older
+        // snapshot, offsets repeat): go on from the oldest publication it still holds.
+        const fresh = await this.outlet.read(0);
+        const oldest = fresh.publications[0]?.offset ?? fresh.offset + 1;
+        this.setPosition(fresh.epoch, oldest - 1, false);
+        continue;
       }
       const first = page.publications[0]?.offset;
       if (first === undefined) {
