@@ -7,8 +7,16 @@ export interface BackoffOptions {
   resetAfterMs?: number;
 }
 
-export const BACKOFF_DEFAULTS: Required<BackoffOptions> = { baseMs: 500, capMs: 30_000, resetAfterMs: 30_000 };
+export const BACKOFF_DEFAULTS: Required<BackoffOptions> = {
+  baseMs: 500,
+  capMs: 30_000,
+  resetAfterMs: 30_000,
+};
 
-export function reconnectDelay(attempt: number, options: Required<BackoffOptions>, random = Math.random): number {
+export function reconnectDelay(
+  attempt: number,
+  options: Required<BackoffOptions>,
+  random = Math.random,
+): number {
   return random() * Math.min(options.capMs, options.baseMs * 2 ** Math.min(attempt, 30));
 }

@@ -33,7 +33,7 @@ export type ChannelState = 'pending' | 'subscribed' | 'failed' | 'left';
 /** What a channel needs from the socket that carries it. */
 export interface Carrier {
   readonly protocol: 3 | 4;
-  send(channel: Channel, frame: Record<string, unknown> | ArrayBuffer | ArrayBufferView): boolean;
+  send(channel: Channel, frame: Outgoing): boolean;
   requestMembers(channel: Channel): Promise<Member[]>;
   isPrimary(channel: Channel): boolean;
   /** Reconnects at once so every channel resumes from its last offset (after a gap). */
@@ -41,8 +41,11 @@ export interface Carrier {
   leave(channel: Channel): void;
 }
 
+/** A JSON frame, raw text, or binary. */
+export type Outgoing = Record<string, unknown> | string | ArrayBuffer | ArrayBufferView;
+
 interface Queued {
-  frame: Record<string, unknown> | ArrayBuffer | ArrayBufferView;
+  frame: Outgoing;
   resolve: () => void;
   reject: (error: SwitchboardError) => void;
 }
@@ -78,8 +81,15 @@ export class Channel extends Emitter {
   private waiters: Array<{ resolve: () => void; reject: (error: SwitchboardError) => void }> = [];
   /** Every frame of the channel as received (the PieSocket facade's listeners). */
   tap:
-    | ((event: string | undefined, frame: Record<string, unknown> | undefined, text: string | Uint8Array) => void)
+    | ((
+        event: string | undefined,
+        frame: Record<string, unknown> | undefined,
+        text: string | Uint8Array,
+      ) => void)
     | undefined;
+
+  /** @internal The subscription went up or down (the PieSocket facade's open and close). */
+  tapState: ((up: boolean) => void) | undefined;
 
   /** @internal */
   constructor(
@@ -179,8 +189,14 @@ export class Channel extends Emitter {
     this.finish('left', new SwitchboardError('state', 'Channel was left', undefined, this.name));
   }
 
-  private enqueue(frame: Queued['frame']): Promise<void> {
-    if (this.error) return Promise.reject(new SwitchboardError('state', `Channel is ${this.state}`, undefined, this.name));
+  /** @internal Raw text, sent as is (the PieSocket facade's `send`). */
+  sendText(text: string): Promise<void> {
+    return this.enqueue(text);
+  }
+
+  private enqueue(frame: Outgoing): Promise<void> {
+    if (this.error)
+      return Promise.reject(new SwitchboardError('state', `Channel is ${this.state}`, undefined, this.name));
     if (this.state === 'subscribed' && this.queue.length === 0 && this.carrier.send(this, frame))
       return Promise.resolve();
     return new Promise((resolve, reject) => this.queue.push({ frame, resolve, reject }));
@@ -199,6 +215,7 @@ export class Channel extends Emitter {
     }
     for (const waiter of this.waiters.splice(0)) waiter.resolve();
     this.emit('subscribed');
+    this.tapState?.(true);
   }
 
   /** @internal */
@@ -208,12 +225,15 @@ export class Channel extends Emitter {
 
   /** @internal The socket is gone; the channel waits for the next one. */
   down(): void {
-    if (this.state === 'subscribed') this.state = 'pending';
+    if (this.state !== 'subscribed') return;
+    this.state = 'pending';
+    this.tapState?.(false);
   }
 
   /** @internal */
   finish(state: 'failed' | 'left', error: SwitchboardError): void {
     if (this.state === 'left') return;
+    if (this.state === 'subscribed') this.tapState?.(false);
     this.state = state;
     this.error = error;
     for (const entry of this.queue.splice(0)) entry.reject(error);
@@ -243,7 +263,17 @@ export class Channel extends Emitter {
       frame = event = undefined;
       text = data;
     }
+    this.dispatch(event, frame, data, text, offset);
     this.tap?.(event, frame, text);
+  }
+
+  private dispatch(
+    event: string | undefined,
+    frame: Record<string, unknown> | undefined,
+    data: unknown,
+    text: string,
+    offset: unknown,
+  ): void {
     const body = isRecord(data) ? data : {};
     switch (event) {
       case 'system::position':
@@ -310,7 +340,11 @@ export class Channel extends Emitter {
     this.epoch = epoch;
     if (recovered === true && this.resumedFrom !== undefined) {
       this.offset = this.resumedFrom;
-      this.emit('recovered', { missed: typeof missed === 'number' ? missed : offset - this.offset, epoch, offset });
+      this.emit('recovered', {
+        missed: typeof missed === 'number' ? missed : offset - this.offset,
+        epoch,
+        offset,
+      });
       return;
     }
     this.offset = offset;
@@ -331,5 +365,4 @@ export class Channel extends Emitter {
     if (isRecord(body['member']))
       this.emit(joined ? 'member_joined' : 'member_left', body['member'] as unknown as Member, this.members);
   }
-
 }

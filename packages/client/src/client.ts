@@ -22,7 +22,9 @@ export interface SwitchboardOptions {
   /**
    * Returns a JWT for `channel` (signed by your backend with the key's secret). Called before
    * each (re)subscribe of a `private-…` channel, or of every channel with `forceAuth`, so an
-   * expired token is replaced on reconnect.
+   * expired token is replaced on reconnect. No token: the channel is subscribed without one
+   * (the server refuses a guarded channel). A throw: the channel reports a `token` error and
+   * the client retries with backoff (primary) or on the next reconnect.
    */
   getToken?: (channel: string) => string | undefined | Promise<string | undefined>;
   /** The API key guards every channel: call `getToken` for all of them. */
@@ -78,9 +80,7 @@ export class Switchboard extends Emitter {
       WebSocket,
       token: async (channel) => {
         if (!getToken || !(forceAuth || channel.startsWith('private-'))) return undefined;
-        const token = await getToken(channel);
-        if (!token) throw new Error('no token');
-        return token;
+        return (await getToken(channel)) || undefined;
       },
       onState: () => this.updateState(),
       onError: (error) => this.emit('error', error),
@@ -99,7 +99,10 @@ export class Switchboard extends Emitter {
     return this.current;
   }
 
-  override on(event: 'state', handler: (state: ConnectionState, previous: ConnectionState) => void): () => void;
+  override on(
+    event: 'state',
+    handler: (state: ConnectionState, previous: ConnectionState) => void,
+  ): () => void;
   /** A terminal close (`kind: 'closed'`, `code`, the server's `reason`): the client stopped reconnecting. */
   override on(event: 'error', handler: (error: SwitchboardError) => void): () => void;
   override on(event: string, handler: Handler): () => void {

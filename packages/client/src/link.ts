@@ -1,6 +1,6 @@
 import { reconnectDelay } from './backoff';
 import type { BackoffOptions } from './backoff';
-import type { Carrier, Channel, Member } from './channel';
+import type { Carrier, Channel, Member, Outgoing } from './channel';
 import { isServerReconnect, isTerminalClose, SwitchboardError } from './errors';
 import { host, OPEN } from './platform';
 import type { Timer, WebSocketConstructor, WebSocketLike } from './platform';
@@ -60,7 +60,10 @@ export class Link implements Carrier {
   private stableTimer: Timer | undefined;
   /** The text of an `{"error": …}` frame: it precedes a terminal close and names its reason. */
   private errorText: string | undefined;
-  private memberRequests = new Map<string, Array<{ resolve: (m: Member[]) => void; reject: (e: Error) => void }>>();
+  private memberRequests = new Map<
+    string,
+    Array<{ resolve: (m: Member[]) => void; reject: (e: Error) => void }>
+  >();
 
   constructor(private readonly settings: LinkSettings) {}
 
@@ -85,7 +88,8 @@ export class Link implements Carrier {
     this.channels.delete(channel.name);
     this.settings.onLeave(channel);
     if (channel !== this.primary) {
-      if (this.state === 'connected') this.write({ event: 'system::unsubscribe', data: { channel: channel.name } });
+      if (this.state === 'connected')
+        this.write({ event: 'system::unsubscribe', data: { channel: channel.name } });
       return;
     }
     // The primary lives as long as its socket: move the socket to another channel; the others
@@ -112,13 +116,16 @@ export class Link implements Carrier {
     this.connectNow();
   }
 
-  send(channel: Channel, frame: Record<string, unknown> | ArrayBuffer | ArrayBufferView): boolean {
+  send(channel: Channel, frame: Outgoing): boolean {
     if (!this.socket || this.socket.readyState !== OPEN || this.state !== 'connected') return false;
-    if (frame instanceof ArrayBuffer || ArrayBuffer.isView(frame)) this.socket.send(frame);
+    if (typeof frame === 'string' || frame instanceof ArrayBuffer || ArrayBuffer.isView(frame))
+      this.socket.send(frame);
     else
       this.socket.send(
         JSON.stringify(
-          channel === this.primary || this.protocol === 3 ? frame : { ...frame, 'system::channel': channel.name },
+          channel === this.primary || this.protocol === 3
+            ? frame
+            : { ...frame, 'system::channel': channel.name },
         ),
       );
     return true;
@@ -368,7 +375,8 @@ export class Link implements Carrier {
   }
 
   private failMemberRequests(error: SwitchboardError): void {
-    for (const list of this.memberRequests.values()) for (const request of list.splice(0)) request.reject(error);
+    for (const list of this.memberRequests.values())
+      for (const request of list.splice(0)) request.reject(error);
   }
 }
 

@@ -31,6 +31,11 @@ interface Host {
   atob(data: string): string;
   btoa(data: string): string;
   crypto?: { randomUUID?(): string };
+  fetch(
+    url: string,
+    init: { method: string; body: unknown; credentials: string; headers: Record<string, string> },
+  ): Promise<{ json(): Promise<unknown> }>;
+  FormData: new () => { append(name: string, value: string): void };
 }
 
 export const host = globalThis as unknown as Host;

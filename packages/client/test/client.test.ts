@@ -261,7 +261,8 @@ describe('reconnecting', () => {
     const listeners: Array<() => void> = [];
     const g = globalThis as { addEventListener?: unknown; removeEventListener?: unknown };
     // Node has no window events; the client listens through globalThis like in a browser.
-    g.addEventListener = (type: string, listener: () => void) => type === 'online' && listeners.push(listener);
+    g.addEventListener = (type: string, listener: () => void) =>
+      type === 'online' && listeners.push(listener);
     g.removeEventListener = () => undefined;
     try {
       const sb = newClient({ url: url(), apiKey: key.key, backoff: { baseMs: 60_000, capMs: 60_000 } });
@@ -297,11 +298,16 @@ describe('reconnecting', () => {
     expect(RecordingWebSocket.opened.length).toBe(opened);
   });
 
-  it('stops when kicked (4509) with the administrator\'s reason', async () => {
+  it("stops when kicked (4509) with the administrator's reason", async () => {
     const sb = newClient({ url: url(), apiKey: key.key, user: 'kickme' });
     await sb.channel('kick-room').ready();
     const errors = nextEvent<[SwitchboardError]>(sb, 'error');
-    await postJson(`${node.httpUrl}/api/v4/kick`, { key: key.key, secret: key.secret, user: 'kickme', reason: 'Bye now' });
+    await postJson(`${node.httpUrl}/api/v4/kick`, {
+      key: key.key,
+      secret: key.secret,
+      user: 'kickme',
+      reason: 'Bye now',
+    });
     expect((await errors)[0]).toMatchObject({ kind: 'closed', code: 4509, reason: 'Bye now' });
     expect(sb.state).toBe('failed');
   });
@@ -365,13 +371,15 @@ describe('private channels', () => {
     await Promise.all([nextEvent(primary, 'subscribed'), nextEvent(secondary, 'subscribed')]);
     expect(issued).toHaveLength(4);
     const [, again] = socketsOf(sb.uuid);
-    expect(again!.query.get('jwt')).toBe(issued.find((e, i) => i >= 2 && e.channel === 'private-tok-a')!.token);
+    expect(again!.query.get('jwt')).toBe(
+      issued.find((e, i) => i >= 2 && e.channel === 'private-tok-a')!.token,
+    );
     const onSecondary = nextPublication(secondary, 'secret');
     await publish('private-tok-b', { event: 'secret', data: 42 });
     expect((await onSecondary).data).toBe(42);
   });
 
-  it('a refused secondary subscribe fails that channel only, with the server\'s text', async () => {
+  it("a refused secondary subscribe fails that channel only, with the server's text", async () => {
     const sb = newClient({ url: url(), apiKey: key.key, getToken: () => 'not-a-jwt' });
     const open = sb.channel('ref-open');
     const guarded = sb.channel('private-ref');
@@ -398,7 +406,11 @@ describe('V3 (protocol: 3)', () => {
     const bRoom = b.channel('v3-room', { presence: true });
     const [, members] = await joined;
     expect(members.map((m) => m.user).sort()).toEqual(['v3a', 'v3b']);
-    expect(socketsOf(a.uuid).map((s) => new URL(s.url).pathname).sort()).toEqual(['/v3/v3-other', '/v3/v3-room']);
+    expect(
+      socketsOf(a.uuid)
+        .map((s) => new URL(s.url).pathname)
+        .sort(),
+    ).toEqual(['/v3/v3-other', '/v3/v3-room']);
     const onA = nextPublication(aRoom, 'v3');
     await publish('v3-room', { event: 'v3', data: 'yes' }, 'v3');
     expect((await onA).data).toBe('yes');

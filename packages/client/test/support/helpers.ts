@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { Switchboard } from '../../src';
 import type { Channel, Publication, SwitchboardOptions } from '../../src';
+import type { Emitter, Handler } from '../../src/emitter';
 
 /**
  * The `ws` client, as the Switchboard client gets it in Node 20, plus a record of every socket
@@ -59,7 +60,7 @@ export function nextPublication(
 
 /** Resolves with the arguments of the next emission of `event` (a lifecycle event). */
 export function nextEvent<T extends unknown[]>(
-  target: { on(event: string, handler: (...args: never[]) => void): () => void },
+  target: Emitter,
   event: string,
   match: (...args: T) => boolean = () => true,
   timeoutMs = 5000,
@@ -74,12 +75,16 @@ export function nextEvent<T extends unknown[]>(
       clearTimeout(timer);
       off();
       resolve(args);
-    }) as (...args: never[]) => void);
+    }) as Handler);
   });
 }
 
 /** Polls a condition (state the test cannot await as an event). */
-export async function waitUntil(condition: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+export async function waitUntil(
+  condition: () => boolean,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
