@@ -3,6 +3,8 @@ import type { Config } from './config/load';
 import type { Logger } from './logger';
 import type { Broker } from './broker/broker';
 import { MemoryBroker, MemoryBus } from './broker/broker-memory';
+import type { History } from './history/history';
+import { MemoryHistory } from './history/history-memory';
 import type { PresenceStore } from './presence/presence-store';
 import { MemoryPresenceStore } from './presence/presence-memory';
 import type { ConnectionCounts } from './counts/connection-counts';
@@ -19,6 +21,8 @@ import { createRedisEngine } from './redis/redis-engine';
 export interface Engine {
   readonly kind: 'memory' | 'redis';
   readonly broker: Broker;
+  /** Topic streams, read side; `broker.publish(publication, retention)` appends to them. */
+  readonly history: History;
   readonly presence: PresenceStore;
   readonly counts: ConnectionCounts;
   readonly logs: MessageLog;
@@ -36,6 +40,8 @@ export interface Engine {
 /** The memory engine's shared state, so several services in one process see the same data. */
 export interface MemoryState {
   bus: MemoryBus;
+  /** The bus's streams (`bus.history`). */
+  history: MemoryHistory;
   presence: MemoryPresenceStore;
   counts: MemoryConnectionCounts;
   logs: MemoryMessageLog;
@@ -43,9 +49,23 @@ export interface MemoryState {
   nodes: MemoryNodeRegistry;
 }
 
-export function createMemoryState(options: { logSize?: number; keysFile?: string } = {}): MemoryState {
+export interface MemoryStateOptions {
+  logSize?: number;
+  keysFile?: string;
+  /** How long a stream a history read starts is kept (`HISTORY_TTL_SECONDS`). */
+  historyTtlSeconds?: number;
+  /** Clock of the streams' expiry, in ms (tests inject one). */
+  now?: () => number;
+}
+
+export function createMemoryState(options: MemoryStateOptions = {}): MemoryState {
+  const history = new MemoryHistory({
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.historyTtlSeconds !== undefined ? { defaultTtlSeconds: options.historyTtlSeconds } : {}),
+  });
   return {
-    bus: new MemoryBus(),
+    bus: new MemoryBus(history),
+    history,
     presence: new MemoryPresenceStore(),
     counts: new MemoryConnectionCounts(),
     logs: new MemoryMessageLog(options.logSize),
@@ -60,6 +80,7 @@ export function createMemoryEngine(state: MemoryState): Engine {
   return {
     kind: 'memory',
     broker,
+    history: state.history,
     presence: state.presence,
     counts: state.counts,
     logs: state.logs,

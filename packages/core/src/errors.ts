@@ -76,6 +76,8 @@ export const CLOSE_CODES = {
   KICKED: { code: 4509, message: 'Connection closed by administrator' },
   /** Terminal: a frame over the message size limit. */
   MESSAGE_TOO_LARGE: { code: 4513, message: 'Message too large' },
+  /** Terminal: `since` or `epoch` in the URL is malformed (not an offset, not an epoch token). */
+  INVALID_RESUME: { code: 4540, message: 'Invalid since or epoch' },
   /** Terminal: the node or the key reached its connection limit. */
   CONNECTION_LIMIT: { code: 4529, message: 'Connection limit reached' },
 } as const satisfies Record<string, CloseSpec>;

@@ -7,6 +7,7 @@ export * from './protocol/channel-name';
 export * from './protocol/api-key';
 export * from './broker/broker';
 export * from './history/history';
+export * from './history/history-memory';
 export * from './broker/broker-memory';
 export * from './presence/presence-store';
 export * from './presence/presence-memory';

@@ -6,6 +6,7 @@ import type { KeyCache } from './key-cache';
 import type { Recovery } from './cluster/recovery';
 import type { Meters } from './meters';
 import type { ApiRateLimit } from './api/rate-limit';
+import type { Streams } from './history/streams';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -16,6 +17,8 @@ export interface GatewayContext {
   readonly transport: Transport;
   readonly registry: Registry;
   readonly subscriptions: BrokerSubscriptions;
+  /** Opted-in subscriptions' streams: offsets, history catch-up, gap filling. */
+  readonly streams: Streams;
   readonly keys: KeyCache;
   readonly recovery: Recovery;
   readonly meters: Meters;

@@ -8,6 +8,7 @@ import { createMeters } from './meters';
 import { ApiRateLimit } from './api/rate-limit';
 import type { Transport } from './transport/types';
 import { createUwsTransport } from './transport/uws';
+import { Streams } from './history/streams';
 import { BrokerSubscriptions } from './ws/broker-subscriptions';
 import type { SocketData } from './ws/connection';
 import { deliverLocal } from './ws/delivery';
@@ -64,12 +65,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
     get recovery(): Recovery {
       return recovery;
     },
+    get streams(): Streams {
+      return streams;
+    },
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),
     apiRateLimit: new ApiRateLimit(config.limits.apiRequestsPerSecond),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };
   const recovery = new Recovery(ctx);
+  const streams = new Streams(ctx);
   const membership = new Membership(ctx);
   const transport = createUwsTransport<SocketData>(
     {
@@ -92,8 +97,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
 
   engine.broker.setHandlers({
     message(publication) {
-      // This node delivered its own publications when they entered.
+      // This node delivered its own publications to plain subscribers when they entered; opted-in
+      // subscribers get stream publications only now, with the offset the engine assigned.
       if (publication.origin !== config.nodeId) deliverLocal(ctx, publication);
+      if (publication.offset !== undefined) streams.receive(publication);
     },
     control(command: ControlCommand) {
       if (command.type === 'kick') executeKick(ctx, command.selector);
@@ -110,7 +117,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ctx.meters.redisConnected(available);
     if (!available || ctx.status.draining) return;
     ctx.meters.redisReconnected();
-    void recovery.restore();
+    // Once subscribed again, opted-in streams compare with history: pub/sub lost what was
+    // published while the connection was down.
+    void recovery.restore().then(() => streams.resync());
     void membership.tick();
   });
 

@@ -89,8 +89,19 @@ describe('docs/openapi.yaml: cluster API', () => {
   const creds = () => ({ key: key.key, secret: key.secret });
 
   test('200 responses of every endpoint match', async () => {
-    await post('/api/publish', { ...creds(), channel: 'room-1', message: { event: 'e', data: 1 } });
+    const published = await post('/api/publish', {
+      ...creds(),
+      channel: 'room-1',
+      message: { event: 'e', data: 1 },
+    });
+    expect(published.body).toEqual({ success: true, offset: 1, epoch: expect.any(String) });
     await post('/api/v4/publish', { ...creds(), channel: 'room-4', message: 'text' });
+    const history = await post('/api/history', { ...creds(), channel: 'room-1', since: 0 });
+    expect(history.body).toMatchObject({
+      offset: 1,
+      publications: [{ offset: 1, message: '{"event":"e","data":1}' }],
+    });
+    await post('/api/v4/history', { ...creds(), channel: 'room-4', limit: 1 });
     const one = await post('/api/members', { ...creds(), channel: 'room-1' });
     expect(one.body).toMatchObject({ members: [{ uuid: 'u2' }, { uuid: 'u1', user: 'alice' }] });
     const all = await post('/api/members', creds());
@@ -125,6 +136,8 @@ describe('docs/openapi.yaml: cluster API', () => {
       '/api/v4/publish': { channel: 'room-4', message: 'm' },
       '/api/members': { channel: 'room-1' },
       '/api/v4/members': { channel: 'room-4' },
+      '/api/history': { channel: 'room-1' },
+      '/api/v4/history': { channel: 'room-4' },
       '/api/kick': {},
       '/api/v4/kick': {},
     };
@@ -150,13 +163,15 @@ describe('docs/openapi.yaml: cluster API', () => {
       '/api/v4/publish',
       '/api/members',
       '/api/v4/members',
+      '/api/history',
+      '/api/v4/history',
       '/api/kick',
       '/api/v4/kick',
     ]) {
       const body = { ...creds(), channel: 'room-9', message: 'm' };
       const trimmed = path.endsWith('kick')
         ? creds()
-        : path.endsWith('members')
+        : path.endsWith('members') || path.endsWith('history')
           ? { ...creds(), channel: 'room-9' }
           : body;
       // Ten requests take far less than two seconds, so at least two share a one-second window.

@@ -1,3 +1,5 @@
+import type { HistoryRetention, StreamPosition } from '../history/history';
+import { MemoryHistory } from '../history/history-memory';
 import type { Topic } from '../types';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
 
@@ -5,10 +7,12 @@ const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.chan
 
 /**
  * The in-process bus several memory brokers share, standing in for Redis pub/sub: one per
- * process in production (single node), several nodes on one bus in tests.
+ * process in production (single node), several nodes on one bus in tests. Its brokers publish
+ * into one set of topic streams, `history`.
  */
 export class MemoryBus {
   private readonly members = new Set<MemoryBroker>();
+  constructor(readonly history: MemoryHistory = new MemoryHistory()) {}
   join(broker: MemoryBroker): void {
     this.members.add(broker);
   }
@@ -44,8 +48,14 @@ export class MemoryBroker implements Broker {
     this.topics.delete(topicId(topic));
   }
 
-  async publish(publication: Publication): Promise<void> {
-    this.bus.deliver(publication);
+  async publish(publication: Publication, retention?: HistoryRetention): Promise<StreamPosition | undefined> {
+    if (!retention) {
+      this.bus.deliver(publication);
+      return undefined;
+    }
+    const stamped = this.bus.history.append(publication, retention);
+    this.bus.deliver(stamped);
+    return { offset: stamped.offset, epoch: stamped.epoch };
   }
 
   async publishControl(command: ControlCommand): Promise<void> {

@@ -1,4 +1,5 @@
-import type { ApiKey, NodeId, Topic } from '../types';
+import type { HistoryRetention, StreamPosition } from '../history/history';
+import type { ApiKey, ConnId, NodeId, Topic } from '../types';
 
 /**
  * A message on its way to every connection subscribed to `topic`, on every node.
@@ -23,10 +24,22 @@ export interface Publication {
   readonly origin: NodeId;
   /** V4 direct message: only connections whose `user` identity equals this receive it. */
   readonly to?: string;
+  /**
+   * The connection a client message came from, so the stream delivery to opted-in
+   * subscriptions can leave the sender out unless its `notify_self` is on (the origin node
+   * delivers stream publications when the engine hands them back, not when they enter).
+   */
+  readonly sender?: ConnId;
   /** Where the message entered: a REST publish or a client frame (presence events: neither). */
   readonly source?: 'api' | 'client';
   /** When the origin node accepted it (ms since the epoch), for publish-to-delivery latency. */
   readonly acceptedAt?: number;
+  /**
+   * Its place in the topic's stream (see `StreamPosition`), set by the engine on publications
+   * published with a retention: every node, the origin included, receives them carrying both.
+   */
+  readonly offset?: number;
+  readonly epoch?: string;
 }
 
 /** Which connections a kick applies to (SPEC §4, rest-interface §4.1 rules 1 to 6). */
@@ -57,6 +70,13 @@ export interface BrokerHandlers {
  *   when the engine accepted it, the publishing node included; a node receives nothing for topics
  *   it is not subscribed to.
  * - Publications from one publisher to one topic arrive in the order they were published.
+ * - `publish` with a `retention` makes the publication the next one of its topic's stream: the
+ *   engine assigns the next offset atomically with storing it (unless `retention.size` is 0) and
+ *   fanning it out (on Redis: one script in the topic's slot), so every node receives the
+ *   stream's publications in one order, each carrying `offset` and `epoch`, and `publish`
+ *   resolves that position. Without `retention` (presence events, direct messages, binary frames)
+ *   it is a plain fan-out: no offset, the stream does not advance, `publish` resolves `undefined`.
+ *   Callers never set `offset` or `epoch` themselves.
  * - `publish` and `publishControl` resolve once the engine has accepted the message and reject with
  *   `EngineUnavailableError` when it cannot; a message is never reported accepted when it was not.
  * - `subscribe`/`unsubscribe` are idempotent per topic; callers keep their own reference counts.
@@ -70,7 +90,7 @@ export interface Broker {
   setHandlers(handlers: BrokerHandlers): void;
   subscribe(topic: Topic): Promise<void>;
   unsubscribe(topic: Topic): Promise<void>;
-  publish(publication: Publication): Promise<void>;
+  publish(publication: Publication, retention?: HistoryRetention): Promise<StreamPosition | undefined>;
   publishControl(command: ControlCommand): Promise<void>;
   close(): Promise<void>;
 }

@@ -24,6 +24,12 @@ export interface HistoryQuery {
   readonly since?: number;
   /** At most this many publications (at least 0). */
   readonly limit: number;
+  /**
+   * How long the stream this read starts is kept when the topic has none (never published to,
+   * or its history was lost): pass the key's retention so the epoch reported here is the one the
+   * next publication carries. Default: `HISTORY_TTL_SECONDS`.
+   */
+  readonly ttlSeconds?: number;
 }
 
 export interface HistoryPage extends StreamPosition {

@@ -1,4 +1,5 @@
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
+import type { HistoryRetention, StreamPosition } from '../history/history';
 import type { Topic } from '../types';
 import { coalesceWrites, guard } from './clients';
 import type { RedisClients } from './clients';
@@ -82,13 +83,18 @@ export class RedisBroker implements Broker {
     await unsubscribing.catch(() => undefined);
   }
 
-  async publish(publication: Publication): Promise<void> {
+  // TODO(history-core): streams (offsets, storage) come with the Redis history script.
+  async publish(
+    publication: Publication,
+    _retention?: HistoryRetention,
+  ): Promise<StreamPosition | undefined> {
     const channel = this.keys.fanout(publication.topic);
     const wire = encodePublication(publication);
     const { command } = this.clients;
     await guard(command, () =>
       this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
     );
+    return undefined;
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {

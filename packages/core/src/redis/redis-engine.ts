@@ -1,5 +1,6 @@
 import type { Config } from '../config/load';
 import type { Engine } from '../engine';
+import { EngineUnavailableError } from '../errors';
 import type { Logger } from '../logger';
 import { RedisBroker } from './broker-redis';
 import { createRedisClients, onCommandError } from './clients';
@@ -56,6 +57,10 @@ export async function createRedisEngine(
   return {
     kind: 'redis',
     broker,
+    // TODO(history-core): the Redis streams come next.
+    history: {
+      read: () => Promise.reject(new EngineUnavailableError(new Error('Redis history not built yet'))),
+    },
     presence: new RedisPresenceStore(command, keys),
     counts: new RedisConnectionCounts(command, keys),
     logs: new RedisMessageLog(command, keys, config.limits.logSize),

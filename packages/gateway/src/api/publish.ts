@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@switchboard/core';
+import { historyRetention } from '../history/retention';
 import type { Protocol, Publication } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { deliverLocal } from '../ws/delivery';
@@ -46,10 +47,11 @@ export async function publish(ctx: GatewayContext, protocol: Protocol, body: Bod
     acceptedAt: Date.now(),
     ...(stampable && protocol === 'v4' ? { stampable: true } : {}),
   };
-  // Accepted by the engine first: a 503 means nobody, on any node, received it.
-  await ctx.engine.broker.publish(publication);
+  // Accepted by the engine first: a 503 means nobody, on any node, received it. The engine
+  // assigns its offset in the topic's stream; opted-in subscriptions get it from there.
+  const position = await ctx.engine.broker.publish(publication, historyRetention(record, ctx.config));
   ctx.meters.messagesIn[protocol].api.inc();
-  deliverLocal(ctx, publication);
+  deliverLocal(ctx, publication, undefined, true);
   // The log is bookkeeping: the answer does not wait for it (one Redis round trip less per
   // publish); it goes out after the PUBLISH on the same connection, so a later read sees it.
   void ctx.engine.logs
@@ -62,5 +64,5 @@ export async function publish(ctx: GatewayContext, protocol: Protocol, body: Bod
       timestamp: new Date().toISOString(),
     })
     .catch((error: unknown) => ctx.logger.warn({ err: error }, 'message log append failed'));
-  return { success: true };
+  return position ? { success: true, offset: position.offset, epoch: position.epoch } : { success: true };
 }

@@ -85,3 +85,13 @@ export function positiveInt(body: Body, field: string, fallback: number): number
   if (number < 1) throw invalid(field, 'must be 1 or more');
   return number;
 }
+
+/** A non-negative integer (a JSON number or its decimal text), or `undefined` when absent. */
+export function nonNegativeInt(body: Body, field: string): number | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  const number = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0)
+    throw invalid(field, 'must be a non-negative integer');
+  return number;
+}

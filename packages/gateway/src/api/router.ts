@@ -2,6 +2,7 @@ import { AppError } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { HttpReply, HttpRequest } from '../transport/types';
 import { health } from './health';
+import { history } from './history';
 import { kick } from './kick';
 import { membersV3, membersV4 } from './members';
 import { publish } from './publish';
@@ -15,6 +16,8 @@ const POST_ROUTES: Record<string, Handler> = {
   '/api/v4/publish': (ctx, body) => publish(ctx, 'v4', body),
   '/api/members': membersV3,
   '/api/v4/members': membersV4,
+  '/api/history': (ctx, body) => history(ctx, 'v3', body),
+  '/api/v4/history': (ctx, body) => history(ctx, 'v4', body),
   '/api/kick': (ctx, body) => kick(ctx, 'v3', body),
   '/api/v4/kick': (ctx, body) => kick(ctx, 'v4', body),
 };

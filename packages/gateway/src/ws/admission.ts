@@ -17,6 +17,7 @@ import type { ConnectionState, Rejection, SocketData, Subscription } from './con
 import { verifyChannelToken } from './jwt';
 import { isOriginAllowed } from './origin';
 import { decodeLenient, isFlagOn, parseQuery } from './query';
+import { isResumeProblem, parseResume } from '../history/resume';
 
 const PATH = /^\/(v3|v4)\/([^/]*)\/?$/;
 
@@ -32,7 +33,7 @@ const reject = (reason: CloseReason, text: string = CLOSE_CODES[reason].message)
 export function buildSubscription(
   topic: Topic,
   primary: boolean,
-  identity: { uuid: string | undefined; user: JsonValue | undefined; presence: boolean },
+  identity: { uuid: string | undefined; user: JsonValue | undefined; presence: boolean; recover: boolean },
 ): Subscription {
   const uuid = identity.uuid || flatString(randomUUID());
   const { user } = identity;
@@ -44,6 +45,7 @@ export function buildSubscription(
     user: identity.user,
     userIdentity: user === undefined || user === null ? undefined : identityOf({ uuid, user }),
     presence: identity.presence,
+    recover: identity.recover,
     touchedAt: 0,
   };
 }
@@ -67,7 +69,8 @@ export async function authorizeChannel(
 }
 
 /**
- * Admission, in SPEC §6 order: API key, Origin, channel name, JWT, connection limits. Returns
+ * Admission, in the order of docs/protocol.md: API key, Origin, channel name, JWT, resume
+ * position (`since`/`epoch`), connection limits. Returns
  * the connection state (its primary broker subscription already in place, so nothing published
  * after the client sees `open` is missed), a rejection to deliver as error frame + close, or
  * `null` when the path is not a WebSocket endpoint.
@@ -102,6 +105,11 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
   );
   if (!auth.ok) return reject('AUTH_FAILED');
 
+  const resume = parseResume(query.get('since'), query.get('epoch'));
+  if (resume && isResumeProblem(resume)) return reject('INVALID_RESUME', resume.problem);
+  // `since`/`epoch` alone opt in too: a client that resumes wants offsets.
+  const recover = isFlagOn(query.get('recover')) || resume !== undefined;
+
   const { maxConnectionsPerNode, maxConnectionsPerKey } = ctx.config.limits;
   if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
     return reject('CONNECTION_LIMIT', 'Connection limit reached for this node');
@@ -123,6 +131,7 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     uuid: query.get('uuid'),
     user: auth.user,
     presence: isFlagOn(query.get('presence')) || isPresenceChannel(channel),
+    recover,
   });
   const state: ConnectionState = {
     id: ctx.nextConnId(),
@@ -132,6 +141,7 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     primary: topic.channel,
     notifySelf: isFlagOn(query.get('notify_self')),
     boot: protocol === 'v3' && query.get('be') === '1',
+    resume,
     subs: new Subscriptions(subscription),
     pending: undefined,
     rateWindowStart: 0,

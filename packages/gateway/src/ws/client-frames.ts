@@ -69,6 +69,7 @@ function handleBinary(
   else
     relayClientMessage(ctx, state, primary, JSON.stringify({ event: 'system::binary', data: base64 }), {
       stampable: true,
+      systemBinary: true,
     });
 }
 

@@ -8,6 +8,7 @@ import type {
   Protocol,
   Topic,
 } from '@switchboard/core';
+import type { Resume } from '../history/resume';
 import type { Conn } from '../transport/types';
 
 /** One channel a connection is in: the primary (its URL) or, on V4, a secondary. */
@@ -20,6 +21,8 @@ export interface Subscription {
   /** `user` in the string form kicks and direct messages match against. */
   readonly userIdentity: string | undefined;
   readonly presence: boolean;
+  /** Opted in to offsets and recovery (docs/protocol.md, "History and recovery"). */
+  readonly recover: boolean;
   /** Last time activity was written to the presence store (writes are debounced). */
   touchedAt: number;
 }
@@ -34,6 +37,8 @@ export interface ConnectionState {
   readonly notifySelf: boolean;
   /** `be=1` on /v3/: the Dart SDK waits for a boot frame. */
   readonly boot: boolean;
+  /** Where the primary subscription resumes (`since`/`epoch` in the URL); cleared once used. */
+  resume: Resume | undefined;
   /** The channels the socket is in: its primary and (V4) secondaries. */
   readonly subs: Subscriptions;
   /** Channels with a subscribe in flight (V4), so a duplicate cannot race it; created on first use. */

@@ -9,9 +9,15 @@ import { sendTo } from './send';
  * Delivers a publication to this node's connections. Each variant (V3; V4 primary; V4
  * secondary, stamped) is built once and handed to a uWS topic, which does the per-recipient
  * work in C++. `sender`, when local and its `notify_self` is off, is excluded by publishing
- * through its own socket (uWS skips the publisher).
+ * through its own socket (uWS skips the publisher). `streamed`: the publication is (or is about
+ * to be) part of its topic's stream, so opted-in subscriptions get it from there instead.
  */
-export function deliverLocal(ctx: GatewayContext, publication: Publication, sender?: ConnectionState): void {
+export function deliverLocal(
+  ctx: GatewayContext,
+  publication: Publication,
+  sender?: ConnectionState,
+  streamed: boolean = publication.offset !== undefined,
+): void {
   if (publication.to !== undefined) {
     deliverDirect(ctx, publication, sender);
     return;
@@ -19,26 +25,44 @@ export function deliverLocal(ctx: GatewayContext, publication: Publication, send
   const { topic } = publication;
   const excluded = sender && !sender.notifySelf && sender.conn ? sender.conn : undefined;
   const via = excluded ?? ctx.transport;
+  // Opted-in subscriptions get stream publications from their stream (history/streams.ts), in
+  // offset order; every other frame (presence events, binary) also goes to their events topic.
+  const events = !streamed;
   let recipients: number;
   if (topic.protocol === 'v3') {
-    const local = v3Topic(topic);
-    recipients = ctx.transport.numSubscribers(local);
-    if (publication.binary) via.publish(local, Buffer.from(publication.body, 'base64'), true);
-    else via.publish(local, publication.body);
+    const frame = publication.binary ? Buffer.from(publication.body, 'base64') : publication.body;
+    recipients = publishVariant(ctx, via, v3Topic(topic), frame, publication.binary);
+    if (events) publishVariant(ctx, via, v3Topic(topic, 'events'), frame, publication.binary);
   } else {
-    const primary = v4PrimaryTopic(topic);
-    const secondary = v4SecondaryTopic(topic);
-    const secondaries = ctx.transport.numSubscribers(secondary);
-    recipients = ctx.transport.numSubscribers(primary) + secondaries;
-    via.publish(primary, publication.body);
-    if (secondaries > 0) {
-      via.publish(
-        secondary,
-        publication.stampable ? stampChannel(publication.body, topic.channel) : publication.body,
-      );
+    recipients = publishVariant(ctx, via, v4PrimaryTopic(topic), publication.body);
+    if (events) publishVariant(ctx, via, v4PrimaryTopic(topic, 'events'), publication.body);
+    const secondaries = ctx.transport.numSubscribers(v4SecondaryTopic(topic));
+    const eventSecondaries = events ? ctx.transport.numSubscribers(v4SecondaryTopic(topic, 'events')) : 0;
+    if (secondaries + eventSecondaries > 0) {
+      const stamped = publication.stampable
+        ? stampChannel(publication.body, topic.channel)
+        : publication.body;
+      if (secondaries > 0) via.publish(v4SecondaryTopic(topic), stamped);
+      if (eventSecondaries > 0) via.publish(v4SecondaryTopic(topic, 'events'), stamped);
     }
+    recipients += secondaries;
   }
   record(ctx, publication, excluded ? recipients - 1 : recipients);
+}
+
+type Publisher = { publish(topic: string, message: string | Uint8Array, isBinary?: boolean): unknown };
+
+/** Publishes one variant to its local topic when it has subscribers; returns how many. */
+function publishVariant(
+  ctx: GatewayContext,
+  via: Publisher,
+  topicName: string,
+  frame: string | Uint8Array,
+  binary = false,
+): number {
+  const subscribers = ctx.transport.numSubscribers(topicName);
+  if (subscribers > 0) via.publish(topicName, frame, binary);
+  return subscribers;
 }
 
 /** Deliveries and publish-to-delivery latency of messages (presence events have no source). */

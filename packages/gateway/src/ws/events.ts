@@ -1,4 +1,4 @@
-import type { Topic } from '@switchboard/core';
+import type { HistoryRetention, Publication, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
 import { deliverLocal } from './delivery';
@@ -7,9 +7,11 @@ import { sendTo } from './send';
 
 /**
  * Publishes a frame to a channel on every node: this node's connections at once, the others
- * through the broker. `sender` (local) is excluded unless its `notify_self` is on. A broker
- * failure loses only the remote part; it is logged, never thrown. Resolves once the broker took
- * it (or failed), for callers that must not close the engine before.
+ * through the broker. `sender` (local) is excluded unless its `notify_self` is on. With
+ * `stream` the frame joins the topic's stream (an offset, history) and opted-in subscriptions,
+ * on this node too, get it when the engine hands it back with its offset. A broker failure
+ * loses only the remote part (and the stream part); it is logged, never thrown. Resolves once
+ * the broker took it (or failed), for callers that must not close the engine before.
  */
 export function publishToChannel(
   ctx: GatewayContext,
@@ -21,26 +23,29 @@ export function publishToChannel(
     to?: string;
     binary?: boolean;
     source?: 'api' | 'client';
+    stream?: HistoryRetention;
   },
 ): Promise<void> {
-  const publication = {
-    topic,
-    body,
-    origin: ctx.nodeId,
-    acceptedAt: Date.now(),
-    ...(options.source ? { source: options.source } : {}),
-    ...(options.stampable ? { stampable: true } : {}),
-    ...(options.to !== undefined ? { to: options.to } : {}),
-    ...(options.binary ? { binary: true } : {}),
-  };
-  deliverLocal(ctx, publication, options.sender);
-  return ctx.engine.broker.publish(publication).catch((error: unknown) => {
-    ctx.logger.warn(
-      { err: error, channel: topic.channel },
-      'cross-node fan-out failed; delivered on this node only',
-    );
-  });
+  // Plain assignments: conditional spreads cost about 1 µs per message on this path.
+  const publication: Mutable<Publication> = { topic, body, origin: ctx.nodeId, acceptedAt: Date.now() };
+  if (options.source) publication.source = options.source;
+  if (options.stampable) publication.stampable = true;
+  if (options.to !== undefined) publication.to = options.to;
+  if (options.binary) publication.binary = true;
+  if (options.sender && options.stream) publication.sender = options.sender.id;
+  deliverLocal(ctx, publication, options.sender, options.stream !== undefined);
+  return ctx.engine.broker.publish(publication, options.stream).then(
+    () => undefined,
+    (error: unknown) => {
+      ctx.logger.warn(
+        { err: error, channel: topic.channel },
+        'cross-node fan-out failed; delivered on this node only',
+      );
+    },
+  );
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** Sends a V4 frame of `sub`'s channel to one connection: stamped unless it is the primary. */
 export function sendChannelFrame(

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { historyRetention } from '../history/retention';
 import type { LogRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
@@ -14,10 +15,14 @@ export function relayClientMessage(
   state: ConnectionState,
   sub: Subscription,
   body: string,
-  options: { stampable: boolean; to?: string; binary?: boolean },
+  options: { stampable: boolean; to?: string; binary?: boolean; systemBinary?: boolean },
 ): void {
   ctx.meters.messagesIn[sub.topic.protocol].client.inc();
-  void publishToChannel(ctx, sub.topic, body, { ...options, sender: state, source: 'client' });
+  // Text messages to the whole channel join its stream; direct messages and binary frames do not.
+  const streamed = options.to === undefined && !options.binary && !options.systemBinary;
+  const publish: Parameters<typeof publishToChannel>[3] = { ...options, sender: state, source: 'client' };
+  if (streamed) publish.stream = historyRetention(state.record, ctx.config);
+  void publishToChannel(ctx, sub.topic, body, publish);
   const record: LogRecord = {
     id: randomUUID(),
     channel: sub.channel,

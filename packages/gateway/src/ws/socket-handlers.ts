@@ -8,6 +8,7 @@ import { isRejection } from './connection';
 import type { ConnectionState, SocketData } from './connection';
 import { BOOT_FRAME, errorFrame } from './frames';
 import { closeConnection, sendTo } from './send';
+import { HISTORY_UNAVAILABLE } from '../history/streams';
 
 /** The WebSocket lifecycle: admission at upgrade, channel entry at open, cleanup at close. */
 export function createSocketHandlers(
@@ -40,7 +41,13 @@ export function createSocketHandlers(
       }
       if (state.boot) sendTo(ctx, state, BOOT_FRAME);
       const primary = state.subs.get(state.primary);
-      if (primary) void enterChannel(ctx, state, primary);
+      if (!primary) return;
+      const { resume } = state;
+      state.resume = undefined;
+      enterChannel(ctx, state, primary, undefined, resume).catch((error: unknown) => {
+        ctx.logger.warn({ err: error }, 'history read failed; closing the opted-in socket');
+        closeConnection(state, 'UNAVAILABLE', HISTORY_UNAVAILABLE);
+      });
     },
 
     message(conn, data, isBinary) {

@@ -7,6 +7,8 @@ import type { ConnectionState } from './connection';
 import { sendChannelFrame } from './events';
 import { v4Event } from './frames';
 import { sendFrameError, sendTo } from './send';
+import { HISTORY_UNAVAILABLE } from '../history/streams';
+import { isResumeProblem, parseResume } from '../history/resume';
 
 const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';
 
@@ -74,6 +76,8 @@ async function subscribe(
     fields['user'] === undefined || fields['user'] === ''
       ? state.subs.get(state.primary)?.user
       : (fields['user'] as JsonValue);
+  const resume = parseResume(fields['since'], fields['epoch']);
+  if (resume && isResumeProblem(resume)) return reply(resume.problem);
   (state.pending ??= new Set()).add(channel);
   try {
     const auth = await authorizeChannel(state.record, channel, token, queryUser);
@@ -87,8 +91,15 @@ async function subscribe(
       uuid: typeof fields['uuid'] === 'string' ? fields['uuid'] : undefined,
       user: auth.user,
       presence: isOn(fields['presence']) || isPresenceChannel(channel),
+      recover: isOn(fields['recover']) || resume !== undefined,
     });
-    await enterChannel(ctx, state, sub, () => reply());
+    try {
+      await enterChannel(ctx, state, sub, () => reply(), resume);
+    } catch (error) {
+      ctx.logger.warn({ err: error, channel }, 'history read failed; subscribe refused');
+      void leaveChannel(ctx, state, sub);
+      reply(HISTORY_UNAVAILABLE);
+    }
   } finally {
     state.pending?.delete(channel);
   }

@@ -1,0 +1,116 @@
+import type { Publication } from '../broker/broker';
+import type { Topic } from '../types';
+import { newEpoch } from './epochs';
+import type { History, HistoryPage, HistoryQuery, HistoryRetention, StreamPosition } from './history';
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+interface Stream {
+  epoch: string;
+  offset: number;
+  /** Clock time (ms) at which the whole stream is gone. */
+  expiresAt: number;
+  /** The last `ring.length` publications: offset `n` lives at `ring[n % ring.length]`. */
+  ring: Publication[];
+  /** How many of the latest offsets the ring holds (at most `ring.length`). */
+  kept: number;
+}
+
+export interface MemoryHistoryOptions {
+  /** Clock in ms (tests inject one to expire streams without waiting). */
+  now?: () => number;
+  /** How long a stream that a read starts (a topic never published to) is kept. */
+  defaultTtlSeconds?: number;
+}
+
+/** Idle streams are dropped by a sweep at most this often, run by the next publish or read. */
+const SWEEP_INTERVAL_MS = 5_000;
+
+const streamId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
+
+/**
+ * The memory engine's streams: per topic a ring buffer of its last `size` publications, shared by
+ * every memory broker of one bus, so several nodes in one process see one stream. Offsets are
+ * assigned synchronously in `append`, hence in call order. A stream expires `ttlSeconds` after its
+ * latest publication (checked on access, and by a sweep so idle topics free their memory); the
+ * next publication then starts a new epoch, as does a new instance (an engine restart).
+ */
+export class MemoryHistory implements History {
+  private readonly streams = new Map<string, Stream>();
+  private readonly now: () => number;
+  private readonly defaultTtlMs: number;
+  private nextSweep: number;
+
+  constructor(options: MemoryHistoryOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.defaultTtlMs = (options.defaultTtlSeconds ?? 120) * 1000;
+    this.nextSweep = this.now() + SWEEP_INTERVAL_MS;
+  }
+
+  /** Assigns `publication` the topic's next offset, stores it, and returns it carrying its position. */
+  append(publication: Publication, retention: HistoryRetention): Publication & StreamPosition {
+    const now = this.now();
+    const stream = this.live(publication.topic, now, retention.ttlSeconds * 1000);
+    const size = retention.size;
+    if (stream.ring.length !== size) resize(stream, size);
+    const stamped: Mutable<Publication> & StreamPosition = {
+      ...publication,
+      offset: stream.offset + 1,
+      epoch: stream.epoch,
+    };
+    stream.offset = stamped.offset;
+    stream.expiresAt = now + retention.ttlSeconds * 1000;
+    if (size > 0) {
+      stream.ring[stamped.offset % size] = stamped;
+      if (stream.kept < size) stream.kept += 1;
+    }
+    return stamped;
+  }
+
+  async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
+    const ttlMs = query.ttlSeconds !== undefined ? query.ttlSeconds * 1000 : this.defaultTtlMs;
+    const stream = this.live(topic, this.now(), ttlMs);
+    const { offset, epoch, ring, kept } = stream;
+    const oldest = offset - kept + 1;
+    const limit = Math.max(0, query.limit);
+    const from =
+      query.since !== undefined ? Math.max(query.since + 1, oldest) : Math.max(offset - limit + 1, oldest);
+    const to = Math.min(offset, from + limit - 1);
+    const publications: Publication[] = [];
+    for (let n = from; n <= to; n++) publications.push(ring[n % ring.length] as Publication);
+    return { offset, epoch, publications };
+  }
+
+  /** Number of streams held (expired ones included until swept), for tests. */
+  get streamCount(): number {
+    return this.streams.size;
+  }
+
+  /** The topic's stream, a new one (offset 0, fresh epoch) when it has none or it expired. */
+  private live(topic: Topic, now: number, ttlMs: number): Stream {
+    if (now >= this.nextSweep) this.sweep(now);
+    const id = streamId(topic);
+    let stream = this.streams.get(id);
+    if (!stream || stream.expiresAt <= now) {
+      stream = { epoch: newEpoch(), offset: 0, expiresAt: now + ttlMs, ring: [], kept: 0 };
+      this.streams.set(id, stream);
+    }
+    return stream;
+  }
+
+  private sweep(now: number): void {
+    this.nextSweep = now + SWEEP_INTERVAL_MS;
+    for (const [id, stream] of this.streams) if (stream.expiresAt <= now) this.streams.delete(id);
+  }
+}
+
+/** Gives the ring `size` slots, keeping the latest publications that fit. */
+function resize(stream: Stream, size: number): void {
+  const kept = Math.min(stream.kept, size);
+  const ring: Publication[] = new Array<Publication>(size);
+  for (let n = stream.offset - kept + 1; n <= stream.offset; n++) {
+    ring[n % size] = stream.ring[n % stream.ring.length] as Publication;
+  }
+  stream.ring = ring;
+  stream.kept = kept;
+}

@@ -1,0 +1,266 @@
+import type { Broker, Publication } from '../../src/broker/broker';
+import type { History, HistoryRetention, StreamPosition } from '../../src/history/history';
+import type { Topic } from '../../src/types';
+import { settle, unique, waitUntil } from '../support/wait';
+
+/** Gateway nodes on one backend: each node's broker, and the backend's history. */
+export interface HistoryEngine {
+  brokers: Broker[];
+  history: History;
+}
+
+export interface HistoryTarget {
+  /** `nodes` brokers (and the history) over one backend. */
+  start(nodes: number): Promise<HistoryEngine>;
+  /**
+   * Lets `ms` pass for the backend's expiry: the memory engine advances its injected clock; Redis
+   * lets real time pass, so the test then polls for the expired state instead.
+   */
+  advance(ms: number): void;
+  /** Loses every stream (memory: a new engine state; Redis: FLUSHALL); returns the engine to use now. */
+  loseHistory(engine: HistoryEngine): Promise<HistoryEngine>;
+  close(): Promise<void>;
+}
+
+interface Node {
+  broker: Broker;
+  received: Publication[];
+}
+
+/** The History port's contract (history.ts) with `Broker.publish(publication, retention)`. */
+export function describeHistoryContract(name: string, createTarget: () => Promise<HistoryTarget>): void {
+  describe(`History contract: ${name}`, () => {
+    let target: HistoryTarget;
+    let engine: HistoryEngine;
+    let nodes: Node[];
+    let key: string;
+    const keep: HistoryRetention = { size: 5, ttlSeconds: 60 };
+
+    const topic = (channel: string, protocol: Topic['protocol'] = 'v4'): Topic => ({
+      key,
+      protocol,
+      channel,
+    });
+    const node = (i: number): Node => nodes[i] as Node;
+    const attach = (e: HistoryEngine): void => {
+      engine = e;
+      nodes = e.brokers.map((broker) => {
+        const n: Node = { broker, received: [] };
+        broker.setHandlers({ message: (p) => n.received.push(p), control: () => undefined });
+        return n;
+      });
+    };
+    const positions = (publications: readonly Publication[]) =>
+      publications.map((p) => ({ offset: p.offset, epoch: p.epoch, body: p.body }));
+    const offsets = (publications: readonly Publication[]) => publications.map((p) => p.offset);
+    const publish = (i: number, t: Topic, body: string, retention: HistoryRetention = keep) =>
+      node(i).broker.publish({ topic: t, body, origin: `n${i}` }, retention);
+    const publishAll = async (t: Topic, bodies: string[], retention: HistoryRetention = keep) => {
+      const result: StreamPosition[] = [];
+      for (const body of bodies) result.push((await publish(0, t, body, retention)) as StreamPosition);
+      return result;
+    };
+    const read = (t: Topic, since?: number, limit = 100) =>
+      engine.history.read(t, since === undefined ? { limit } : { since, limit });
+
+    beforeEach(async () => {
+      key = unique('key');
+      target = await createTarget();
+      attach(await target.start(2));
+    });
+
+    afterEach(async () => {
+      await target.close();
+    });
+
+    it('numbers publications 1, 2, 3… in one epoch, as publish resolves and every node receives them', async () => {
+      const room = topic('room');
+      await node(0).broker.subscribe(room);
+      await node(1).broker.subscribe(room);
+      const returned = await publishAll(room, ['a', 'b', 'c']);
+      await waitUntil('three publications on both nodes', () => nodes.every((n) => n.received.length === 3));
+      const epoch = returned[0]?.epoch as string;
+      expect(epoch).toMatch(/^[A-Za-z0-9_-]{1,32}$/);
+      expect(returned).toEqual([1, 2, 3].map((offset) => ({ offset, epoch })));
+      for (const n of nodes) {
+        expect(positions(n.received)).toEqual([
+          { offset: 1, epoch, body: 'a' },
+          { offset: 2, epoch, body: 'b' },
+          { offset: 3, epoch, body: 'c' },
+        ]);
+        expect(n.received[0]).toMatchObject({ topic: room, origin: 'n0' });
+      }
+    });
+
+    it('gives every node one order under concurrent publishes from several nodes', async () => {
+      const room = topic('busy');
+      await node(0).broker.subscribe(room);
+      await node(1).broker.subscribe(room);
+      const sent = Array.from({ length: 40 }, (_, i) => `m${i}`);
+      const returned = await Promise.all(sent.map((body, i) => publish(i % 2, room, body)));
+      await waitUntil('every publication on both nodes', () =>
+        nodes.every((n) => n.received.length === sent.length),
+      );
+      const order = node(0).received.map((p) => p.body);
+      expect(node(1).received.map((p) => p.body)).toEqual(order);
+      expect(offsets(node(0).received)).toEqual(sent.map((_, i) => i + 1));
+      expect(offsets(node(1).received)).toEqual(sent.map((_, i) => i + 1));
+      // Each publish resolved the position its publication was delivered with.
+      const delivered = new Map(node(0).received.map((p) => [p.body, p.offset]));
+      returned.forEach((position, i) => expect(position?.offset).toBe(delivered.get(sent[i] as string)));
+      // Each publisher's own publications keep their order.
+      for (const origin of [0, 1]) {
+        const mine = order.filter((body) => Number(body.slice(1)) % 2 === origin);
+        expect(mine).toEqual(sent.filter((_, i) => i % 2 === origin));
+      }
+    });
+
+    it('keeps streams apart per topic: key, protocol and channel', async () => {
+      await publishAll(topic('a'), ['a1', 'a2']);
+      await publishAll(topic('a', 'v3'), ['v3']);
+      await publishAll(topic('b'), ['b1']);
+      const other = { key: unique('other'), protocol: 'v4' as const, channel: 'a' };
+      expect(await node(0).broker.publish({ topic: other, body: 'x', origin: 'n0' }, keep)).toMatchObject({
+        offset: 1,
+      });
+      expect((await read(topic('a'))).publications.map((p) => p.body)).toEqual(['a1', 'a2']);
+      expect((await read(topic('a', 'v3'))).offset).toBe(1);
+      expect((await read(topic('b'))).offset).toBe(1);
+    });
+
+    it('reads the latest publications, or those after `since`, at most `limit`, in ascending order', async () => {
+      const room = topic('room');
+      const [first] = await publishAll(room, ['a', 'b', 'c', 'd']);
+      const epoch = first?.epoch;
+      const all = await read(room);
+      expect(all.offset).toBe(4);
+      expect(all.epoch).toBe(epoch);
+      expect(positions(all.publications)).toEqual(
+        ['a', 'b', 'c', 'd'].map((body, i) => ({ offset: i + 1, epoch, body })),
+      );
+      expect(all.publications[0]).toMatchObject({ topic: room, origin: 'n0' });
+      expect(offsets((await read(room, undefined, 2)).publications)).toEqual([3, 4]);
+      expect(offsets((await read(room, 1)).publications)).toEqual([2, 3, 4]);
+      expect(offsets((await read(room, 1, 2)).publications)).toEqual([2, 3]);
+      expect(offsets((await read(room, 0, 1)).publications)).toEqual([1]);
+      expect((await read(room, 4)).publications).toEqual([]);
+      expect(await read(room, 9)).toEqual({ offset: 4, epoch, publications: [] });
+      expect((await read(room, undefined, 0)).publications).toEqual([]);
+    });
+
+    it('reports offset 0 and the epoch the first publication will carry for an unknown topic', async () => {
+      const fresh = topic('fresh');
+      const before = await read(fresh);
+      expect(before).toEqual({
+        offset: 0,
+        epoch: expect.stringMatching(/^[A-Za-z0-9_-]{1,32}$/),
+        publications: [],
+      });
+      expect((await read(fresh)).epoch).toBe(before.epoch);
+      expect(await publish(1, fresh, 'x')).toEqual({ offset: 1, epoch: before.epoch });
+    });
+
+    it('keeps only the last `size` publications: an older `since` gets an incomplete range', async () => {
+      const room = topic('room');
+      await publishAll(room, ['1', '2', '3', '4', '5', '6', '7'], { size: 3, ttlSeconds: 60 });
+      const page = await read(room);
+      expect(page.offset).toBe(7);
+      expect(offsets(page.publications)).toEqual([5, 6, 7]);
+      expect(offsets((await read(room, 2)).publications)).toEqual([5, 6, 7]);
+      expect(offsets((await read(room, 5)).publications)).toEqual([6, 7]);
+      // A smaller size trims at the next publication; a larger one keeps growing from there.
+      await publish(0, room, '8', { size: 2, ttlSeconds: 60 });
+      expect(offsets((await read(room)).publications)).toEqual([7, 8]);
+      await publishAll(room, ['9', '10'], { size: 4, ttlSeconds: 60 });
+      expect(offsets((await read(room)).publications)).toEqual([7, 8, 9, 10]);
+    });
+
+    it('with size 0 stores nothing, yet offsets still advance in one epoch', async () => {
+      const room = topic('off');
+      await node(1).broker.subscribe(room);
+      const returned = await publishAll(room, ['a', 'b'], { size: 0, ttlSeconds: 60 });
+      expect(returned.map((p) => p.offset)).toEqual([1, 2]);
+      expect(returned[1]?.epoch).toBe(returned[0]?.epoch);
+      await waitUntil('both publications', () => node(1).received.length === 2);
+      expect(offsets(node(1).received)).toEqual([1, 2]);
+      expect(await read(room)).toEqual({ offset: 2, epoch: returned[0]?.epoch, publications: [] });
+      // Turning history off for a topic that had some drops what it had.
+      const was = topic('was-on');
+      await publishAll(was, ['a', 'b']);
+      await publish(0, was, 'c', { size: 0, ttlSeconds: 60 });
+      expect(await read(was, 0)).toMatchObject({ offset: 3, publications: [] });
+    });
+
+    it('expires the whole stream `ttlSeconds` after its latest publication: a new epoch from offset 1', async () => {
+      const room = topic('room');
+      const short: HistoryRetention = { size: 5, ttlSeconds: 1 };
+      const [first] = await publishAll(room, ['a', 'b'], short);
+      target.advance(1000);
+      await waitForNewEpoch(room, first?.epoch as string);
+      const after = await read(room);
+      expect(after.offset).toBe(0);
+      expect(after.publications).toEqual([]);
+      const next = await publish(0, room, 'c', short);
+      expect(next).toEqual({ offset: 1, epoch: after.epoch });
+      expect(positions((await read(room, 0)).publications)).toEqual([
+        { offset: 1, epoch: after.epoch, body: 'c' },
+      ]);
+    });
+
+    it('keeps a stream alive while publications keep coming within `ttlSeconds`', async () => {
+      const room = topic('room');
+      const retention: HistoryRetention = { size: 5, ttlSeconds: 2 };
+      const [first] = await publishAll(room, ['a'], retention);
+      target.advance(1500);
+      await publish(0, room, 'b', retention);
+      target.advance(1500);
+      // Memory: 3 s after the first, 1.5 s after the latest; Redis: whatever time passed, the
+      // TTL was renewed by the latest publication, so it is still there.
+      expect(await read(room)).toMatchObject({ offset: 2, epoch: first?.epoch });
+      expect(offsets((await read(room)).publications)).toEqual([1, 2]);
+    });
+
+    it('starts a new epoch from offset 1 once the history is lost', async () => {
+      const room = topic('room');
+      const [first] = await publishAll(room, ['a', 'b', 'c']);
+      attach(await target.loseHistory(engine));
+      await node(0).broker.subscribe(room);
+      const page = await read(room);
+      expect(page.offset).toBe(0);
+      expect(page.epoch).not.toBe(first?.epoch);
+      expect(await publish(1, room, 'd')).toEqual({ offset: 1, epoch: page.epoch });
+      await waitUntil('the publication of the new epoch', () => node(0).received.length === 1);
+      expect(positions(node(0).received)).toEqual([{ offset: 1, epoch: page.epoch, body: 'd' }]);
+    });
+
+    it('fans out publications without retention plainly: no offset, and the stream does not move', async () => {
+      const room = topic('room');
+      await node(1).broker.subscribe(room);
+      await publishAll(room, ['a']);
+      expect(await node(0).broker.publish({ topic: room, body: 'presence', origin: 'n0' })).toBeUndefined();
+      await node(0).broker.publish({ topic: room, body: 'direct', origin: 'n0', to: 'bob' });
+      await publishAll(room, ['b']);
+      await waitUntil('four publications', () => node(1).received.length === 4);
+      expect(node(1).received.map((p) => [p.body, p.offset, p.epoch !== undefined])).toEqual([
+        ['a', 1, true],
+        ['presence', undefined, false],
+        ['direct', undefined, false],
+        ['b', 2, true],
+      ]);
+      expect(node(1).received[2]).toEqual({ topic: room, body: 'direct', origin: 'n0', to: 'bob' });
+      expect((await read(room)).publications.map((p) => p.body)).toEqual(['a', 'b']);
+      await settle();
+      expect(node(0).received).toEqual([]);
+    });
+
+    /** Polls the topic's position until its epoch differs from `epoch` (Redis expires in real time). */
+    async function waitForNewEpoch(t: Topic, epoch: string): Promise<void> {
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        if ((await read(t, undefined, 0)).epoch !== epoch) return;
+        if (Date.now() > deadline) throw new Error('the stream did not expire');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  });
+}

@@ -1,0 +1,58 @@
+import { createMemoryEngine, createMemoryState } from '../src/engine';
+import type { Engine, MemoryState } from '../src/engine';
+import { describeHistoryContract } from './contracts/history.contract';
+import type { HistoryEngine } from './contracts/history.contract';
+
+describeHistoryContract('memory', async () => {
+  let now = Date.now();
+  const clock = () => now;
+  let state: MemoryState = createMemoryState({ now: clock });
+  let engines: Engine[] = [];
+  const start = (count: number): HistoryEngine => {
+    engines = Array.from({ length: count }, () => createMemoryEngine(state));
+    return { brokers: engines.map((e) => e.broker), history: state.history };
+  };
+  return {
+    start: async (count) => start(count),
+    advance: (ms) => {
+      now += ms;
+    },
+    loseHistory: async (old) => {
+      await Promise.all(engines.map((e) => e.close()));
+      state = createMemoryState({ now: clock });
+      return start(old.brokers.length);
+    },
+    close: async () => void (await Promise.all(engines.map((e) => e.close()))),
+  };
+});
+
+describe('memory history', () => {
+  it('frees the streams of idle topics once they expired, without any access to them', async () => {
+    let now = 0;
+    const state = createMemoryState({ now: () => now });
+    const engine = createMemoryEngine(state);
+    const retention = { size: 10, ttlSeconds: 1 };
+    for (let i = 0; i < 50; i++) {
+      await engine.broker.publish(
+        { topic: { key: 'k', protocol: 'v4', channel: `c${i}` }, body: 'x', origin: 'n' },
+        retention,
+      );
+    }
+    expect(state.history.streamCount).toBe(50);
+    now += 60_000;
+    await engine.broker.publish(
+      { topic: { key: 'k', protocol: 'v4', channel: 'busy' }, body: 'x', origin: 'n' },
+      retention,
+    );
+    expect(state.history.streamCount).toBe(1);
+    await engine.close();
+  });
+
+  it('starts a new epoch for every new state (an engine restart)', async () => {
+    const topic = { key: 'k', protocol: 'v4' as const, channel: 'c' };
+    const epochs = new Set<string>();
+    for (let i = 0; i < 20; i++)
+      epochs.add((await createMemoryState().history.read(topic, { limit: 1 })).epoch);
+    expect(epochs.size).toBe(20);
+  });
+});

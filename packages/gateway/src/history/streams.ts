@@ -1,0 +1,227 @@
+import { historyRetention } from './retention';
+import type { ConnId, HistoryPage, Publication, Topic } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+import type { ConnectionState, Subscription } from '../ws/connection';
+import { sendTo } from '../ws/send';
+import { localTopicOf, topicKey, v3Topic, v4PrimaryTopic, v4SecondaryTopic } from '../ws/topics';
+import type { Resume } from './resume';
+import { isObjectPublication, offsetFrame, positionFrame } from './stream-frames';
+import type { PositionReport } from './stream-frames';
+import { TopicStream } from './topic-stream';
+import type { Joiner } from './topic-stream';
+
+export const HISTORY_UNAVAILABLE =
+  'History is unavailable (the engine is unreachable); try again with since and epoch';
+
+/** History reads of a catching-up subscription, per page (the REST maximum too). */
+export const HISTORY_PAGE = 100;
+
+/** An opted-in subscription whose history read is done, ready to start in one turn. */
+export interface CatchUp {
+  readonly state: ConnectionState;
+  readonly sub: Subscription;
+  readonly report: PositionReport;
+  readonly missed: readonly Publication[];
+}
+
+interface Attachment {
+  readonly stream: TopicStream;
+  joiner: Joiner | undefined;
+}
+
+/**
+ * The streams of this node's opted-in subscriptions (docs/protocol.md, "History and recovery"):
+ * a subscription reads history, gets `system::position` and what it missed, then is handed
+ * over to its topic's stream, which delivers live publications in offset order. Sockets that
+ * did not opt in never touch this module.
+ */
+export class Streams {
+  private readonly streams = new Map<string, TopicStream>();
+  private readonly attached = new Map<Subscription, Attachment>();
+  /** Connections with opted-in subscriptions: a stream publication names its sender. */
+  private readonly senders = new Map<ConnId, ConnectionState>();
+
+  constructor(private readonly ctx: GatewayContext) {}
+
+  /** Every stream publication the broker delivers (its own node's included). */
+  receive(publication: Publication): void {
+    if (this.streams.size === 0) return;
+    this.streams.get(topicKey(publication.topic))?.receive(publication);
+  }
+
+  /**
+   * Reads where `sub` stands: the position, and with `resume` the publications it missed.
+   * Rejects (engine unreachable) after undoing its own bookkeeping.
+   */
+  async prepare(state: ConnectionState, sub: Subscription, resume: Resume | undefined): Promise<CatchUp> {
+    const stream = this.streamOf(sub.topic);
+    stream.subscribers++;
+    this.attached.set(sub, { stream, joiner: undefined });
+    this.senders.set(state.id, state);
+    try {
+      return await this.catchUp(state, sub, resume);
+    } catch (error) {
+      this.detach(state, sub);
+      throw error;
+    }
+  }
+
+  /** Position frame, then the missed publications, then live: all in this turn. */
+  start(catchUp: CatchUp): void {
+    const { state, sub, report, missed } = catchUp;
+    const attachment = this.attached.get(sub);
+    if (!attachment || state.closed) return;
+    sendTo(this.ctx, state, positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel));
+    state.conn?.subscribe(localTopicOf(sub.topic, sub.primary, 'events'));
+    for (const publication of missed) this.sendOne(state, sub, publication);
+    const joiner: Joiner = {
+      position: report,
+      send: (publication) => this.sendOne(state, sub, publication),
+      lost: (lost) => sendTo(this.ctx, state, this.position(sub, lost)),
+      join: () => {
+        attachment.joiner = undefined;
+        if (!state.closed) state.conn?.subscribe(localTopicOf(sub.topic, sub.primary, 'stream'));
+      },
+    };
+    attachment.joiner = joiner;
+    attachment.stream.handOver(joiner);
+  }
+
+  /** Ends an opted-in subscription's part here (its uWS topics are left by the caller). */
+  detach(state: ConnectionState, sub: Subscription): void {
+    const attachment = this.attached.get(sub);
+    if (!attachment) return;
+    this.attached.delete(sub);
+    const { stream, joiner } = attachment;
+    if (joiner) stream.forget(joiner);
+    if (--stream.subscribers === 0) {
+      stream.close();
+      this.streams.delete(topicKey(sub.topic));
+    }
+    if (!state.subs.values().some((other) => other !== sub && this.attached.has(other)))
+      this.senders.delete(state.id);
+  }
+
+  /** After the broker reconnected: every stream checks history for what it may have lost. */
+  resync(): void {
+    for (const stream of this.streams.values()) stream.resync();
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  private streamOf(topic: Topic): TopicStream {
+    const id = topicKey(topic);
+    let stream = this.streams.get(id);
+    if (!stream) {
+      stream = new TopicStream({
+        read: (since) =>
+          this.ctx.engine.history.read(
+            topic,
+            since === undefined ? { limit: 0 } : { since, limit: HISTORY_PAGE },
+          ),
+        deliver: (publication) => this.deliver(topic, publication),
+        announce: (report) => this.announce(topic, report),
+        readFailed: (error) =>
+          this.ctx.logger.warn(
+            { err: error, channel: topic.channel },
+            'history read failed while filling a gap; retrying',
+          ),
+      });
+      this.streams.set(id, stream);
+    }
+    return stream;
+  }
+
+  private async catchUp(
+    state: ConnectionState,
+    sub: Subscription,
+    resume: Resume | undefined,
+  ): Promise<CatchUp> {
+    const { history } = this.ctx.engine;
+    if (!resume) {
+      const page = await history.read(sub.topic, { limit: 0 });
+      return { state, sub, report: { epoch: page.epoch, offset: page.offset, missed: 0 }, missed: [] };
+    }
+    const { since } = resume;
+    let page: HistoryPage = await history.read(sub.topic, { since, limit: HISTORY_PAGE });
+    const { epoch, offset } = page;
+    const unrecoverable = (): CatchUp => ({
+      state,
+      sub,
+      report: { epoch, offset, recovered: false, missed: 0 },
+      missed: [],
+    });
+    if (
+      resume.epoch !== epoch ||
+      since > offset ||
+      historyRetention(state.record, this.ctx.config).size === 0
+    )
+      return unrecoverable();
+    const missed: Publication[] = [];
+    let next = since + 1;
+    while (next <= offset) {
+      if (page.publications.length === 0) return unrecoverable();
+      for (const publication of page.publications) {
+        if (next > offset) break;
+        if (publication.offset !== next || publication.epoch !== epoch) return unrecoverable();
+        missed.push(publication);
+        next++;
+      }
+      if (next > offset) break;
+      page = await history.read(sub.topic, { since: next - 1, limit: HISTORY_PAGE });
+      if (page.epoch !== epoch) return unrecoverable();
+    }
+    return {
+      state,
+      sub,
+      report: { epoch, offset, recovered: true, missed: offset - since },
+      missed,
+    };
+  }
+
+  private sendOne(state: ConnectionState, sub: Subscription, publication: Publication): void {
+    if (publication.sender === state.id && !state.notifySelf) return;
+    const frame = offsetFrame(
+      publication,
+      isObjectPublication(publication),
+      publication.offset ?? 0,
+      sub.primary ? undefined : sub.channel,
+    );
+    sendTo(this.ctx, state, frame);
+  }
+
+  private position(sub: Subscription, report: PositionReport): string {
+    return positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel);
+  }
+
+  /** One frame per variant, to the caught-up subscribers' stream topics; the sender excluded unless it asked for its own. */
+  private deliver(topic: Topic, publication: Publication): void {
+    const { transport } = this.ctx;
+    const sender = publication.sender === undefined ? undefined : this.senders.get(publication.sender);
+    const via = sender && !sender.notifySelf && sender.conn ? sender.conn : transport;
+    const offset = publication.offset ?? 0;
+    const isObject = isObjectPublication(publication);
+    if (topic.protocol === 'v3') {
+      via.publish(v3Topic(topic, 'stream'), offsetFrame(publication, isObject, offset));
+      return;
+    }
+    const primary = v4PrimaryTopic(topic, 'stream');
+    if (transport.numSubscribers(primary) > 0)
+      via.publish(primary, offsetFrame(publication, isObject, offset));
+    const secondary = v4SecondaryTopic(topic, 'stream');
+    if (transport.numSubscribers(secondary) > 0)
+      via.publish(secondary, offsetFrame(publication, isObject, offset, topic.channel));
+  }
+
+  private announce(topic: Topic, report: PositionReport): void {
+    const { transport } = this.ctx;
+    if (topic.protocol === 'v3') {
+      transport.publish(v3Topic(topic, 'stream'), positionFrame(topic.channel, report));
+      return;
+    }
+    transport.publish(v4PrimaryTopic(topic, 'stream'), positionFrame(topic.channel, report));
+    transport.publish(v4SecondaryTopic(topic, 'stream'), positionFrame(topic.channel, report, topic.channel));
+  }
+}

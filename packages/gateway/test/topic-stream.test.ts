@@ -1,0 +1,160 @@
+/**
+ * A topic's stream on one node puts what the broker hands over into offset order with no gap and
+ * no duplicate, filling gaps from the real memory history, and says `recovered: false` when
+ * history cannot fill one. The broker's at-most-once delivery is played by handing the stream a
+ * chosen subset of the engine's publications, in a chosen order.
+ */
+import { MemoryHistory } from '@switchboard/core';
+import type { Publication } from '@switchboard/core';
+import { TopicStream } from '../src/history/topic-stream';
+import type { Joiner } from '../src/history/topic-stream';
+import type { PositionReport } from '../src/history/stream-frames';
+
+const topic = { key: 'k', protocol: 'v4' as const, channel: 'c' };
+
+function setup(size = 100) {
+  let now = 1_000_000;
+  const history = new MemoryHistory({ now: () => now });
+  const delivered: number[] = [];
+  const announced: PositionReport[] = [];
+  let reads = 0;
+  const settled: Array<() => void> = [];
+  const stream = new TopicStream({
+    read: async (since) => {
+      reads++;
+      return history.read(topic, since === undefined ? { limit: 0 } : { since, limit: 100 });
+    },
+    deliver: (p) => {
+      delivered.push(p.offset!);
+      for (const wake of settled.splice(0)) wake();
+    },
+    announce: (report) => {
+      announced.push(report);
+      for (const wake of settled.splice(0)) wake();
+    },
+    readFailed: () => undefined,
+  });
+  const publish = (n = 1): Publication[] =>
+    Array.from({ length: n }, () =>
+      history.append({ topic, body: 'x', origin: 'n' }, { size, ttlSeconds: 60 }),
+    );
+  /** Resolves at the next delivery or announcement (a fill from history is asynchronous). */
+  const activity = () => new Promise<void>((resolve) => settled.push(resolve));
+  const joiner = (position: { epoch: string; offset: number }) => {
+    const got: Array<number | string> = [];
+    const j: Joiner = {
+      position,
+      send: (p) => got.push(p.offset!),
+      lost: (r) => got.push(`lost@${r.offset}`),
+      join: () => got.push('join'),
+    };
+    return { j, got };
+  };
+  return {
+    history,
+    stream,
+    delivered,
+    announced,
+    publish,
+    activity,
+    joiner,
+    reads: () => reads,
+    advance: (ms: number) => (now += ms),
+  };
+}
+
+async function start(t: ReturnType<typeof setup>) {
+  const page = await t.history.read(topic, { limit: 0 });
+  const { j } = t.joiner(page);
+  t.stream.handOver(j);
+  return page;
+}
+
+describe('TopicStream', () => {
+  it('delivers in-order publications at once and drops duplicates', async () => {
+    const t = setup();
+    await start(t);
+    const [a, b, c] = t.publish(3);
+    for (const p of [a, b, b, a, c]) t.stream.receive(p!);
+    expect(t.delivered).toEqual([1, 2, 3]);
+    expect(t.reads()).toBe(0);
+  });
+
+  it('fills a gap from history, in order, and keeps what arrived meanwhile', async () => {
+    const t = setup();
+    await start(t);
+    const [p1, , , p4, p5] = t.publish(5);
+    t.stream.receive(p1!);
+    t.stream.receive(p4!);
+    t.stream.receive(p5!);
+    while (t.delivered.length < 5) await t.activity();
+    expect(t.delivered).toEqual([1, 2, 3, 4, 5]);
+    expect(t.announced).toEqual([]);
+  });
+
+  it('says recovered: false when history no longer holds the gap, then goes on in order', async () => {
+    const t = setup(2);
+    const page = await start(t);
+    const all = t.publish(5);
+    t.stream.receive(all[4]!);
+    while (t.delivered.length < 2) await t.activity();
+    expect(t.announced).toEqual([{ epoch: page.epoch, offset: 3, recovered: false, missed: 0 }]);
+    expect(t.delivered).toEqual([4, 5]);
+  });
+
+  it('a resync after a reconnect finds publications lost with no later one to reveal them', async () => {
+    const t = setup();
+    await start(t);
+    t.publish(2);
+    t.stream.resync();
+    while (t.delivered.length < 2) await t.activity();
+    expect(t.delivered).toEqual([1, 2]);
+  });
+
+  it('announces a new epoch: recovered when the old one was complete, not when the new one skipped', async () => {
+    const t = setup();
+    const first = await start(t);
+    t.stream.receive(t.publish(1)[0]!);
+    t.advance(61_000);
+    const [fresh] = t.publish(1);
+    t.stream.receive(fresh!);
+    expect(fresh!.epoch).not.toBe(first.epoch);
+    expect(t.announced).toEqual([{ epoch: fresh!.epoch, offset: 0, recovered: true, missed: 0 }]);
+    t.advance(61_000);
+    const [, second] = t.publish(2);
+    t.stream.receive(second!);
+    expect(t.announced[1]).toEqual({ epoch: second!.epoch, offset: 1, recovered: false, missed: 0 });
+    expect(t.delivered).toEqual([1, 1, 2]);
+  });
+
+  it('queues publications until the first subscriber tells it the position', async () => {
+    const t = setup();
+    const [p1, p2] = t.publish(2);
+    t.stream.receive(p1!);
+    t.stream.receive(p2!);
+    expect(t.delivered).toEqual([]);
+    const page = await t.history.read(topic, { limit: 0 });
+    const { j } = t.joiner({ epoch: page.epoch, offset: 1 });
+    t.stream.handOver(j);
+    expect(t.delivered).toEqual([2]);
+  });
+
+  it('hands a subscriber what it delivered after the subscriber read, or waits until it gets there', async () => {
+    const t = setup();
+    const page = await start(t);
+    const [p1, p2, p3] = t.publish(3);
+    t.stream.receive(p1!);
+    t.stream.receive(p2!);
+    const behind = t.joiner({ epoch: page.epoch, offset: 0 });
+    t.stream.handOver(behind.j);
+    expect(behind.got).toEqual([1, 2, 'join']);
+    const ahead = t.joiner({ epoch: page.epoch, offset: 3 });
+    t.stream.handOver(ahead.j);
+    expect(ahead.got).toEqual([]);
+    t.stream.receive(p3!);
+    expect(ahead.got).toEqual(['join']);
+    const otherEpoch = t.joiner({ epoch: 'elsewhere', offset: 3 });
+    t.stream.handOver(otherEpoch.j);
+    expect(otherEpoch.got).toEqual(['lost@3', 'join']);
+  });
+});
