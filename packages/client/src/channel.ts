@@ -72,8 +72,11 @@ export class Channel extends Emitter {
   /** The channel's history epoch and the offset of the last publication delivered (recovery). */
   epoch: string | undefined;
   offset: number | undefined;
-  /** The position this subscription asked to resume from, if any (set when it is sent). */
-  resumedFrom: number | undefined;
+  /**
+   * The subscription's first `system::position` is still to come: `since` when it asked to
+   * resume, `null` when it did not. Undefined once the position arrived.
+   */
+  private resuming: number | null | undefined;
   readonly presence: boolean;
   /** Why the channel failed or was left. */
   error: SwitchboardError | undefined;
@@ -244,8 +247,9 @@ export class Channel extends Emitter {
 
   /** @internal The `since`/`epoch` to resume from, remembered as what this subscription asked. */
   resumeFrom(): { since: number; epoch: string } | undefined {
-    this.resumedFrom = this.epoch !== undefined && this.offset !== undefined ? this.offset : undefined;
-    return this.resumedFrom === undefined ? undefined : { since: this.resumedFrom, epoch: this.epoch! };
+    const from = this.epoch !== undefined && this.offset !== undefined ? this.offset : undefined;
+    this.resuming = from ?? null;
+    return from === undefined ? undefined : { since: from, epoch: this.epoch! };
   }
 
   /** @internal A frame routed to this channel (`frame` is undefined when the text is not a JSON object). */
@@ -334,17 +338,20 @@ export class Channel extends Emitter {
     return true;
   }
 
+  /**
+   * The subscription's first position says whether the resume closed the gap (`recovered`:
+   * the missed publications follow); later ones come when the server could not fill a gap, or
+   * the topic's epoch changed, and say where live delivery continues.
+   */
   private position(body: Record<string, unknown>): void {
     const { epoch, offset, recovered, missed } = body;
     if (typeof epoch !== 'string' || typeof offset !== 'number') return;
+    const since = this.resuming;
+    this.resuming = undefined;
     this.epoch = epoch;
-    if (recovered === true && this.resumedFrom !== undefined) {
-      this.offset = this.resumedFrom;
-      this.emit('recovered', {
-        missed: typeof missed === 'number' ? missed : offset - this.offset,
-        epoch,
-        offset,
-      });
+    if (recovered === true && typeof since === 'number') {
+      this.offset = since;
+      this.emit('recovered', { missed: typeof missed === 'number' ? missed : offset - since, epoch, offset });
       return;
     }
     this.offset = offset;
