@@ -36,8 +36,11 @@ export interface Carrier {
   send(channel: Channel, frame: Outgoing): boolean;
   requestMembers(channel: Channel): Promise<Member[]>;
   isPrimary(channel: Channel): boolean;
-  /** Reconnects at once so every channel resumes from its last offset (after a gap). */
-  resync(): void;
+  /**
+   * The socket receives this client's own messages although the application did not ask for
+   * them (recovery needs every offset): the channel recognizes and drops them.
+   */
+  readonly dropsEchoes: boolean;
   leave(channel: Channel): void;
 }
 
@@ -81,6 +84,8 @@ export class Channel extends Emitter {
   /** Why the channel failed or was left. */
   error: SwitchboardError | undefined;
   private queue: Queued[] = [];
+  /** What this client sent and has not seen come back yet (see `Carrier.dropsEchoes`). */
+  private echoes: Array<string | Uint8Array> = [];
   private waiters: Array<{ resolve: () => void; reject: (error: SwitchboardError) => void }> = [];
   /** Every frame of the channel as received (the PieSocket facade's listeners). */
   tap:
@@ -200,9 +205,28 @@ export class Channel extends Emitter {
   private enqueue(frame: Outgoing): Promise<void> {
     if (this.error)
       return Promise.reject(new SwitchboardError('state', `Channel is ${this.state}`, undefined, this.name));
-    if (this.state === 'subscribed' && this.queue.length === 0 && this.carrier.send(this, frame))
-      return Promise.resolve();
+    if (this.state === 'subscribed' && this.queue.length === 0 && this.write(frame)) return Promise.resolve();
     return new Promise((resolve, reject) => this.queue.push({ frame, resolve, reject }));
+  }
+
+  private write(frame: Outgoing): boolean {
+    if (!this.carrier.send(this, frame)) return false;
+    if (this.carrier.dropsEchoes && !(typeof frame === 'object' && 'system::to' in frame)) {
+      this.echoes.push(
+        typeof frame === 'string'
+          ? frame
+          : frame instanceof ArrayBuffer || ArrayBuffer.isView(frame)
+            ? new Uint8Array(
+                ArrayBuffer.isView(frame)
+                  ? frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.byteLength)
+                  : frame.slice(0),
+              )
+            : JSON.stringify(frame),
+      );
+      // Bounded: a message the server refused never comes back.
+      if (this.echoes.length > 256) this.echoes.shift();
+    }
+    return true;
   }
 
   // ---- called by the socket that carries the channel ------------------------------------
@@ -212,7 +236,7 @@ export class Channel extends Emitter {
     this.state = 'subscribed';
     while (this.queue.length > 0 && this.state === 'subscribed') {
       const next = this.queue[0]!;
-      if (!this.carrier.send(this, next.frame)) return;
+      if (!this.write(next.frame)) return;
       this.queue.shift();
       next.resolve();
     }
@@ -267,6 +291,7 @@ export class Channel extends Emitter {
       frame = event = undefined;
       text = data;
     }
+    if (typeof offset === 'number' && this.echoes.length > 0 && this.isEcho(text)) return;
     this.dispatch(event, frame, data, text, offset);
     this.tap?.(event, frame, text);
   }
@@ -294,7 +319,7 @@ export class Channel extends Emitter {
       case 'system:member_left':
         return this.roster(event === 'system:member_joined', body);
       case 'system::binary':
-        if (typeof data === 'string') this.emit('binary', toBytes(data));
+        if (typeof data === 'string') this.binary(toBytes(data));
         return;
       case 'system::error':
         this.emit('error', new SwitchboardError('frame', String(body['error']), undefined, this.name));
@@ -317,25 +342,31 @@ export class Channel extends Emitter {
 
   /** @internal Raw binary frames (V3). */
   binary(bytes: Uint8Array): void {
+    if (this.echoes.length > 0 && this.isEcho(bytes)) return;
     this.tap?.(undefined, undefined, bytes);
     this.emit('binary', bytes);
   }
 
   /**
    * Publications in offset order, each once: an offset already delivered is a duplicate (a
-   * replay overlapping live delivery); a jump past the next offset is a gap the server promised
-   * never to leave, so the client resumes from the last offset it delivered.
+   * replay overlapping live delivery). A jump is not a loss: the server promises no gap and says
+   * so with a `system::position` when it cannot keep that promise.
    */
   private accept(offset: number): boolean {
-    if (this.offset !== undefined) {
-      if (offset <= this.offset) return false;
-      if (offset > this.offset + 1) {
-        this.carrier.resync();
-        return false;
-      }
-    }
+    if (this.offset !== undefined && offset <= this.offset) return false;
     this.offset = offset;
     return true;
+  }
+
+  /** Whether `text` is one of this client's own messages coming back, which is then forgotten. */
+  private isEcho(text: string | Uint8Array): boolean {
+    const index = this.echoes.findIndex((sent) =>
+      typeof sent === 'string' || typeof text === 'string'
+        ? sent === text
+        : sent.length === text.length && sent.every((byte, i) => byte === text[i]),
+    );
+    if (index >= 0) this.echoes.splice(index, 1);
+    return index >= 0;
   }
 
   /**

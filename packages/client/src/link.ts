@@ -71,6 +71,16 @@ export class Link implements Carrier {
     return this.settings.protocol;
   }
 
+  /**
+   * With recovery, the socket asks for its own messages (`notify_self`) even when the
+   * application does not want them: every publication of the channel then reaches the client
+   * with its offset, so its resume point never lags behind its own messages, and the channel
+   * drops them instead of the server.
+   */
+  get dropsEchoes(): boolean {
+    return this.settings.recover && !this.settings.notifySelf;
+  }
+
   isPrimary(channel: Channel): boolean {
     return channel === this.primary;
   }
@@ -108,12 +118,6 @@ export class Link implements Carrier {
   /** The browser came back online: a waiting reconnect happens now. */
   online(): void {
     if (this.state === 'disconnected') this.connectNow();
-  }
-
-  resync(): void {
-    if (this.state !== 'connected') return;
-    this.drop();
-    this.connectNow();
   }
 
   send(channel: Channel, frame: Outgoing): boolean {
@@ -193,7 +197,7 @@ export class Link implements Carrier {
       ['uuid', settings.uuid],
       ['user', channel.options.user ?? settings.user],
       ['presence', channel.presence ? '1' : undefined],
-      ['notify_self', settings.notifySelf ? '1' : undefined],
+      ['notify_self', settings.notifySelf || settings.recover ? '1' : undefined],
       ['jwt', jwt],
       ['source', 'switchboard-js'],
     ];

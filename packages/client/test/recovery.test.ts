@@ -4,6 +4,7 @@
  * publication once, in order, or is told (`unrecovered`) that it must reload.
  */
 import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
 import { createMemoryState } from '@switchboard/core';
 import type { ApiKeyRecord, MemoryState } from '@switchboard/core';
@@ -144,6 +145,33 @@ describe('recovery against gateways sharing one memory engine', () => {
     for (const list of seen) expect(list).toEqual(range(1, 30));
   });
 
+  it('never hands the application its own messages (notifySelf off), live or replayed, yet counts their offsets', async () => {
+    const online = onlineEvents();
+    const sb = newClient({
+      url: [wsBase(a), wsBase(b)],
+      apiKey: key.key,
+      backoff: { baseMs: 60_000, capMs: 60_000 },
+    });
+    const room = sb.channel('own');
+    const seen = record(room);
+    await positioned(room);
+    await publishN(a, key, 'own', 1, 1, 'v4');
+    await room.publish('n', 2);
+    await publishN(a, key, 'own', 3, 3, 'v4');
+    await waitUntil(() => room.offset === 3, 5000, 'offset 3');
+    expect(seen).toEqual([1, 3]);
+    await room.publish('n', 4);
+    await waitUntil(() => room.offset === 4, 5000, 'offset 4');
+
+    void a.gateway.drain();
+    await waitUntil(() => sb.state === 'disconnected', 5000, 'disconnected');
+    await publishN(b, key, 'own', 5, 6, 'v4');
+    online.fire();
+    expect((await nextEvent<[{ missed: number }]>(room, 'recovered'))[0].missed).toBe(2);
+    await waitUntil(() => seen.length === 4, 5000, 'four');
+    expect(seen).toEqual([1, 3, 5, 6]);
+  });
+
   it('a channel that cannot resume (its history is gone) emits unrecovered and continues live', async () => {
     // A gateway on a fresh memory engine: another epoch, as after an engine restart.
     const fresh = await startGateway({ memoryState: createMemoryState() });
@@ -170,19 +198,19 @@ describe('recovery against gateways sharing one memory engine', () => {
   });
 });
 
-describe('ordering against a server that repeats or skips offsets', () => {
-  // A scripted peer speaking the wire format: a correct gateway never repeats or skips, so the
+describe('ordering against a server that repeats offsets', () => {
+  // A scripted peer speaking the wire format: a correct gateway never repeats an offset, so the
   // client's own guard can only be shown against one that does.
   let server: WebSocketServer;
   const urls: string[] = [];
-  let script: (send: (frame: unknown) => void, connection: number) => void;
+  let script: (socket: WebSocket, connection: number) => void;
 
   beforeEach(async () => {
     server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     await new Promise((resolve) => server.once('listening', resolve));
     server.on('connection', (socket, request) => {
       urls.push(request.url ?? '');
-      script((frame) => socket.send(JSON.stringify(frame)), urls.length);
+      script(socket, urls.length);
     });
   });
 
@@ -192,28 +220,35 @@ describe('ordering against a server that repeats or skips offsets', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it('drops repeated offsets, and on a gap resumes from the last offset it delivered', async () => {
+  it('drops repeated offsets, and resumes from the last offset it delivered', async () => {
     const frame = (n: number) => ({ event: 'n', data: n, 'system::offset': n });
-    script = (send, connection) => {
+    script = (socket, connection) => {
+      const send = (value: unknown): void => socket.send(JSON.stringify(value));
       if (connection === 1) {
-        send({ event: 'system::position', data: { channel: 'gap', epoch: 'e1', offset: 0, missed: 0 } });
-        for (const n of [1, 2, 2, 1, 3, 5]) send(frame(n));
+        send({ event: 'system::position', data: { channel: 'dup', epoch: 'e1', offset: 0, missed: 0 } });
+        for (const n of [1, 2, 2, 1, 3]) send(frame(n));
+        socket.close(4000, 'Server restarting, reconnect');
       } else {
+        // The replay overlaps what the client had: 3 again, then 4 and 5.
         send({
           event: 'system::position',
-          data: { channel: 'gap', epoch: 'e1', offset: 5, recovered: true, missed: 2 },
+          data: { channel: 'dup', epoch: 'e1', offset: 5, recovered: true, missed: 2 },
         });
-        for (const n of [4, 5, 6]) send(frame(n));
+        for (const n of [3, 4, 5]) send(frame(n));
       }
     };
     const { port } = server.address() as AddressInfo;
-    const sb: Switchboard = newClient({ url: `ws://127.0.0.1:${port}`, apiKey: 'k' });
-    const room = sb.channel('gap');
+    const sb: Switchboard = newClient({
+      url: `ws://127.0.0.1:${port}`,
+      apiKey: 'k',
+      backoff: { baseMs: 10 },
+    });
+    const room = sb.channel('dup');
     const seen = record(room);
     const recovered = nextEvent<[{ missed: number }]>(room, 'recovered');
     expect((await recovered)[0].missed).toBe(2);
-    await waitUntil(() => seen.length === 6, 5000, 'six');
-    expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
+    await waitUntil(() => seen.length === 5, 5000, 'five');
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
     expect(urls).toHaveLength(2);
     expect(urls[0]).toContain('recover=1');
     expect(urls[0]).not.toContain('since=');
