@@ -105,6 +105,10 @@ export async function createEngine(config: Config, deps: EngineDeps): Promise<En
   }
   const state =
     deps.memoryState ??
-    createMemoryState({ logSize: config.limits.logSize, keysFile: join(config.dataDir, 'keys.json') });
+    createMemoryState({
+      logSize: config.limits.logSize,
+      keysFile: join(config.dataDir, 'keys.json'),
+      historyTtlSeconds: config.history.ttlSeconds,
+    });
   return createMemoryEngine(state);
 }

@@ -24,6 +24,8 @@ const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
   apiKeyIndex: '<prefix>:apikeys:{keystore}',
   nodes: '<prefix>:nodes',
   fanout: '<prefix>:fanout:{<key>|<protocol>|<channel>}',
+  historyStream: '<prefix>:history:{<key>|<protocol>|<channel>}:stream',
+  historyMeta: '<prefix>:history:{<key>|<protocol>|<channel>}:meta',
   control: '<prefix>:control',
 };
 
@@ -43,6 +45,8 @@ const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
   apiKeyIndex: keys.apiKeyIndex(),
   nodes: keys.nodes(),
   fanout: keys.fanout(topic),
+  historyStream: keys.historyStream(topic),
+  historyMeta: keys.historyMeta(topic),
   control: keys.control(),
 };
 
@@ -92,6 +96,9 @@ describe('Redis key names', () => {
     ];
     expect(new Set(perKey.map(tag))).toEqual(new Set(['<key>']));
     expect(tag(built.fanout)).toBe('<key>|<protocol>|<channel>');
+    // One script stores, counts and publishes a topic's publication: all in the channel's slot.
+    expect(tag(built.historyStream)).toBe(tag(built.fanout));
+    expect(tag(built.historyMeta)).toBe(tag(built.fanout));
     expect(tag(built.apiKey)).toBe(tag(built.apiKeyIndex));
   });
 

@@ -1,3 +1,4 @@
+import type { HistoryRetention } from '../history/history';
 import { configSchema } from './schema';
 import type { Env, SeedKey } from './schema';
 
@@ -29,6 +30,8 @@ export interface Config {
     readonly slowConsumerBytes: number;
     readonly idleTimeoutSeconds: number;
   };
+  /** Topic streams (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`); keys may override both. */
+  readonly history: HistoryRetention;
   readonly cluster: {
     readonly nodeTimeoutMs: number;
     readonly heartbeatIntervalMs: number;
@@ -96,6 +99,7 @@ export function loadConfig(
       slowConsumerBytes: e.SLOW_CONSUMER_BYTES,
       idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     },
+    history: { size: e.HISTORY_SIZE, ttlSeconds: e.HISTORY_TTL_SECONDS },
     cluster: {
       nodeTimeoutMs: e.NODE_TIMEOUT_MS,
       heartbeatIntervalMs: e.HEARTBEAT_INTERVAL_MS,

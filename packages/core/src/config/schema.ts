@@ -1,11 +1,29 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type { HistoryOverride } from '../keys/key-store';
 import { isValidApiKey } from '../protocol/api-key';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().min(0);
+
+/** Upper bound of `HISTORY_SIZE` and of a key's `history.size`: publications kept per topic. */
+export const MAX_HISTORY_SIZE = 10_000;
+/** Upper bound of `HISTORY_TTL_SECONDS` and of a key's `history.ttlSeconds` (one week). */
+export const MAX_HISTORY_TTL_SECONDS = 7 * 24 * 3600;
+
+const historySize = z.coerce.number().int().min(0).max(MAX_HISTORY_SIZE);
+const historyTtl = z.coerce.number().int().positive().max(MAX_HISTORY_TTL_SECONDS);
+
+/** A key's override of the history retention (`history` in its record); absent fields use the config's. */
+export const historyOverride = z
+  .object({ size: historySize.optional(), ttlSeconds: historyTtl.optional() })
+  .strict()
+  .transform(({ size, ttlSeconds }): HistoryOverride => ({
+    ...(size !== undefined ? { size } : {}),
+    ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
+  }));
 
 const seedKey = z.object({
   key: z.string().refine(isValidApiKey, 'key must be 1 to 128 characters of A-Z a-z 0-9 _ -'),
@@ -13,6 +31,7 @@ const seedKey = z.object({
   domains: z.array(z.string().min(1)).default([]),
   clientMessages: z.boolean().default(true),
   forceAuth: z.boolean().default(false),
+  history: historyOverride.optional(),
 });
 
 const seedKeys = z
@@ -74,6 +93,8 @@ export const configSchema = z
     API_REQUESTS_PER_SECOND: nonNegativeInt.default(0),
     ROSTER_LIMIT: positiveInt.default(200),
     LOG_SIZE: positiveInt.default(500),
+    HISTORY_SIZE: historySize.default(100),
+    HISTORY_TTL_SECONDS: historyTtl.default(120),
     MAX_CONNECTIONS_PER_NODE: nonNegativeInt.default(0),
     MAX_CONNECTIONS_PER_KEY: nonNegativeInt.default(0),
     SLOW_CONSUMER_BYTES: positiveInt.default(1024 * 1024),

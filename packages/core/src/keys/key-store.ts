@@ -13,6 +13,15 @@ export interface ApiKeyRecord {
   readonly forceAuth: boolean;
   /** ISO 8601 */
   readonly createdAt: string;
+  /** Overrides `HISTORY_SIZE` / `HISTORY_TTL_SECONDS` for this key's topics (see `historyRetention`). */
+  readonly history?: HistoryOverride;
+}
+
+/** A key's own history retention; each absent field falls back to the configuration's. */
+export interface HistoryOverride {
+  /** Publications kept per topic; 0 turns history off for the key. */
+  readonly size?: number;
+  readonly ttlSeconds?: number;
 }
 
 /**
@@ -43,6 +52,7 @@ export function generateKeyRecord(
     clientMessages: options.clientMessages ?? true,
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
+    ...(options.history ? { history: options.history } : {}),
   };
 }
 

@@ -3,7 +3,8 @@ import type { ApiKey } from '../types';
 import type { ApiKeyRecord, KeyStore } from './key-store';
 
 /**
- * Upserts the keys of `SWITCHBOARD_KEYS` at start: a seed replaces the secret, domains and options
+ * Upserts the keys of `SWITCHBOARD_KEYS` at start: a seed replaces the secret, domains, options and
+ * history override
  * of a stored key of the same name and keeps its `createdAt`. Resolves the keys whose stored
  * record changed, so the caller can announce them (`key-changed`); an unchanged seed is not
  * rewritten, which keeps restarts of many nodes from churning the store.
@@ -23,6 +24,7 @@ export async function seedKeys(
       clientMessages: seed.clientMessages,
       forceAuth: seed.forceAuth,
       createdAt: existing?.createdAt ?? now.toISOString(),
+      ...(seed.history ? { history: seed.history } : {}),
     };
     if (existing && sameRecord(existing, record)) continue;
     await store.put(record);
@@ -36,6 +38,8 @@ function sameRecord(a: ApiKeyRecord, b: ApiKeyRecord): boolean {
     a.secret === b.secret &&
     a.clientMessages === b.clientMessages &&
     a.forceAuth === b.forceAuth &&
+    a.history?.size === b.history?.size &&
+    a.history?.ttlSeconds === b.history?.ttlSeconds &&
     a.domains.length === b.domains.length &&
     a.domains.every((domain, i) => domain === b.domains[i])
   );

@@ -1,10 +1,12 @@
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
+import { newEpoch } from '../history/epochs';
 import type { HistoryRetention, StreamPosition } from '../history/history';
 import type { Topic } from '../types';
 import { coalesceWrites, guard } from './clients';
 import type { RedisClients } from './clients';
 import type { RedisKeys } from './keys';
-import { decodePublication, encodePublication } from './publication-codec';
+import { runHistoryPublish } from './history-scripts';
+import { decodePublication, encodePublication, publicationHead, publicationTail } from './publication-codec';
 
 /**
  * Fan-out through Redis pub/sub: one channel per topic, and one control channel every node
@@ -83,18 +85,45 @@ export class RedisBroker implements Broker {
     await unsubscribing.catch(() => undefined);
   }
 
-  // TODO(history-core): streams (offsets, storage) come with the Redis history script.
-  async publish(
-    publication: Publication,
-    _retention?: HistoryRetention,
-  ): Promise<StreamPosition | undefined> {
+  async publish(publication: Publication, retention?: HistoryRetention): Promise<StreamPosition | undefined> {
     const channel = this.keys.fanout(publication.topic);
-    const wire = encodePublication(publication);
     const { command } = this.clients;
+    if (retention) return this.publishToStream(publication, retention, channel);
+    const wire = encodePublication(publication);
     await guard(command, () =>
       this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
     );
     return undefined;
+  }
+
+  /**
+   * One script in the topic's slot counts, stores and publishes (history-scripts.ts). Not
+   * batched per turn: it shares the connection, hence the order, with the topic's plain
+   * publishes; on a standalone server the calls of one turn still leave in one write.
+   */
+  private async publishToStream(
+    publication: Publication,
+    retention: HistoryRetention,
+    channel: string,
+  ): Promise<StreamPosition> {
+    const { command } = this.clients;
+    const { topic } = publication;
+    const reply = (await guard(command, () =>
+      runHistoryPublish(
+        command,
+        [this.keys.historyMeta(topic), this.keys.historyStream(topic)],
+        [
+          publicationHead(publication),
+          publicationTail(publication),
+          retention.size,
+          retention.ttlSeconds,
+          newEpoch(),
+          channel,
+          this.sharded ? 'spublish' : 'publish',
+        ],
+      ),
+    )) as [number, string];
+    return { offset: reply[0], epoch: reply[1] };
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {

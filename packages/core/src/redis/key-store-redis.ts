@@ -1,25 +1,40 @@
-import type { ApiKeyRecord, KeyStore } from '../keys/key-store';
+import { historyOverride } from '../config/schema';
+import type { ApiKeyRecord, HistoryOverride, KeyStore } from '../keys/key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
 import { guard } from './clients';
 import type { RedisClient } from './clients';
 import type { RedisKeys } from './keys';
 
-/** Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0". */
-type KeyHash = Record<'secret' | 'domains' | 'clientMessages' | 'forceAuth' | 'createdAt', string>;
+/**
+ * Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0", `history` (only
+ * when the key overrides the retention) as JSON `{"size":n,"ttlSeconds":s}`.
+ */
+type KeyHash = Record<'secret' | 'domains' | 'clientMessages' | 'forceAuth' | 'createdAt', string> & {
+  history?: string;
+};
 
 function toHash(record: ApiKeyRecord): KeyHash {
-  return {
+  const hash: KeyHash = {
     secret: record.secret,
     domains: JSON.stringify(record.domains),
     clientMessages: record.clientMessages ? '1' : '0',
     forceAuth: record.forceAuth ? '1' : '0',
     createdAt: record.createdAt,
   };
+  if (record.history) hash.history = JSON.stringify(record.history);
+  return hash;
+}
+
+function historyOf(text: string | undefined): HistoryOverride | undefined {
+  if (text === undefined) return undefined;
+  const parsed = historyOverride.safeParse(JSON.parse(text));
+  return parsed.success ? parsed.data : undefined;
 }
 
 function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | null {
   if (hash.secret === undefined) return null;
+  const history = historyOf(hash.history);
   return {
     key,
     secret: hash.secret,
@@ -27,6 +42,7 @@ function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | nul
     clientMessages: hash.clientMessages !== '0',
     forceAuth: hash.forceAuth === '1',
     createdAt: hash.createdAt ?? '',
+    ...(history ? { history } : {}),
   };
 }
 

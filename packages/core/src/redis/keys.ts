@@ -9,6 +9,7 @@ import type { ApiKey, NodeId, Topic } from '../types';
  *   key (a join touching the topic's sets, the key's channel index and the node's index) is one
  *   atomic Lua script in one slot;
  * - fan-out channels are tagged per topic, so sharded pub/sub spreads channels over the masters;
+ *   a topic's history keys share its channel's tag, so one script stores, counts and publishes;
  * - per-node indexes are tagged `{<nodeId>}`, the key store `{keystore}`.
  * The prefix, API keys, node ids and channel names cannot contain braces or `|` (config and
  * protocol validation), so tags and separators are unambiguous.
@@ -45,6 +46,10 @@ export interface RedisKeys {
   nodes(): string;
   /** Pub/sub channel of one topic's publications (sharded on Redis Cluster). */
   fanout(topic: Topic): string;
+  /** LIST of one topic's last publications (wire form), oldest first; in `fanout`'s slot. */
+  historyStream(topic: Topic): string;
+  /** HASH `e` → epoch, `o` → latest offset of one topic's stream; in `fanout`'s slot. */
+  historyMeta(topic: Topic): string;
   /** Pub/sub channel of control commands (every node). */
   control(): string;
 }
@@ -65,6 +70,8 @@ export function redisKeys(prefix: string): RedisKeys {
   /** `<protocol>|<channel>`: a topic within its API key (presence indexes hold this form). */
   const topicPart = topicInKey;
   const byKey = (kind: string, key: ApiKey): string => `${p}:${kind}:{${checked('API key', key)}}`;
+  /** `{<key>|<protocol>|<channel>}`: one topic's slot (its fan-out channel and history). */
+  const topicTag = (t: Topic): string => `{${checked('API key', t.key)}|${topicPart(t)}}`;
   const byNode = (kind: string, nodeId: NodeId): string => `${p}:${kind}:{${checked('node id', nodeId)}}`;
   return {
     prefix: p,
@@ -82,7 +89,9 @@ export function redisKeys(prefix: string): RedisKeys {
     apiKey: (key) => `${p}:apikey:{keystore}:${checked('API key', key)}`,
     apiKeyIndex: () => `${p}:apikeys:{keystore}`,
     nodes: () => `${p}:nodes`,
-    fanout: (t) => `${p}:fanout:{${checked('API key', t.key)}|${topicPart(t)}}`,
+    fanout: (t) => `${p}:fanout:${topicTag(t)}`,
+    historyStream: (t) => `${p}:history:${topicTag(t)}:stream`,
+    historyMeta: (t) => `${p}:history:${topicTag(t)}:meta`,
     control: () => `${p}:control`,
   };
 }

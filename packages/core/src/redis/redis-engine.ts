@@ -1,10 +1,10 @@
 import type { Config } from '../config/load';
 import type { Engine } from '../engine';
-import { EngineUnavailableError } from '../errors';
 import type { Logger } from '../logger';
 import { RedisBroker } from './broker-redis';
 import { createRedisClients, onCommandError } from './clients';
 import { RedisConnectionCounts } from './counts-redis';
+import { RedisHistory } from './history-redis';
 import { RedisKeyStore } from './key-store-redis';
 import { redisKeys } from './keys';
 import { RedisMessageLog } from './message-log-redis';
@@ -57,10 +57,7 @@ export async function createRedisEngine(
   return {
     kind: 'redis',
     broker,
-    // TODO(history-core): the Redis streams come next.
-    history: {
-      read: () => Promise.reject(new EngineUnavailableError(new Error('Redis history not built yet'))),
-    },
+    history: new RedisHistory(command, keys, config.history.ttlSeconds),
     presence: new RedisPresenceStore(command, keys),
     counts: new RedisConnectionCounts(command, keys),
     logs: new RedisMessageLog(command, keys, config.limits.logSize),

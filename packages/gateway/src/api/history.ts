@@ -1,3 +1,4 @@
+import { historyRetention } from '@switchboard/core';
 import type { Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { HISTORY_PAGE } from '../history/streams';
@@ -15,7 +16,11 @@ export async function history(ctx: GatewayContext, protocol: Protocol, body: Bod
   const since = nonNegativeInt(body, 'since');
   const limit = Math.min(nonNegativeInt(body, 'limit') ?? HISTORY_PAGE, HISTORY_PAGE);
   const topic = { key: record.key, protocol, channel };
-  const page = await ctx.engine.history.read(topic, since === undefined ? { limit } : { since, limit });
+  const { ttlSeconds } = historyRetention(record, ctx.config);
+  const page = await ctx.engine.history.read(
+    topic,
+    since === undefined ? { limit, ttlSeconds } : { since, limit, ttlSeconds },
+  );
   return {
     success: true,
     epoch: page.epoch,

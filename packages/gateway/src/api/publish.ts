@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@switchboard/core';
-import { historyRetention } from '../history/retention';
+import { historyRetention } from '@switchboard/core';
 import type { Protocol, Publication } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { deliverLocal } from '../ws/delivery';

@@ -1,4 +1,4 @@
-import { historyRetention } from './retention';
+import { historyRetention } from '@switchboard/core';
 import type { ConnId, HistoryPage, Publication, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from '../ws/connection';
@@ -54,7 +54,7 @@ export class Streams {
    * Rejects (engine unreachable) after undoing its own bookkeeping.
    */
   async prepare(state: ConnectionState, sub: Subscription, resume: Resume | undefined): Promise<CatchUp> {
-    const stream = this.streamOf(sub.topic);
+    const stream = this.streamOf(sub.topic, historyRetention(state.record, this.ctx.config).ttlSeconds);
     stream.subscribers++;
     this.attached.set(sub, { stream, joiner: undefined });
     this.senders.set(state.id, state);
@@ -111,7 +111,8 @@ export class Streams {
     return this.streams.size;
   }
 
-  private streamOf(topic: Topic): TopicStream {
+  /** The topic's stream; `ttlSeconds` is the key's retention, for reads that start a stream. */
+  private streamOf(topic: Topic, ttlSeconds: number): TopicStream {
     const id = topicKey(topic);
     let stream = this.streams.get(id);
     if (!stream) {
@@ -119,7 +120,7 @@ export class Streams {
         read: (since) =>
           this.ctx.engine.history.read(
             topic,
-            since === undefined ? { limit: 0 } : { since, limit: HISTORY_PAGE },
+            since === undefined ? { limit: 0, ttlSeconds } : { since, limit: HISTORY_PAGE, ttlSeconds },
           ),
         deliver: (publication) => this.deliver(topic, publication),
         announce: (report) => this.announce(topic, report),
@@ -140,12 +141,14 @@ export class Streams {
     resume: Resume | undefined,
   ): Promise<CatchUp> {
     const { history } = this.ctx.engine;
+    const retention = historyRetention(state.record, this.ctx.config);
+    const { ttlSeconds } = retention;
     if (!resume) {
-      const page = await history.read(sub.topic, { limit: 0 });
+      const page = await history.read(sub.topic, { limit: 0, ttlSeconds });
       return { state, sub, report: { epoch: page.epoch, offset: page.offset, missed: 0 }, missed: [] };
     }
     const { since } = resume;
-    let page: HistoryPage = await history.read(sub.topic, { since, limit: HISTORY_PAGE });
+    let page: HistoryPage = await history.read(sub.topic, { since, limit: HISTORY_PAGE, ttlSeconds });
     const { epoch, offset } = page;
     const unrecoverable = (): CatchUp => ({
       state,
@@ -153,12 +156,7 @@ export class Streams {
       report: { epoch, offset, recovered: false, missed: 0 },
       missed: [],
     });
-    if (
-      resume.epoch !== epoch ||
-      since > offset ||
-      historyRetention(state.record, this.ctx.config).size === 0
-    )
-      return unrecoverable();
+    if (resume.epoch !== epoch || since > offset || retention.size === 0) return unrecoverable();
     const missed: Publication[] = [];
     let next = since + 1;
     while (next <= offset) {
@@ -170,7 +168,7 @@ export class Streams {
         next++;
       }
       if (next > offset) break;
-      page = await history.read(sub.topic, { since: next - 1, limit: HISTORY_PAGE });
+      page = await history.read(sub.topic, { since: next - 1, limit: HISTORY_PAGE, ttlSeconds });
       if (page.epoch !== epoch) return unrecoverable();
     }
     return {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { historyRetention } from '../history/retention';
+import { historyRetention } from '@switchboard/core';
 import type { LogRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';

@@ -1,0 +1,44 @@
+import type { Publication } from '../broker/broker';
+import type { History, HistoryPage, HistoryQuery } from '../history/history';
+import { newEpoch } from '../history/epochs';
+import type { Topic } from '../types';
+import { guard } from './clients';
+import type { RedisClient } from './clients';
+import { historyRead } from './history-scripts';
+import type { RedisKeys } from './keys';
+import { decodePublication } from './publication-codec';
+
+/**
+ * Topic streams in Redis, read side: one script reads a topic's position and its entries
+ * atomically (history-scripts.ts). `RedisBroker.publish(publication, retention)` writes them.
+ */
+export class RedisHistory implements History {
+  constructor(
+    private readonly client: RedisClient,
+    private readonly keys: RedisKeys,
+    /** TTL of the stream a read starts (`HISTORY_TTL_SECONDS`) unless the query names one. */
+    private readonly defaultTtlSeconds = 120,
+  ) {}
+
+  async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
+    const limit = Math.max(0, Math.floor(query.limit));
+    // Stream ids are unsigned 64-bit: a `since` beyond any offset reads nothing, as it should.
+    const first =
+      query.since === undefined ? '' : String(Math.min(Math.max(0, Math.floor(query.since)), 2 ** 53) + 1);
+    const ttl = query.ttlSeconds ?? this.defaultTtlSeconds;
+    const reply = (await guard(this.client, () =>
+      historyRead.run(
+        this.client,
+        [this.keys.historyMeta(topic), this.keys.historyStream(topic)],
+        [newEpoch(), ttl, first, limit],
+      ),
+    )) as [number, string, string[]];
+    const [offset, epoch, wires] = reply;
+    const publications: Publication[] = [];
+    for (const wire of wires) {
+      const publication = decodePublication(topic, wire);
+      if (publication) publications.push(publication);
+    }
+    return { offset, epoch, publications };
+  }
+}
