@@ -91,7 +91,7 @@ async function startBrowserClient(url: string[], apiKey: string): Promise<void> 
   await page.evaluate(
     ({ url, apiKey }) => {
       type Seen = { events: Array<[string, unknown]>; members: unknown[]; states: string[] };
-      const w = window as unknown as {
+      const w = globalThis as unknown as {
         Switchboard: {
           Switchboard: new (options: object) => Record<string, (...args: unknown[]) => unknown>;
         };
@@ -120,7 +120,7 @@ async function startBrowserClient(url: string[], apiKey: string): Promise<void> 
 }
 
 const seen = (): Promise<{ events: Array<[string, unknown]>; members: Member[]; states: string[] }> =>
-  page.evaluate(() => (window as unknown as { seen: never }).seen);
+  page.evaluate(() => (globalThis as unknown as { seen: never }).seen);
 
 async function waitInPage<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
   const deadline = Date.now() + 10_000;
@@ -148,7 +148,7 @@ describe('the browser bundle in Chromium', () => {
     await waitInPage(seen, (s) => s.states.includes('connected'), 'connected');
     // The position comes first: wait for it, so the channel has an offset to resume from.
     await waitInPage(
-      () => page.evaluate(() => (window as unknown as { room: { epoch?: string } }).room.epoch),
+      () => page.evaluate(() => (globalThis as unknown as { room: { epoch?: string } }).room.epoch),
       (epoch) => typeof epoch === 'string',
       'the position',
     );
@@ -165,7 +165,7 @@ describe('the browser bundle in Chromium', () => {
     expect(members.members.map((m) => m.user).sort()).toEqual(['browser', 'node']);
     const fromBrowser = new Promise<unknown>((resolve) => nodeRoom.on('hello', (data) => resolve(data)));
     await page.evaluate(() =>
-      (window as unknown as { room: { publish(e: string, d: unknown): Promise<void> } }).room.publish(
+      (globalThis as unknown as { room: { publish(e: string, d: unknown): Promise<void> } }).room.publish(
         'hello',
         {
           from: 'chromium',
@@ -184,7 +184,9 @@ describe('the browser bundle in Chromium', () => {
     gateway = replacement;
     await publish(2);
     await publish(3);
-    await page.evaluate(() => window.dispatchEvent(new Event('online')));
+    await page.evaluate(() =>
+      (globalThis as unknown as { dispatchEvent(event: Event): void }).dispatchEvent(new Event('online')),
+    );
     const after = await waitInPage(
       seen,
       (s) => s.events.filter(([event]) => event === 'news').length === 3,
