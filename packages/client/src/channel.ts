@@ -266,7 +266,7 @@ export class Channel extends Emitter {
     for (const entry of this.queue.splice(0)) entry.reject(error);
     for (const waiter of this.waiters.splice(0)) waiter.reject(error);
     if (state === 'failed') this.emit('error', error);
-    else this.off('*');
+    else this.clear();
   }
 
   /** @internal The `since`/`epoch` to resume from, remembered as what this subscription asked. */

@@ -42,7 +42,7 @@ export interface SwitchboardOptions {
 
 export type { ConnectionState };
 
-const STATE_ORDER: ConnectionState[] = ['failed', 'disconnected', 'connecting', 'connected'];
+const STATE_ORDER: ConnectionState[] = ['disconnected', 'connecting', 'connected'];
 
 /**
  * A Switchboard client: one WebSocket for all its channels (V4), reconnecting with backoff and
@@ -116,6 +116,8 @@ export class Switchboard extends Emitter {
     if (existing && existing.state !== 'failed') return existing;
     let link = this.shared;
     if (this.settings.protocol === 3 || !link || link.state === 'failed') {
+      // After a terminal close, a new channel starts a new socket; the failed one is forgotten.
+      for (const [old, oldLink] of this.links) if (oldLink === link) this.links.delete(old);
       link = new Link(this.settings);
       if (this.settings.protocol === 4) this.shared = link;
     }
@@ -139,8 +141,11 @@ export class Switchboard extends Emitter {
 
   private updateState(): void {
     if (this.current === 'closed') return;
+    // A failed socket counts only when no other is alive (V3: one channel's refusal does not
+    // make the whole client failed).
     const states = new Set([...this.links.values()].map((link) => link.state));
-    this.setState(STATE_ORDER.find((state) => states.has(state)) ?? 'idle');
+    const live = STATE_ORDER.find((state) => states.has(state));
+    this.setState(live ?? (states.has('failed') ? 'failed' : 'idle'));
   }
 
   private setState(state: ConnectionState): void {

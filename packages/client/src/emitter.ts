@@ -22,6 +22,11 @@ export class Emitter {
     else this.handlers.delete(event);
   }
 
+  /** Removes every handler. */
+  protected clear(): void {
+    this.handlers.clear();
+  }
+
   protected emit(event: string, ...args: unknown[]): boolean {
     const set = this.handlers.get(event);
     if (!set?.size) return false;

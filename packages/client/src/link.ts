@@ -231,8 +231,10 @@ export class Link implements Carrier {
     try {
       socket = new this.settings.WebSocket(url) as WebSocketLike;
     } catch (error) {
-      this.settings.onError(new SwitchboardError('closed', String(error)));
-      return this.retry(1006);
+      // The host refuses the URL itself (a malformed `url`): retrying cannot help.
+      return this.fail(
+        new SwitchboardError('closed', error instanceof Error ? error.message : String(error)),
+      );
     }
     this.socket = socket;
     this.errorText = undefined;
@@ -351,14 +353,16 @@ export class Link implements Carrier {
     if (generation !== this.generation) return;
     const errorText = this.errorText;
     this.drop();
-    if (isTerminalClose(code)) {
-      const error = new SwitchboardError('closed', reason || errorText || 'Connection refused', code);
-      for (const channel of [...this.channels.values()]) channel.finish('failed', error);
-      this.setState('failed');
-      this.settings.onError(error);
-      return;
-    }
+    if (isTerminalClose(code))
+      return this.fail(new SwitchboardError('closed', reason || errorText || 'Connection refused', code));
     this.retry(code);
+  }
+
+  private fail(error: SwitchboardError): void {
+    this.drop();
+    for (const channel of [...this.channels.values()]) channel.finish('failed', error);
+    this.setState('failed');
+    this.settings.onError(error);
   }
 
   /**

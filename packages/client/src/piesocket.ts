@@ -102,6 +102,8 @@ export class PieChannel {
 export class PieSocket {
   readonly options: PieSocketOptions;
   private readonly connections: Record<string, PieChannel> = {};
+  /** Handles by channel, from the first `subscribe` on (a second one before it resolves shares it). */
+  private readonly handles: Record<string, PieChannel> = {};
   private client: Switchboard | undefined;
 
   constructor(options: PieSocketOptions = {}) {
@@ -122,22 +124,25 @@ export class PieSocket {
    * Subscribes, resolving once the channel is connected (as piesocket-js does when its socket
    * opens), or rejecting when it fails first. An existing channel is returned as it is.
    */
-  async subscribe(channelId: string): Promise<PieChannel> {
+  subscribe(channelId: string): Promise<PieChannel> {
     const existing = this.connections[channelId];
-    if (existing) return existing;
+    if (existing) return Promise.resolve(existing);
     const client = (this.client ??= this.createClient());
     const channel = client.channel(channelId, { presence: on(this.options.presence) });
-    const handle = new PieChannel(channel, client.uuid);
-    await channel.ready();
-    this.connections[channelId] = handle;
-    return handle;
+    let handle = this.handles[channelId];
+    if (handle?.channel !== channel) handle = this.handles[channelId] = new PieChannel(channel, client.uuid);
+    return channel.ready().then(() => {
+      this.connections[channelId] = handle;
+      return handle;
+    });
   }
 
   unsubscribe(channelId: string): boolean {
-    const handle = this.connections[channelId];
+    const handle = this.handles[channelId];
     if (!handle) return false;
     handle.channel.leave();
     delete this.connections[channelId];
+    delete this.handles[channelId];
     return true;
   }
 
