@@ -133,10 +133,11 @@ export class Switchboard extends Emitter {
   close(): void {
     if (this.current === 'closed') return;
     host.removeEventListener?.('online', this.online);
-    for (const channel of [...this.channels.values()]) channel.leave();
+    // Closed first, so leaving the channels moves no socket and reports no other state.
+    this.setState('closed');
     for (const link of new Set(this.links.values())) link.close();
     this.shared?.close();
-    this.setState('closed');
+    for (const channel of [...this.channels.values()]) channel.leave();
   }
 
   private updateState(): void {

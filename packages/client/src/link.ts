@@ -97,6 +97,8 @@ export class Link implements Carrier {
     if (this.channels.get(channel.name) !== channel) return;
     this.channels.delete(channel.name);
     this.settings.onLeave(channel);
+    // A failed or closed socket is not reopened for the channels that remain.
+    if (this.state === 'failed' || this.state === 'closed') return;
     if (channel !== this.primary) {
       if (this.state === 'connected')
         this.write({ event: 'system::unsubscribe', data: { channel: channel.name } });

@@ -224,6 +224,22 @@ describe('channels on one V4 socket', () => {
     await waitUntil(() => sb.state === 'idle', 5000, 'idle');
   });
 
+  it('close() ends every channel and the socket at once, opening nothing more', async () => {
+    const sb = newClient({ url: url(), apiKey: key.key });
+    const rooms = ['cl-1', 'cl-2', 'cl-3'].map((name) => sb.channel(name));
+    await Promise.all(rooms.map((room) => room.ready()));
+    const states: ConnectionState[] = [];
+    sb.on('state', (state) => states.push(state));
+    const [socket] = socketsOf(sb.uuid);
+    sb.close();
+    expect(states).toEqual(['closed']);
+    expect(rooms.map((room) => room.state)).toEqual(['left', 'left', 'left']);
+    expect((await socket!.closeEvent).code).toBe(1000);
+    await expect(rooms[1]!.publish('x', 1)).rejects.toMatchObject({ kind: 'state' });
+    expect(socketsOf(sb.uuid)).toHaveLength(1);
+    expect(() => sb.channel('cl-4')).toThrow(SwitchboardError);
+  });
+
   it('delivers text that is not an {event, data} object to "text" handlers', async () => {
     const sb = newClient({ url: url(), apiKey: key.key });
     const room = sb.channel('texts');
