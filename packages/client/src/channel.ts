@@ -110,11 +110,6 @@ export class Channel extends Emitter {
     this.presence = options.presence === true || name.startsWith('presence-');
   }
 
-  /** Publications with this event name: `(data, meta, publication)`. */
-  override on<D = unknown, M = unknown>(
-    event: string,
-    handler: (data: D, meta: M, publication: Publication) => void,
-  ): () => void;
   /** Every publication that has an event: `(event, data, meta, publication)`. */
   override on(
     event: '*',
@@ -123,7 +118,7 @@ export class Channel extends Emitter {
   /** The subscription is active (first time and after every reconnect). */
   override on(event: 'subscribed', handler: () => void): () => void;
   override on(event: 'error', handler: (error: SwitchboardError) => void): () => void;
-  /** The kept member list was replaced by the server's (on join and on `members()`). */
+  /** The kept member list was replaced by the server's (on join and on `fetchMembers()`). */
   override on(event: 'members', handler: (members: readonly Member[]) => void): () => void;
   override on(
     event: 'member_joined' | 'member_left',
@@ -139,6 +134,11 @@ export class Channel extends Emitter {
   override on(event: 'binary', handler: (bytes: Uint8Array) => void): () => void;
   /** Messages that are not `{event, data, meta}` objects: their text. */
   override on(event: 'text', handler: (text: string, publication: Publication) => void): () => void;
+  /** Publications with this event name: `(data, meta, publication)`. */
+  override on<D = unknown, M = unknown>(
+    event: string,
+    handler: (data: D, meta: M, publication: Publication) => void,
+  ): () => void;
   override on(event: string, handler: Handler): () => void {
     return super.on(event, handler);
   }
