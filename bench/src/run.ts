@@ -9,7 +9,7 @@ import { fleetDefaults } from './lib/fleet';
 import { connectDefaults } from './lib/native-fleet';
 import { gitCommit, machine } from './lib/machine';
 import type { Machine } from './lib/machine';
-import { ROOT, product } from './lib/procs';
+import { ROOT, product, stopDescendants } from './lib/procs';
 import type { SystemName } from './lib/procs';
 import { memoryCase } from './scenarios/memory';
 import type { MemoryCase } from './scenarios/memory';
@@ -413,7 +413,26 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
+let interrupted = false;
+
+// Ctrl-C, or SIGTERM to `npm run bench`: nothing the harness started may outlive it. Then the
+// harness ends by the same signal, so npm and shells see how it ended.
+const onSignal = (signal: NodeJS.Signals): void => {
+  if (interrupted) return;
+  interrupted = true;
+  console.error(`bench: ${signal}; stopping the processes it started`);
+  void stopDescendants().then(() => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.kill(process.pid, signal);
+  });
+};
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
 main().catch((error: unknown) => {
+  // Once interrupted, failures of the scenario whose processes are being stopped are expected.
+  if (interrupted) return;
   console.error(error);
   process.exit(1);
 });

@@ -122,7 +122,7 @@ describe('account API over a two-node cluster', () => {
       channel: 'room-1',
       message: { event: 'hello', data: 'from api' },
     });
-    expect(published.body).toEqual({ success: true });
+    expect(published.body).toEqual({ success: true, offset: 1, epoch: expect.any(String) });
     await anon.next((f) => f.text.includes('from api'));
     carol.send({ event: 'typing', data: 'from carol', 'system::channel': 'room-1' });
     await bob.next((f) => f.text.includes('from carol'));

@@ -42,9 +42,13 @@ describe('cross-node fan-out', () => {
     const v4 = await Promise.all(nodes.map((n) => at(n, '/v4/news')));
     expect((await api(node(1), '/api/publish', { channel: 'news', message: 'three' })).body).toEqual({
       success: true,
+      offset: 1,
+      epoch: expect.any(String),
     });
     expect((await api(node(2), '/api/v4/publish', { channel: 'news', message: 'four' })).body).toEqual({
       success: true,
+      offset: 1,
+      epoch: expect.any(String),
     });
     for (const client of v3) expect((await client.next()).text).toBe('three');
     for (const client of v4) expect((await client.next()).text).toBe('four');

@@ -61,15 +61,29 @@ describe('key changes reach every gateway at once', () => {
       await waitFor('the new key', async () => (await publish(node, record)).status === 200);
 
     await keys('domains', record.key, 'allowed.example');
-    const [first] = nodes as [TestGateway];
-    await waitFor('the new domain list', async () => {
-      const client = await connectClient(first.wsUrl('/v3/c', { api_key: record.key }), {
-        origin: 'https://evil.example',
+    // With presence on, an admitted socket's first frame is its member list; a refused one's is the
+    // error frame, followed by the close.
+    const refused = { error: 'Origin not allowed for this API key' };
+    for (const node of nodes) {
+      await waitFor('the new domain list', async () => {
+        const client = await connectClient(node.wsUrl('/v3/c', { api_key: record.key, presence: '1' }), {
+          origin: 'https://evil.example',
+        });
+        const first = await client.next();
+        if (first.json?.['event'] === 'system:member_list') {
+          client.close();
+          return false;
+        }
+        expect(first.json).toEqual(refused);
+        expect(await client.closed).toEqual({ code: 4503, reason: refused.error });
+        return true;
       });
-      const closed = await Promise.race([client.closed, new Promise((r) => setTimeout(() => r(null), 300))]);
-      client.close();
-      return closed !== null;
-    });
+      const allowed = await connectClient(node.wsUrl('/v3/c', { api_key: record.key, presence: '1' }), {
+        origin: 'https://allowed.example',
+      });
+      expect((await allowed.next()).json?.['event']).toBe('system:member_list');
+      allowed.close();
+    }
 
     await keys('delete', record.key);
     for (const node of nodes)

@@ -58,7 +58,7 @@ describe('npm start (switchboard start)', () => {
       channel: 'room-1',
       message: { event: 'hello', data: 'world' },
     });
-    expect(published.body).toEqual({ success: true });
+    expect(published.body).toEqual({ success: true, offset: 1, epoch: expect.any(String) });
     expect((await client.next()).text).toBe('{"event":"hello","data":"world"}');
     const counts = await fetch(`http://127.0.0.1:${accountPort}/api/connections`, {
       headers: { key, secret },

@@ -1,7 +1,12 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { inspect } from 'node:util';
 import {
   ConfigError,
+  EngineUnavailableError,
+  SetupError,
   createEngine,
   createLogger,
+  fileSystemReason,
   generateKeyRecord,
   createMetrics,
   loadConfig,
@@ -10,6 +15,7 @@ import {
 } from '@switchboard/core';
 import type { Config, Engine, Logger, Metrics } from '@switchboard/core';
 import type { Env } from './commands/index';
+import { listenOn } from './listen';
 
 export interface Runtime {
   config: Config;
@@ -19,22 +25,104 @@ export interface Runtime {
   metrics: Metrics | undefined;
 }
 
-/** Loads the config (printing one line per problem on failure), the logger and the engine. */
-export async function boot(env: Env, service: string): Promise<Runtime | undefined> {
+/** What a command has opened so far; closed newest first when a later step of its start fails. */
+export class Opened {
+  private readonly closers: (() => Promise<void>)[] = [];
+
+  add(close: () => Promise<void>): void {
+    this.closers.push(close);
+  }
+
+  async closeAll(): Promise<void> {
+    for (const close of this.closers.splice(0).reverse()) await close().catch(() => undefined);
+  }
+}
+
+/** A started server command: its logger and how SIGTERM or SIGINT stops it. */
+export interface Service {
+  readonly logger: Logger;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a server command, all or nothing. When a step fails (the configuration, the data
+ * directory, the keys file, a port) whatever was opened before is closed, stderr gets one line
+ * naming the cause and the fix (one line per problem for an invalid configuration; the stack
+ * trace follows at `LOG_LEVEL=debug`), and the result is exit code 1.
+ */
+export async function startService<T extends Service>(
+  env: Env,
+  service: string,
+  start: (runtime: Runtime, opened: Opened) => Promise<T>,
+): Promise<T | number> {
   let config: Config;
   try {
     config = loadConfig(env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.problems.join('\n')}\n`);
-    return undefined;
+    return 1;
   }
+  const opened = new Opened();
+  try {
+    return await start(await boot(config, service, opened), opened);
+  } catch (error) {
+    await opened.closeAll();
+    const line =
+      error instanceof SetupError
+        ? error.message
+        : error instanceof EngineUnavailableError && config.redis
+          ? redisUnreachable(config.redis)
+          : `cannot start the ${service} service: ${error instanceof Error ? error.message : String(error)} (LOG_LEVEL=debug prints the stack trace)`;
+    process.stderr.write(`${line}\n`);
+    if (config.logLevel === 'debug' || config.logLevel === 'trace')
+      process.stderr.write(`${inspect(error)}\n`);
+    return 1;
+  }
+}
+
+/**
+ * A server starts while Redis is down (it serves `unavailable` until Redis answers), unless the
+ * start itself needs Redis: writing `SWITCHBOARD_KEYS`, or the first-start key check of `start`.
+ */
+function redisUnreachable(redis: NonNullable<Config['redis']>): string {
+  if (redis.kind === 'cluster') {
+    const nodes = redis.nodes.map((node) => `${node.host}:${node.port}`).join(',');
+    return `Redis Cluster at ${nodes} (REDIS_CLUSTER_NODES) is unreachable: start it, or set REDIS_CLUSTER_NODES to nodes that answer`;
+  }
+  let where = 'REDIS_URL';
+  try {
+    where = new URL(redis.url).host; // never the password
+  } catch {
+    // Not a URL the WHATWG parser takes: name the variable only.
+  }
+  return `Redis at ${where} (REDIS_URL) is unreachable: start it, or set REDIS_URL to a server that answers`;
+}
+
+/** `startService`, then serve until SIGTERM or SIGINT stops the service and the process exits. */
+export async function runService<T extends Service>(
+  env: Env,
+  service: string,
+  start: (runtime: Runtime, opened: Opened) => Promise<T>,
+): Promise<number | undefined> {
+  const started = await startService(env, service, start);
+  if (typeof started === 'number') return started;
+  onShutdownSignal(started.logger, () => started.stop());
+  return undefined;
+}
+
+/** The logger, the engine (checked before any port opens), the seed keys and the metrics. */
+async function boot(config: Config, service: string, opened: Opened): Promise<Runtime> {
   const logger = createLogger({ level: config.logLevel, nodeId: config.nodeId });
   logger.info(
     { service, engine: config.redis ? config.redis.kind : 'memory', pid: process.pid, node: process.version },
     'starting',
   );
+  if (!config.redis) prepareDataDir(config.dataDir);
   const engine = await createEngine(config, { logger });
+  opened.add(() => engine.close());
+  // Reads the memory engine's keys file now, so a damaged one stops the start here.
+  if (engine.kind === 'memory') await engine.keys.list();
   // Seeded keys that changed are announced so running nodes drop their cached records at once.
   const changed = await seedKeys(engine.keys, config.seedKeys);
   for (const key of changed) {
@@ -48,11 +136,32 @@ export async function boot(env: Env, service: string): Promise<Runtime | undefin
   return { config, logger, engine, metrics };
 }
 
+/**
+ * The in-memory engine keeps its keys in the data directory, written on the first start (the
+ * development key), at every changed seed key and by `switchboard keys`: it must be writable
+ * before anything listens, even when today's start would write nothing.
+ */
+function prepareDataDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    throw new SetupError(
+      `cannot write to the data directory ${dir} (SWITCHBOARD_DATA_DIR): ${fileSystemReason(error)}: make it writable by the user running Switchboard, or set SWITCHBOARD_DATA_DIR to another directory`,
+      { cause: error },
+    );
+  }
+}
+
 /** Serves `/metrics` on `METRICS_PORT` when set; resolves the closer (a no-op otherwise). */
-export async function serveMetrics(runtime: Runtime): Promise<() => Promise<void>> {
+export async function serveMetrics(runtime: Runtime, opened: Opened): Promise<() => Promise<void>> {
   const { metrics, config, logger } = runtime;
   if (!metrics || config.metricsPort === undefined) return async () => undefined;
-  const server = await startMetricsServer(metrics, config.metricsPort, config.host);
+  const port = config.metricsPort;
+  const server = await listenOn('METRICS_PORT', config.host, port, () =>
+    startMetricsServer(metrics, port, config.host),
+  );
+  opened.add(() => server.close());
   logger.info({ port: server.port, service: 'metrics' }, 'metrics ready');
   return () => server.close();
 }
@@ -87,12 +196,22 @@ export async function ensureDevelopmentKey(
   );
 }
 
-/** SIGTERM/SIGINT run `shutdown` once; a second signal exits at once. */
+/**
+ * Under `npm start` in a terminal, one Ctrl-C arrives twice within milliseconds: the terminal
+ * signals its whole foreground process group, and npm forwards the signal it got. A repeat of the
+ * same signal this soon is that one request, not a second one.
+ */
+const REPEAT_MS = 1000;
+
+/** SIGTERM/SIGINT run `shutdown` once, then exit 0; a second signal exits 1 at once. */
 export function onShutdownSignal(logger: Logger, shutdown: () => Promise<void>): void {
-  let stopping = false;
+  let first: { signal: NodeJS.Signals; at: number } | undefined;
   const handle = (signal: NodeJS.Signals): void => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (first) {
+      if (signal === first.signal && Date.now() - first.at < REPEAT_MS) return;
+      process.exit(1);
+    }
+    first = { signal, at: Date.now() };
     logger.info({ signal }, 'shutting down');
     shutdown().then(
       () => process.exit(0),

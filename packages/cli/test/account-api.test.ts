@@ -66,10 +66,16 @@ describe('switchboard account-api', () => {
     expect(lines.slice(1).every((line) => line.startsWith('SWITCHBOARD_KEYS'))).toBe(true);
   });
 
-  test('a taken port is exit 1', async () => {
+  test('a taken port is exit 1 with one line naming the port and the fix', async () => {
     const first = await start();
     try {
-      expect(await startAccountApiProcess({ ...env, ACCOUNT_PORT: String(first.port) })).toBe(1);
+      const { result, stderr } = await captured(() =>
+        startAccountApiProcess({ ...env, ACCOUNT_PORT: String(first.port) }),
+      );
+      expect(result).toBe(1);
+      expect(stderr).toBe(
+        `port ${first.port} (ACCOUNT_PORT) is already in use on 127.0.0.1: stop the other process or set ACCOUNT_PORT\n`,
+      );
     } finally {
       await first.stop();
     }

@@ -70,6 +70,18 @@ describe('switchboard keys on Redis', () => {
     expect(again.stderr).toMatch(/Unknown API key/);
   });
 
+  test('keys create --history-* and keys history store the override in Redis and announce it', async () => {
+    const created = await keys('create', '--json', '--history-size', '0', '--history-ttl', '90');
+    const record = JSON.parse(created.stdout) as ApiKeyRecord;
+    expect(await observer.keys.get(record.key)).toEqual({ ...record, history: { size: 0, ttlSeconds: 90 } });
+    controls.length = 0;
+    expect((await keys('history', record.key, '25', 'default')).result).toBe(0);
+    expect((await observer.keys.get(record.key))?.history).toEqual({ size: 25 });
+    await waitForControl(record.key);
+    expect((await keys('list')).stdout).toMatch(new RegExp(`${record.key} .* size=25 ttl=120s `));
+    await keys('delete', record.key);
+  });
+
   test('a key created on Redis opens the account API started against the same Redis', async () => {
     const record = JSON.parse((await keys('create', '--json')).stdout) as ApiKeyRecord;
     const running = await startAccountApiProcess({ ...env, ACCOUNT_PORT: '0', HOST: '127.0.0.1' });

@@ -111,7 +111,7 @@ describe('keys list', () => {
     const { result, stdout } = await keys('list');
     expect(result).toBe(0);
     const lines = stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^KEY +DOMAINS +OPTIONS +CREATED$/);
+    expect(lines[0]).toMatch(/^KEY +DOMAINS +OPTIONS +HISTORY +CREATED$/);
     expect(lines).toHaveLength(3);
     expect(stdout).toContain(a.key);
     expect(stdout).toContain('example.com,example.org');
@@ -219,6 +219,79 @@ describe('keys domains', () => {
     const { result, stderr } = await keys('domains', 'nope', 'example.com');
     expect(result).toBe(1);
     expect(stderr).toMatch(/Unknown API key "nope"/);
+  });
+});
+
+describe('history retention', () => {
+  test('keys create takes a size and a TTL, each optional, and stores them with the key', async () => {
+    const both = await createKey('--history-size', '0', '--history-ttl=3600');
+    expect(both.history).toEqual({ size: 0, ttlSeconds: 3600 });
+    const ttlOnly = await createKey('--history-ttl', '30');
+    expect(ttlOnly.history).toEqual({ ttlSeconds: 30 });
+    const plain = await createKey();
+    expect(plain).not.toHaveProperty('history');
+    expect(storedKeys()).toEqual([both, ttlOnly, plain]);
+    const { stdout } = await keys('create', '--history-size', '10');
+    expect(stdout).toMatch(/^history: +size=10 ttl=120s$/m);
+  });
+
+  test("keys list shows each key's retention, marking the configured one", async () => {
+    env = { ...env, HISTORY_SIZE: '50' };
+    const custom = await createKey('--history-size', '7');
+    const plain = await createKey();
+    const { stdout } = await keys('list');
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^KEY +DOMAINS +OPTIONS +HISTORY +CREATED$/);
+    expect(lines.find((line) => line.startsWith(custom.key))).toMatch(/ size=7 ttl=120s +\d{4}-/);
+    expect(lines.find((line) => line.startsWith(plain.key))).toMatch(/ size=50 ttl=120s \(default\) +\d{4}-/);
+    const listed = JSON.parse((await keys('list', '--json')).stdout) as ApiKeyRecord[];
+    expect(listed.find((r) => r.key === custom.key)?.history).toEqual({ size: 7 });
+  });
+
+  test("keys history sets, partly resets and drops a key's override, and announces it", async () => {
+    const a = await createKey();
+    const publish = jest.spyOn(MemoryBroker.prototype, 'publishControl');
+    try {
+      const { result, stdout } = await keys('history', a.key, '0', '600');
+      expect(result).toBe(0);
+      expect(stdout).toContain(`History of ${a.key}: size=0 ttl=600s`);
+      expect(publish).toHaveBeenCalledWith({ type: 'key-changed', key: a.key });
+    } finally {
+      publish.mockRestore();
+    }
+    expect(storedKeys()[0]).toEqual({ ...a, history: { size: 0, ttlSeconds: 600 } });
+    const partly = await keys('history', a.key, 'default', '60', '--json');
+    expect(JSON.parse(partly.stdout)).toMatchObject({ key: a.key, history: { ttlSeconds: 60 } });
+    expect(JSON.parse(partly.stdout)).not.toHaveProperty('secret');
+    expect(storedKeys()[0]?.history).toEqual({ ttlSeconds: 60 });
+    const dropped = await keys('history', a.key, 'default', 'default');
+    expect(dropped.stdout).toContain('size=100 ttl=120s (default)');
+    expect(storedKeys()[0]).toEqual(a);
+  });
+
+  test('keys history of an unknown key is exit 1', async () => {
+    const { result, stderr } = await keys('history', 'nope', '10', '10');
+    expect(result).toBe(1);
+    expect(stderr).toMatch(/Unknown API key "nope"/);
+  });
+
+  test.each([
+    [['create', '--history-size', '-1']],
+    [['create', '--history-size', '10001']],
+    [['create', '--history-size', 'default']],
+    [['create', '--history-ttl', '0']],
+    [['create', '--history-ttl', '1.5']],
+    [['create', '--history-ttl']],
+    [['history', 'key', '10']],
+    [['history', 'key', '10', '10', '10']],
+    [['history', 'key', 'ten', '10']],
+    [['history', 'key', '10', '0']],
+  ])('keys %j is exit 2 naming the bad value, and stores nothing', async (argv) => {
+    const { result, stdout, stderr } = await keys(...argv);
+    expect(result).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.split('\n')[0]).toMatch(/history|needs a value/);
+    expect(() => statSync(join(data.dir, 'keys.json'))).toThrow();
   });
 });
 

@@ -1,5 +1,6 @@
 export * from './types';
 export * from './errors';
+export * from './setup-error';
 export * from './logger';
 export * from './config/load';
 export type { Env, SeedKey } from './config/schema';
@@ -10,6 +11,7 @@ export * from './broker/broker';
 export * from './history/history';
 export * from './history/history-memory';
 export * from './history/retention';
+export { isValidEpoch, MAX_EPOCH_LENGTH } from './history/epochs';
 export * from './broker/broker-memory';
 export * from './presence/presence-store';
 export * from './presence/presence-memory';

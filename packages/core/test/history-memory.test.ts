@@ -1,4 +1,5 @@
 import { createMemoryEngine, createMemoryState } from '../src/engine';
+import { isValidEpoch, newEpoch } from '../src/history/epochs';
 import type { Engine, MemoryState } from '../src/engine';
 import { describeHistoryContract } from './contracts/history.contract';
 import type { HistoryEngine } from './contracts/history.contract';
@@ -48,11 +49,35 @@ describe('memory history', () => {
     await engine.close();
   });
 
+  it("keeps the stream a read starts for the query's TTL, else the configured one", async () => {
+    let now = 0;
+    const state = createMemoryState({ now: () => now, historyTtlSeconds: 10 });
+    const topic = (channel: string) => ({ key: 'k', protocol: 'v4' as const, channel });
+    const configured = await state.history.read(topic('a'), { limit: 1 });
+    const asked = await state.history.read(topic('b'), { limit: 1, ttlSeconds: 60 });
+    now += 10_000;
+    expect((await state.history.read(topic('a'), { limit: 1 })).epoch).not.toBe(configured.epoch);
+    expect((await state.history.read(topic('b'), { limit: 1 })).epoch).toBe(asked.epoch);
+  });
+
   it('starts a new epoch for every new state (an engine restart)', async () => {
     const topic = { key: 'k', protocol: 'v4' as const, channel: 'c' };
     const epochs = new Set<string>();
     for (let i = 0; i < 20; i++)
       epochs.add((await createMemoryState().history.read(topic, { limit: 1 })).epoch);
     expect(epochs.size).toBe(20);
+  });
+});
+
+describe('epochs', () => {
+  it('are unique short tokens that isValidEpoch accepts, and it refuses anything else', () => {
+    const drawn = Array.from({ length: 1000 }, newEpoch);
+    expect(new Set(drawn).size).toBe(1000);
+    expect(drawn.every(isValidEpoch)).toBe(true);
+    expect(drawn.every((e) => e.length <= 19)).toBe(true);
+    for (const bad of ['', 'a'.repeat(33), 'a b', 'a|b', 'ä', 7, null, undefined, ['x']]) {
+      expect(isValidEpoch(bad)).toBe(false);
+    }
+    expect(isValidEpoch('A-z_09')).toBe(true);
   });
 });

@@ -5,6 +5,10 @@ import { RedisHistory } from '../src/redis/history-redis';
 import { describeHistoryContract } from './contracts/history.contract';
 import type { HistoryEngine } from './contracts/history.contract';
 import { describeEachRedis } from './support/redis-targets';
+import type { RedisBackend } from './support/redis-targets';
+import { unique, waitUntil } from './support/wait';
+import type { Publication } from '../src/broker/broker';
+import type { Topic } from '../src/types';
 
 describeEachRedis((backend) => {
   describeHistoryContract('redis', async () => {
@@ -36,4 +40,118 @@ describeEachRedis((backend) => {
       },
     };
   });
+
+  describeRedisStreams(backend);
 });
+
+/** What only Redis has: keys with TTLs, keys lost one at a time, the wire on the channel. */
+function describeRedisStreams(backend: () => RedisBackend): void {
+  describe('Redis topic streams', () => {
+    let clients: RedisClients;
+    let keys: ReturnType<RedisBackend['freshKeys']>;
+    let broker: RedisBroker;
+    let history: RedisHistory;
+    let topic: Topic;
+    const received: Publication[] = [];
+
+    beforeEach(async () => {
+      clients = await backend().clients();
+      keys = backend().freshKeys();
+      broker = new RedisBroker(clients, keys);
+      broker.setHandlers({ message: (p) => received.push(p), control: () => undefined });
+      await broker.ready();
+      history = new RedisHistory(clients.command, keys, 7);
+      topic = { key: unique('key'), protocol: 'v3', channel: 'room' };
+      received.length = 0;
+    });
+
+    afterEach(async () => {
+      await broker.close();
+      await clients.close();
+    });
+
+    const pttl = (key: string) => clients.command.pttl(key);
+    const publish = (body: string, size = 5, ttlSeconds = 30) =>
+      broker.publish(
+        { topic, body, origin: 'n1', acceptedAt: 1_700_000_000_000, source: 'api' },
+        { size, ttlSeconds },
+      );
+
+    it("keeps both history keys under the publication's TTL, renewed by each publication", async () => {
+      await publish('a', 5, 30);
+      for (const key of [keys.historyMeta(topic), keys.historyStream(topic)]) {
+        expect(await pttl(key)).toBeGreaterThan(25_000);
+        expect(await pttl(key)).toBeLessThanOrEqual(30_000);
+      }
+      await publish('b', 5, 300);
+      expect(await pttl(keys.historyMeta(topic))).toBeGreaterThan(290_000);
+      expect(await pttl(keys.historyStream(topic))).toBeGreaterThan(290_000);
+    });
+
+    it("gives the stream a read starts the query's TTL, else the configured one, and no list", async () => {
+      await history.read(topic, { limit: 10 });
+      const ttl = await pttl(keys.historyMeta(topic));
+      expect(ttl).toBeGreaterThan(5_000);
+      expect(ttl).toBeLessThanOrEqual(7_000);
+      expect(await clients.command.exists(keys.historyStream(topic))).toBe(0);
+      const other: Topic = { ...topic, channel: 'other' };
+      await history.read(other, { limit: 10, ttlSeconds: 600 });
+      expect(await pttl(keys.historyMeta(other))).toBeGreaterThan(590_000);
+      // A read does not extend a stream's life: that is the publications' job.
+      await publish('a', 5, 30);
+      await history.read(topic, { limit: 10, ttlSeconds: 600 });
+      expect(await pttl(keys.historyMeta(topic))).toBeLessThanOrEqual(30_000);
+    });
+
+    it('starts a new epoch and never serves the old entries when the meta alone is lost', async () => {
+      const first = await publish('a');
+      await publish('b');
+      await clients.command.del(keys.historyMeta(topic));
+      const next = await publish('c');
+      expect(next).toEqual({ offset: 1, epoch: expect.any(String) });
+      expect(next?.epoch).not.toBe(first?.epoch);
+      const page = await history.read(topic, { since: 0, limit: 10 });
+      expect(page.publications.map((p) => [p.body, p.offset, p.epoch])).toEqual([['c', 1, next?.epoch]]);
+    });
+
+    it('serves what is left when the list alone is lost: a range that starts late', async () => {
+      await publish('a');
+      await clients.command.del(keys.historyStream(topic));
+      await publish('b');
+      const page = await history.read(topic, { since: 0, limit: 10 });
+      expect(page.offset).toBe(2);
+      expect(page.publications.map((p) => p.offset)).toEqual([2]);
+    });
+
+    it('sends the stored wire form on the channel, fields intact, position inside', async () => {
+      await broker.subscribe(topic);
+      const position = await broker.publish(
+        {
+          topic,
+          body: '{"a":"b|c"}',
+          origin: 'n1',
+          stampable: true,
+          to: 'u|1',
+          source: 'client',
+          acceptedAt: 5,
+        },
+        { size: 5, ttlSeconds: 30 },
+      );
+      await waitUntil('the publication', () => received.length === 1);
+      const expected = {
+        topic,
+        body: '{"a":"b|c"}',
+        origin: 'n1',
+        stampable: true,
+        to: 'u|1',
+        source: 'client',
+        acceptedAt: 5,
+        ...position,
+      };
+      expect(received).toEqual([expected]);
+      expect((await history.read(topic, { limit: 1 })).publications).toEqual([expected]);
+      const [stored] = await clients.command.lrange(keys.historyStream(topic), 0, -1);
+      expect(stored).toBe(`smotC|n1|5|1|${position?.epoch}|3|u|1{"a":"b|c"}`);
+    });
+  });
+}

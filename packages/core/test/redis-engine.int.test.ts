@@ -1,10 +1,12 @@
 import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config/load';
 import type { Engine } from '../src/engine';
 import { EngineUnavailableError } from '../src/errors';
 import { createLogger } from '../src/logger';
 import type { ControlCommand, Publication } from '../src/broker/broker';
 import { createRedisEngine } from '../src/redis/redis-engine';
+import { redisKeys } from '../src/redis/keys';
 import type { Topic } from '../src/types';
 import { startRedis, startRedisCluster } from '../../testing/src/redis-server';
 import type { RedisClusterHandle, RedisServer } from '../../testing/src/redis-server';
@@ -115,6 +117,53 @@ describe('Redis engine through an outage', () => {
     expect(said('Redis back')).toBe(2);
     expect(lines.find((l) => l.msg === 'Redis lost')?.level).toBe(40);
     expect(lines.find((l) => l.msg === 'Redis back')?.level).toBe(30);
+  });
+
+  it('starts new epochs from offset 1 once a Redis restart lost the history, and keeps fanning out', async () => {
+    const config = loadConfig({
+      REDIS_URL: server.url,
+      REDIS_PREFIX: prefix,
+      NODE_ID: 'node-h',
+      HISTORY_TTL_SECONDS: '9',
+    });
+    const h = await createRedisEngine(config, createLogger({ level: 'silent' }));
+    engines.push(h);
+    const received: Publication[] = [];
+    h.broker.setHandlers({ message: (p) => received.push(p), control: () => undefined });
+    const room: Topic = { key: unique('key'), protocol: 'v4', channel: 'room' };
+    await h.broker.subscribe(room);
+    // A read of a topic without a stream starts one that lives HISTORY_TTL_SECONDS.
+    const before = await h.history.read(room, { limit: 10 });
+    expect(before).toEqual({ offset: 0, epoch: expect.any(String), publications: [] });
+    const raw = new Redis(server.url);
+    const ttl = await raw.pttl(redisKeys(prefix).historyMeta(room)).finally(() => raw.disconnect());
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(9000);
+    expect(await h.broker.publish({ topic: room, body: 'a', origin: 'node-h' }, config.history)).toEqual({
+      offset: 1,
+      epoch: before.epoch,
+    });
+    expect(config.history).toEqual({ size: 100, ttlSeconds: 9 });
+
+    await server.restart();
+    await waitUntil('availability true', () => h.isAvailable(), 5000);
+    const after = await h.history.read(room, { since: 1, limit: 10 });
+    expect(after.offset).toBe(0);
+    expect(after.epoch).not.toBe(before.epoch);
+    await waitUntil(
+      'a publication of the new epoch delivered',
+      () => {
+        if (received.some((p) => p.body === 'b')) return true;
+        void h.broker
+          .publish({ topic: room, body: 'b', origin: 'node-h' }, config.history)
+          .catch(() => undefined);
+        return false;
+      },
+      5000,
+    );
+    const fresh = received.filter((p) => p.body === 'b');
+    expect(fresh[0]).toMatchObject({ offset: 1, epoch: after.epoch });
+    expect(fresh.map((p) => p.offset)).toEqual(fresh.map((_, i) => i + 1));
   });
 
   it('starts unavailable when Redis is down, and becomes available when it comes up', async () => {

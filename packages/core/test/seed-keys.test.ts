@@ -26,6 +26,17 @@ describe('seedKeys', () => {
     expect(await store.get('seeded')).toEqual({ ...update, createdAt: '2026-03-01T00:00:00.000Z' });
   });
 
+  test("sets, changes and removes a key's history override", async () => {
+    const store = new MemoryKeyStore();
+    await seedKeys(store, [seed({ history: { size: 10 } })]);
+    expect((await store.get('seeded'))?.history).toEqual({ size: 10 });
+    expect(await seedKeys(store, [seed({ history: { size: 10 } })])).toEqual([]);
+    expect(await seedKeys(store, [seed({ history: { size: 10, ttlSeconds: 30 } })])).toEqual(['seeded']);
+    expect((await store.get('seeded'))?.history).toEqual({ size: 10, ttlSeconds: 30 });
+    expect(await seedKeys(store, [seed()])).toEqual(['seeded']);
+    expect(await store.get('seeded')).not.toHaveProperty('history');
+  });
+
   test('leaves an unchanged key alone', async () => {
     const store = new MemoryKeyStore();
     await seedKeys(store, [seed()]);

@@ -95,12 +95,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
   );
 
+  const reportedDrops = new Set<string>();
   engine.broker.setHandlers({
     message(publication) {
       // This node delivered its own publications to plain subscribers when they entered; opted-in
       // subscribers get stream publications only now, with the offset the engine assigned.
       if (publication.origin !== config.nodeId) deliverLocal(ctx, publication);
       if (publication.offset !== undefined) streams.receive(publication);
+    },
+    resubscribed() {
+      streams.resync();
     },
     control(command: ControlCommand) {
       if (command.type === 'kick') executeKick(ctx, command.selector);
@@ -109,6 +113,20 @@ export function createGateway(deps: GatewayDeps): Gateway {
         logger.warn('this node was declared dead by the cluster; rewriting its presence and counts');
         void recovery.restore();
       }
+    },
+    dropped(kind, problem) {
+      ctx.meters.dropped(kind);
+      // Once per kind of problem: a stream of bad messages must not flood the log.
+      const id = `${kind}: ${problem}`;
+      if (reportedDrops.has(id)) return;
+      reportedDrops.add(id);
+      logger.warn(
+        { kind, problem },
+        'dropped a message from the engine that does not parse (a newer or broken node?); further ones like it are only counted in switchboard_dropped_messages_total',
+      );
+    },
+    failed(kind, error) {
+      logger.error({ err: error, kind }, 'handling a message from the engine failed; it was skipped');
     },
   });
   ctx.meters.redisConnected(engine.kind === 'redis' && engine.isAvailable());
@@ -160,7 +178,12 @@ export function createGateway(deps: GatewayDeps): Gateway {
     context: ctx,
     async listen() {
       await membership.start();
-      const port = await ctx.transport.listen(config.host, config.port);
+      // A node that cannot bind never served: it leaves the cluster at once instead of waiting to
+      // be declared dead.
+      const port = await ctx.transport.listen(config.host, config.port).catch(async (error: unknown) => {
+        await membership.leave();
+        throw error;
+      });
       logger.info({ port, host: config.host, engine: engine.kind }, 'ready');
       return port;
     },

@@ -1,4 +1,5 @@
-import type { Metrics, Protocol } from '@switchboard/core';
+import { CLOSE_CODES } from '@switchboard/core';
+import type { DroppedKind, Metrics, Protocol } from '@switchboard/core';
 
 type Count = { inc(value?: number): void };
 type Level = { inc(value?: number): void; dec(value?: number): void };
@@ -14,12 +15,28 @@ export interface Meters {
   readonly messagesOut: Record<Protocol, { api: Count; client: Count }>;
   readonly kicks: Record<Protocol, Count>;
   deliveryLatency(protocol: Protocol, seconds: number): void;
+  /** Counts a WebSocket close; codes outside `CLOSE_LABELS` count as `other`. */
   closed(code: number): void;
+  /** Counts a message from the engine that did not parse. */
+  dropped(kind: DroppedKind): void;
   http(route: string, status: number): void;
   redisConnected(up: boolean): void;
   redisCommandError(): void;
   redisReconnected(): void;
 }
+
+/**
+ * The close codes the `closes` metric names: the error catalog's and the standard ones a client or
+ * the network produces (1000 normal, 1001 going away, 1005 no code, 1006 abnormal). Any other code
+ * is the client's own choice and counts as `other`, so a client cannot mint label values.
+ */
+export const CLOSE_LABELS: ReadonlySet<number> = new Set([
+  1000,
+  1001,
+  1005,
+  1006,
+  ...Object.values(CLOSE_CODES).map((close) => close.code),
+]);
 
 const NOOP: Level = { inc: () => undefined, dec: () => undefined };
 
@@ -34,6 +51,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
       kicks: both(NOOP),
       deliveryLatency: () => undefined,
       closed: () => undefined,
+      dropped: () => undefined,
       http: () => undefined,
       redisConnected: () => undefined,
       redisCommandError: () => undefined,
@@ -58,7 +76,8 @@ export function createMeters(metrics: Metrics | undefined): Meters {
     })),
     kicks: per((protocol) => metrics.kicks.labels(protocol)),
     deliveryLatency: (protocol, seconds) => latency[protocol].observe(seconds),
-    closed: (code) => metrics.closes.inc({ code: String(code) }),
+    closed: (code) => metrics.closes.inc({ code: CLOSE_LABELS.has(code) ? String(code) : 'other' }),
+    dropped: (kind) => metrics.droppedMessages.inc({ kind }),
     http: (route, status) => metrics.httpRequests.inc({ route, status: String(status) }),
     redisConnected: (up) => metrics.redisConnected.set(up ? 1 : 0),
     redisCommandError: () => metrics.redisCommandErrors.inc(),

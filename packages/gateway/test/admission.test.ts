@@ -1,6 +1,6 @@
 import { createMemoryState } from '@switchboard/core';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { TestClient, connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import { TestClient, connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import { SignJWT } from 'jose';
 
@@ -54,10 +54,14 @@ describe('admission (SPEC §6 order, §7 codes)', () => {
 
   it('allows listed domains and their subdomains, servers without Origin, and refuses others with 4503', async () => {
     const url = node.wsUrl('/v3/room', { api_key: key.key });
-    track(await connectClient(url, { origin: 'https://example.com' }));
-    track(await connectClient(url, { origin: 'https://app.example.com:8443' }));
-    const server = track(await connectClient(url));
-    await server.expectSilence();
+    const admitted = [
+      track(await connectClient(url, { origin: 'https://example.com' })),
+      track(await connectClient(url, { origin: 'https://app.example.com:8443' })),
+      track(await connectClient(url)),
+    ];
+    const message = { key: key.key, secret: key.secret, channel: 'room', message: 'admitted' };
+    expect((await postJson(`${node.httpUrl}/api/publish`, message)).status).toBe(200);
+    for (const client of admitted) expect((await client.next()).text).toBe('admitted');
     await expectRejected(url, 4503, 'Origin not allowed for this API key', {
       origin: 'https://evil-example.com',
     });
@@ -145,10 +149,15 @@ describe('admission (SPEC §6 order, §7 codes)', () => {
   });
 
   it('turns presence on for presence- channels and for presence=1/true/bare, off for 0/false/no', async () => {
+    // With presence, the member list is the first frame, sent when the socket joins; without, a
+    // message published after the socket opened is.
     const presenceOf = async (channel: string, query: Record<string, string>): Promise<boolean> => {
       const client = track(await connectClient(node.wsUrl(`/v3/${channel}`, { api_key: key.key, ...query })));
-      const frame = await client.next(() => true, 300).catch(() => undefined);
-      return frame?.json?.['event'] === 'system:member_list';
+      const message = { key: key.key, secret: key.secret, channel, message: 'probe' };
+      expect((await postJson(`${node.httpUrl}/api/publish`, message)).status).toBe(200);
+      const first = await client.next();
+      if (first.text !== 'probe') await client.next((frame) => frame.text === 'probe');
+      return first.json?.['event'] === 'system:member_list';
     };
     expect(await presenceOf('presence-room', {})).toBe(true);
     expect(await presenceOf('r1', { presence: 'true' })).toBe(true);
@@ -196,7 +205,11 @@ describe('connection limits', () => {
     try {
       const k = await createTestKey(limited.engine);
       const a = await connectClient(limited.wsUrl('/v3/one', { api_key: k.key }));
-      await a.expectSilence(() => true, 50);
+      const deadline = Date.now() + 5000;
+      while ((await limited.engine.counts.sum(k.key)) !== 1) {
+        if (Date.now() > deadline) throw new Error('the first connection was never counted');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       const c = new TestClient(limited.wsUrl('/v4/two', { api_key: k.key }));
       expect((await c.next()).json).toEqual({ error: 'Connection limit reached for this API key' });
       expect((await c.closed).code).toBe(4529);

@@ -18,6 +18,8 @@ describe('POST /api/publish and /api/v4/publish', () => {
     const client = await open('/v3/alias');
     expect((await call('/api/publish', { channelId: 'alias', message: '{"event":"a"}' })).body).toEqual({
       success: true,
+      offset: 1,
+      epoch: expect.any(String),
     });
     expect((await client.next()).text).toBe('{"event":"a"}');
     await call('/api/publish', { roomId: 'alias', message: 42 });

@@ -52,3 +52,32 @@ it('records connections, subscriptions, messages, latency, kicks, closes and HTT
     await node.close();
   }
 });
+
+/** A client picks its own close code; the `code` label only takes the catalog's and the standard ones. */
+it('labels closes with codes outside the error catalog as other', async () => {
+  const metrics = createMetrics({ service: 'gateway', nodeId: 'n1', defaultMetrics: false });
+  const node = await startGateway({ memoryState: createMemoryState(), metrics });
+  const series = async (): Promise<Record<string, number>> => {
+    const closes = (await metrics.registry.getMetricsAsJSON()).find(
+      (m) => m.name === 'switchboard_closes_total',
+    );
+    return Object.fromEntries((closes?.values ?? []).map((v) => [String(v.labels['code']), v.value]));
+  };
+  try {
+    const key = await createTestKey(node.engine);
+    const codes = [1000, 4123, 4321, 4999, 4509, 4000];
+    for (const code of codes) {
+      const client = await connectClient(node.wsUrl('/v4/m', { api_key: key.key }));
+      client.socket.close(code);
+      await client.closed;
+    }
+    const deadline = Date.now() + 5000;
+    while (Object.values(await series()).reduce((a, b) => a + b, 0) < codes.length) {
+      if (Date.now() > deadline) throw new Error(`closes not all counted: ${JSON.stringify(await series())}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(await series()).toEqual({ '1000': 1, '4000': 1, '4509': 1, other: 3 });
+  } finally {
+    await node.close();
+  }
+});

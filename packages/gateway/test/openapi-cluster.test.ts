@@ -74,6 +74,7 @@ beforeAll(async () => {
     isAvailable: () => false,
     broker: failingPort(healthy.broker, fail, ['publish', 'publishControl']),
     presence: failingPort(healthy.presence, fail),
+    history: failingPort(healthy.history, fail),
   };
   const gateway = createGateway({ config, engine, logger: createLogger({ level: 'silent' }) });
   broken = { gateway, engine, url: `http://127.0.0.1:${await gateway.listen()}` };

@@ -237,7 +237,7 @@ describe('piesocket-js 5.1.0 (v3 browser SDK) with piesocket-nodejs 1.1.0 (serve
       { author: 7 },
     );
     expect(response.status).toBe(200);
-    expect(response.data).toEqual({ success: true });
+    expect(response.data).toEqual({ success: true, offset: 1, epoch: expect.any(String) });
     // What the SDK sent: its own URL and body, `channelId` rather than `channel`.
     const request = sdkRequests.at(-1)!;
     expect(request.url).toBe('https://switchboard-test.piesocket.com/api/publish?src=piesocket-nodejs&v=3');

@@ -85,6 +85,7 @@ export async function createTestKey(
     clientMessages: options.clientMessages ?? true,
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
+    ...(options.history ? { history: options.history } : {}),
   };
   await engine.keys.put(record);
   return record;

@@ -9,6 +9,8 @@ export interface SwitchboardProcess {
   readonly child: ChildProcess;
   /** Every stdout and stderr line so far. */
   readonly lines: string[];
+  /** The stderr lines so far (also in `lines`). */
+  readonly errorLines: string[];
   /** Resolves the first line (past or future) matching; rejects on timeout or exit. */
   waitForLine(match: (line: string) => boolean, timeoutMs?: number): Promise<string>;
   /** Resolves the first JSON log line whose fields match. */
@@ -24,20 +26,25 @@ export function startSwitchboardProcess(args: string[], env: Record<string, stri
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
+  const errorLines: string[] = [];
   const waiters = new Set<() => void>();
-  const feed = (chunk: Buffer, carry: { rest: string }): void => {
+  const feed = (chunk: Buffer, carry: { rest: string; into?: string[] }): void => {
     const parts = (carry.rest + chunk.toString('utf8')).split('\n');
     carry.rest = parts.pop() ?? '';
     lines.push(...parts);
+    carry.into?.push(...parts);
     for (const wake of [...waiters]) wake();
   };
   const out = { rest: '' };
-  const err = { rest: '' };
+  const err = { rest: '', into: errorLines };
   child.stdout?.on('data', (chunk: Buffer) => feed(chunk, out));
   child.stderr?.on('data', (chunk: Buffer) => feed(chunk, err));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
-      for (const rest of [out.rest, err.rest]) if (rest) lines.push(rest);
+    // 'close', not 'exit': it comes after the last stdout and stderr data.
+    child.once('close', (code, signal) => {
+      if (out.rest) lines.push(out.rest);
+      if (err.rest) lines.push(err.rest);
+      if (err.rest) errorLines.push(err.rest);
       resolve({ code, signal });
       for (const wake of [...waiters]) wake();
     });
@@ -85,6 +92,7 @@ export function startSwitchboardProcess(args: string[], env: Record<string, stri
   return {
     child,
     lines,
+    errorLines,
     waitForLine,
     waitForLog: async (fields, timeoutMs) => {
       const line = await waitForLine((candidate) => {

@@ -1,6 +1,8 @@
 import type { Logger } from '@switchboard/core';
 import { startAccountApi } from '@switchboard/account-api';
-import { boot, onShutdownSignal, serveMetrics } from '../bootstrap';
+import { runService, serveMetrics, startService } from '../bootstrap';
+import type { Runtime, Opened } from '../bootstrap';
+import { listenOn } from '../listen';
 import type { Env } from './index';
 
 export interface AccountApiProcess {
@@ -10,42 +12,37 @@ export interface AccountApiProcess {
   stop(): Promise<void>;
 }
 
-/**
- * Starts the account API from the environment: config, logger, engine, seed keys (announced to
- * the gateways when they changed), listen, metrics. Resolves the running service, or an exit
- * code when it cannot start (1, with one line per problem on stderr for an invalid config).
- */
-export async function startAccountApiProcess(env: Env): Promise<AccountApiProcess | number> {
-  const runtime = await boot(env, 'account-api');
-  if (!runtime) return 1;
+async function start(runtime: Runtime, opened: Opened): Promise<AccountApiProcess> {
   const { config, engine, metrics } = runtime;
   const logger = runtime.logger.child({ service: 'account-api' });
-  try {
-    const server = await startAccountApi({ engine, logger, config, ...(metrics ? { metrics } : {}) });
-    const stopMetrics = await serveMetrics(runtime);
-    logger.info({ port: server.port, host: config.host, engine: engine.kind }, 'ready');
-    return {
-      port: server.port,
-      logger,
-      stop: async () => {
-        logger.info('stopping');
-        await server.close();
-        await engine.close();
-        await stopMetrics();
-        logger.info('stopped');
-      },
-    };
-  } catch (error) {
-    logger.fatal({ err: error }, 'cannot start the account API');
-    await engine.close().catch(() => undefined);
-    return 1;
-  }
+  const stopMetrics = await serveMetrics(runtime, opened);
+  const server = await listenOn('ACCOUNT_PORT', config.host, config.accountPort, () =>
+    startAccountApi({ engine, logger, config, ...(metrics ? { metrics } : {}) }),
+  );
+  logger.info({ port: server.port, host: config.host, engine: engine.kind }, 'ready');
+  return {
+    port: server.port,
+    logger,
+    stop: async () => {
+      logger.info('stopping');
+      await server.close();
+      await engine.close();
+      await stopMetrics();
+      logger.info('stopped');
+    },
+  };
+}
+
+/**
+ * Starts the account API from the environment: config, logger, engine, seed keys (announced to
+ * the gateways when they changed), metrics, listen. Resolves the running service, or exit code 1
+ * when it cannot start, with one line per problem on stderr (`startService`).
+ */
+export function startAccountApiProcess(env: Env): Promise<AccountApiProcess | number> {
+  return startService(env, 'account-api', start);
 }
 
 /** `switchboard account-api`: serves until SIGTERM or SIGINT, then stops and exits 0. */
-export async function runAccountApi(env: Env): Promise<number | undefined> {
-  const started = await startAccountApiProcess(env);
-  if (typeof started === 'number') return started;
-  onShutdownSignal(started.logger, started.stop);
-  return undefined;
+export function runAccountApi(env: Env): Promise<number | undefined> {
+  return runService(env, 'account-api', start);
 }

@@ -1,20 +1,24 @@
 import { createGateway } from '@switchboard/gateway';
-import { boot, onShutdownSignal, serveMetrics } from '../bootstrap';
+import { runService, serveMetrics } from '../bootstrap';
+import { listenOn } from '../listen';
 import type { Env } from './index';
 
-/** `switchboard gateway`: one gateway node. */
-export async function runGateway(env: Env): Promise<number | undefined> {
-  const runtime = await boot(env, 'gateway');
-  if (!runtime) return 1;
-  const { config, logger, engine, metrics } = runtime;
-  const gateway = createGateway({ config, engine, logger, ...(metrics ? { metrics } : {}) });
-  await gateway.listen();
-  const stopMetrics = await serveMetrics(runtime);
-  onShutdownSignal(logger, async () => {
-    await gateway.drain();
-    await gateway.close();
-    await engine.close();
-    await stopMetrics();
+/** `switchboard gateway`: one gateway node. It binds last, after the metrics port. */
+export function runGateway(env: Env): Promise<number | undefined> {
+  return runService(env, 'gateway', async (runtime, opened) => {
+    const { config, logger, engine, metrics } = runtime;
+    const stopMetrics = await serveMetrics(runtime, opened);
+    const gateway = createGateway({ config, engine, logger, ...(metrics ? { metrics } : {}) });
+    opened.add(() => gateway.close());
+    await listenOn('PORT', config.host, config.port, () => gateway.listen());
+    return {
+      logger,
+      stop: async () => {
+        await gateway.drain();
+        await gateway.close();
+        await engine.close();
+        await stopMetrics();
+      },
+    };
   });
-  return undefined;
 }

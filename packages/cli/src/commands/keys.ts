@@ -1,20 +1,35 @@
-import { ConfigError, createEngine, createLogger, generateKeyRecord, loadConfig } from '@switchboard/core';
-import type { ApiKeyRecord, Config, Engine } from '@switchboard/core';
+import {
+  ConfigError,
+  createEngine,
+  createLogger,
+  generateKeyRecord,
+  historyRetention,
+  loadConfig,
+  MAX_HISTORY_SIZE,
+  MAX_HISTORY_TTL_SECONDS,
+} from '@switchboard/core';
+import type { ApiKeyRecord, Config, Engine, HistoryOverride } from '@switchboard/core';
 import type { Env } from './index';
 
 export const KEYS_USAGE = `Usage: switchboard keys <command> [--json]
 
 Commands:
-  keys create [--domain D]... [--no-client-messages] [--force-auth]
+  keys create [--domain D]... [--no-client-messages] [--force-auth] [--history-size N] [--history-ttl S]
                               create a key; prints its key and secret (the secret is shown only here)
-  keys list [--show-secrets]  every key with its domains, options and creation time
+  keys list [--show-secrets]  every key with its domains, options, history and creation time
   keys delete KEY             delete a key: new connections and API calls with it are refused
   keys domains KEY [D]...     replace the key's allowed domains; none allows any origin
+  keys history KEY N S        keep the last N publications per channel for S seconds after the
+                              latest (N 0: no history); "default" for either uses the configured
+                              HISTORY_SIZE / HISTORY_TTL_SECONDS
 
 Options:
   --domain D                  an allowed Origin host (subdomains included), e.g. example.com; repeatable
   --no-client-messages        clients may not publish to channels (default: they may)
   --force-auth                every channel needs a JWT, not only private-… ones
+  --history-size N            publications kept per channel, 0 to ${MAX_HISTORY_SIZE} (default: HISTORY_SIZE)
+  --history-ttl S             seconds history is kept after a channel's latest publication,
+                              1 to ${MAX_HISTORY_TTL_SECONDS} (default: HISTORY_TTL_SECONDS)
   --json                      machine-readable output on stdout
 
 The keys live in the configured engine: Redis when REDIS_URL or REDIS_CLUSTER_NODES is set,
@@ -28,19 +43,25 @@ class UsageError extends Error {}
 interface Parsed {
   positional: string[];
   domains: string[];
+  /** Values of `--history-size` / `--history-ttl` as given (checked by `historyOption`). */
+  history: { size?: string; ttl?: string };
   flags: Set<string>;
 }
 
 const FLAGS_OF: Record<string, readonly string[]> = {
-  create: ['--domain', '--no-client-messages', '--force-auth', '--json'],
+  create: ['--domain', '--no-client-messages', '--force-auth', '--history-size', '--history-ttl', '--json'],
   list: ['--show-secrets', '--json'],
   delete: ['--json'],
   domains: ['--json'],
+  history: ['--json'],
 };
+
+/** Options followed by a value (`--name V` or `--name=V`). */
+const VALUE_OPTIONS = new Set(['--domain', '--history-size', '--history-ttl']);
 
 function parseArgs(command: string, args: readonly string[]): Parsed {
   const allowed = FLAGS_OF[command] ?? [];
-  const parsed: Parsed = { positional: [], domains: [], flags: new Set() };
+  const parsed: Parsed = { positional: [], domains: [], history: {}, flags: new Set() };
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i] ?? '';
     if (arg === '--') {
@@ -53,10 +74,12 @@ function parseArgs(command: string, args: readonly string[]): Parsed {
     }
     const [name = '', inline] = arg.split(/=(.*)/s, 2);
     if (!allowed.includes(name)) throw new UsageError(`Unknown option ${name} for "keys ${command}"`);
-    if (name === '--domain') {
+    if (VALUE_OPTIONS.has(name)) {
       const value = inline ?? args[(i += 1)];
-      if (value === undefined) throw new UsageError('--domain needs a value, e.g. --domain example.com');
-      parsed.domains.push(value);
+      if (value === undefined) throw new UsageError(`${name} needs a value, e.g. ${name} ${EXAMPLE[name]}`);
+      if (name === '--domain') parsed.domains.push(value);
+      else if (name === '--history-size') parsed.history.size = value;
+      else parsed.history.ttl = value;
     } else if (inline !== undefined) {
       throw new UsageError(`${name} takes no value`);
     } else {
@@ -64,6 +87,56 @@ function parseArgs(command: string, args: readonly string[]): Parsed {
     }
   }
   return parsed;
+}
+
+const EXAMPLE: Record<string, string> = {
+  '--domain': 'example.com',
+  '--history-size': '100',
+  '--history-ttl': '120',
+};
+
+/**
+ * A history size (0 to MAX_HISTORY_SIZE) or TTL (1 to MAX_HISTORY_TTL_SECONDS) in decimal;
+ * `default` (only where allowed) is undefined: the configuration's value applies.
+ */
+function historyValue(what: 'size' | 'ttl', text: string, allowDefault: boolean): number | undefined {
+  if (allowDefault && text === 'default') return undefined;
+  const [min, max] = what === 'size' ? [0, MAX_HISTORY_SIZE] : [1, MAX_HISTORY_TTL_SECONDS];
+  const value = /^[0-9]{1,9}$/.test(text) ? Number(text) : NaN;
+  if (!(value >= min && value <= max)) {
+    const name = what === 'size' ? 'history size' : 'history TTL (seconds)';
+    throw new UsageError(
+      `"${text}" is not a ${name}; give a whole number from ${min} to ${max}${allowDefault ? ' or "default"' : ''}`,
+    );
+  }
+  return value;
+}
+
+/** A history override from a size and a TTL, each absent for the configuration's value. */
+function historyOverride(
+  size: number | undefined,
+  ttlSeconds: number | undefined,
+): HistoryOverride | undefined {
+  if (size === undefined && ttlSeconds === undefined) return undefined;
+  return { ...(size !== undefined ? { size } : {}), ...(ttlSeconds !== undefined ? { ttlSeconds } : {}) };
+}
+
+/** The override `keys create` options ask for. */
+function createdHistory(parsed: Parsed): HistoryOverride | undefined {
+  const { size, ttl } = parsed.history;
+  return historyOverride(
+    size === undefined ? undefined : historyValue('size', size, false),
+    ttl === undefined ? undefined : historyValue('ttl', ttl, false),
+  );
+}
+
+/** The override `keys history KEY N S` asks for: `undefined` drops it (both "default"). */
+function requestedHistory(positional: readonly string[]): HistoryOverride | undefined {
+  const [, size, ttl, ...extra] = positional;
+  if (size === undefined || ttl === undefined || extra.length > 0) {
+    throw new UsageError('"keys history" takes a KEY, a size N and a TTL S, e.g. keys history KEY 100 120');
+  }
+  return historyOverride(historyValue('size', size, true), historyValue('ttl', ttl, true));
 }
 
 /**
@@ -87,7 +160,15 @@ const formatDomains = (domains: readonly string[]): string =>
 const formatOptions = (record: ApiKeyRecord): string =>
   `clientMessages=${record.clientMessages} forceAuth=${record.forceAuth}`;
 
+/** The retention the key's channels get, marked when it is the configuration's. */
+function formatHistory(record: ApiKeyRecord, config: Config): string {
+  const { size, ttlSeconds } = historyRetention(record, config);
+  return `size=${size} ttl=${ttlSeconds}s${record.history ? '' : ' (default)'}`;
+}
+
 const withoutSecret = ({ secret: _secret, ...rest }: ApiKeyRecord): Omit<ApiKeyRecord, 'secret'> => rest;
+
+const withoutHistory = ({ history: _history, ...rest }: ApiKeyRecord): ApiKeyRecord => rest;
 
 function table(rows: string[][]): string {
   const widths =
@@ -123,7 +204,7 @@ async function announce(engine: Engine, key: string, io: Io): Promise<void> {
   }
 }
 
-async function run(command: string, parsed: Parsed, engine: Engine, io: Io): Promise<number> {
+async function run(command: string, parsed: Parsed, engine: Engine, config: Config, io: Io): Promise<number> {
   const json = parsed.flags.has('--json');
   const print = (value: unknown, text: string) => io.out(json ? JSON.stringify(value, null, 2) : text);
   const { positional } = parsed;
@@ -131,10 +212,12 @@ async function run(command: string, parsed: Parsed, engine: Engine, io: Io): Pro
     case 'create': {
       if (positional.length > 0)
         throw new UsageError(`"keys create" takes no arguments, got "${positional[0]}"`);
+      const history = createdHistory(parsed);
       const record = generateKeyRecord({
         domains: [...new Set(parsed.domains.map(checkDomain))],
         clientMessages: !parsed.flags.has('--no-client-messages'),
         forceAuth: parsed.flags.has('--force-auth'),
+        ...(history ? { history } : {}),
       });
       await engine.keys.put(record);
       await announce(engine, record.key, io);
@@ -145,6 +228,7 @@ async function run(command: string, parsed: Parsed, engine: Engine, io: Io): Pro
           `secret:   ${record.secret}`,
           `domains:  ${formatDomains(record.domains)}`,
           `options:  ${formatOptions(record)}`,
+          `history:  ${formatHistory(record, config)}`,
           '',
           'Keep the secret now: "keys list" does not show it unless asked with --show-secrets.',
         ].join('\n'),
@@ -156,12 +240,13 @@ async function run(command: string, parsed: Parsed, engine: Engine, io: Io): Pro
         throw new UsageError(`"keys list" takes no arguments, got "${positional[0]}"`);
       const showSecrets = parsed.flags.has('--show-secrets');
       const records = await engine.keys.list();
-      const header = ['KEY', ...(showSecrets ? ['SECRET'] : []), 'DOMAINS', 'OPTIONS', 'CREATED'];
+      const header = ['KEY', ...(showSecrets ? ['SECRET'] : []), 'DOMAINS', 'OPTIONS', 'HISTORY', 'CREATED'];
       const rows = records.map((r) => [
         r.key,
         ...(showSecrets ? [r.secret] : []),
         formatDomains(r.domains),
         formatOptions(r),
+        formatHistory(r, config),
         r.createdAt,
       ]);
       print(
@@ -197,6 +282,20 @@ async function run(command: string, parsed: Parsed, engine: Engine, io: Io): Pro
       await engine.keys.put(updated);
       await announce(engine, key, io);
       print(withoutSecret(updated), `Domains of ${key}: ${formatDomains(checked)}`);
+      return 0;
+    }
+    case 'history': {
+      const [key] = positional;
+      const history = requestedHistory(positional);
+      const record = key === undefined ? null : await engine.keys.get(key);
+      if (!record || key === undefined) {
+        io.err(`Unknown API key "${key}"; "switchboard keys list" shows the existing ones`);
+        return 1;
+      }
+      const updated: ApiKeyRecord = history ? { ...record, history } : withoutHistory(record);
+      await engine.keys.put(updated);
+      await announce(engine, key, io);
+      print(withoutSecret(updated), `History of ${key}: ${formatHistory(updated, config)}`);
       return 0;
     }
     default:
@@ -242,6 +341,8 @@ export async function runKeys(argv: string[], env: Env): Promise<number> {
     // Domains are checked before the engine is opened, so a typo never half-applies.
     parsed.domains.forEach(checkDomain);
     if (command === 'domains') parsed.positional.slice(1).forEach(checkDomain);
+    if (command === 'create') createdHistory(parsed);
+    if (command === 'history') requestedHistory(parsed.positional);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     io.err(`${error.message}\n\n${KEYS_USAGE}`);
@@ -270,7 +371,7 @@ export async function runKeys(argv: string[], env: Env): Promise<number> {
     return 1;
   }
   try {
-    return await run(command, parsed, engine, io);
+    return await run(command, parsed, engine, config, io);
   } catch (error) {
     if (error instanceof UsageError) {
       io.err(`${error.message}\n\n${KEYS_USAGE}`);

@@ -1,6 +1,7 @@
 import type { HistoryRetention, StreamPosition } from '../history/history';
 import { MemoryHistory } from '../history/history-memory';
 import type { Topic } from '../types';
+import { reportHandlerFailure } from './broker';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
 
 const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
@@ -69,11 +70,24 @@ export class MemoryBroker implements Broker {
 
   /** @internal called by the bus */
   receive(id: string, publication: Publication): void {
-    if (this.topics.has(id)) this.handlers?.message(publication);
+    const handlers = this.handlers;
+    if (!handlers || !this.topics.has(id)) return;
+    // A handler's throw stays with this node: it must not fail the publisher's `publish`.
+    try {
+      handlers.message(publication);
+    } catch (error) {
+      reportHandlerFailure(handlers, 'publication', error);
+    }
   }
 
   /** @internal called by the bus */
   receiveControl(command: ControlCommand): void {
-    this.handlers?.control(command);
+    const handlers = this.handlers;
+    if (!handlers) return;
+    try {
+      handlers.control(command);
+    } catch (error) {
+      reportHandlerFailure(handlers, 'control', error);
+    }
   }
 }

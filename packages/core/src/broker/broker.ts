@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { HistoryRetention, StreamPosition } from '../history/history';
 import type { ApiKey, ConnId, NodeId, Topic } from '../types';
 
@@ -57,9 +58,82 @@ export type ControlCommand =
   | { readonly type: 'key-changed'; readonly key: ApiKey }
   | { readonly type: 'node-dead'; readonly nodeId: NodeId };
 
+const nonEmpty = z.string().min(1);
+
+/**
+ * The wire form of every control command, checked where a message enters a node. Unknown fields
+ * are dropped (an older node reads what it knows of a newer node's command); an unknown `type`
+ * or a command missing a field fails, so the message is dropped, never half-executed.
+ */
+const controlCommandSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('kick'),
+    selector: z.object({
+      key: nonEmpty,
+      uuid: z.string().optional(),
+      user: z.string().optional(),
+      channel: z.string().optional(),
+      reason: z.string(),
+    }),
+  }),
+  z.object({ type: z.literal('key-changed'), key: nonEmpty }),
+  z.object({ type: z.literal('node-dead'), nodeId: nonEmpty }),
+]);
+
+/** What kind of message a node set aside because it did not parse. */
+export type DroppedKind = 'control' | 'publication';
+
+/**
+ * Why a control message was dropped: a fixed set, so a log line per problem stays bounded.
+ * `unknown type` is what a newer node's new command looks like to an older one (rolling upgrade).
+ */
+export type ControlProblem =
+  'not JSON' | 'not a command' | 'unknown type' | `invalid ${ControlCommand['type']}`;
+
+/** A control command from its JSON text, or the problem that makes it not one. */
+export function parseControlCommand(text: string): { command: ControlCommand } | { problem: ControlProblem } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { problem: 'not JSON' };
+  }
+  const parsed = controlCommandSchema.safeParse(value);
+  // JSON holds no `undefined`, so the optional selector fields are absent or strings, as the type says.
+  if (parsed.success) return { command: parsed.data as ControlCommand };
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { problem: 'not a command' };
+  const type = (value as { type?: unknown }).type;
+  if (type === 'kick' || type === 'key-changed' || type === 'node-dead')
+    return { problem: `invalid ${type}` };
+  return { problem: typeof type === 'string' ? 'unknown type' : 'not a command' };
+}
+
 export interface BrokerHandlers {
   message(publication: Publication): void;
   control(command: ControlCommand): void;
+  /**
+   * The broker's subscriptions were restored after its connection dropped: whatever was
+   * published meanwhile was lost to this node (pub/sub is at most once). Streams use it to
+   * catch up from history.
+   */
+  resubscribed?(): void;
+  /**
+   * A message from the engine did not parse (another node's newer or broken command, a truncated
+   * publication) and was dropped; the node carries on. `problem` is one of a small fixed set.
+   */
+  dropped?(kind: DroppedKind, problem: string): void;
+  /** `message` or `control` threw on a message; the broker carries on with the next one. */
+  failed?(kind: DroppedKind, error: unknown): void;
+}
+
+/** Tells `handlers.failed` that a handler threw; never throws itself (it runs in a listener). */
+export function reportHandlerFailure(handlers: BrokerHandlers, kind: DroppedKind, error: unknown): void {
+  try {
+    handlers.failed?.(kind, error);
+  } catch {
+    // The reporter failed as well: nothing is left to tell.
+  }
 }
 
 /**
@@ -84,6 +158,8 @@ export interface BrokerHandlers {
  *   `subscribe` while the engine is unreachable may reject; the topic is still remembered and
  *   restored when the engine is back (callers also re-subscribe on availability, idempotently).
  * - Handlers are set once with `setHandlers` before the first subscribe; they must not throw.
+ *   A handler that throws anyway is reported to `failed` and never stops the broker or the
+ *   process; a message that does not parse is reported to `dropped` and never reaches a handler.
  * - Control commands reach every live node, the sender included.
  */
 export interface Broker {

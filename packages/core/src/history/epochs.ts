@@ -12,3 +12,13 @@ let sequence = 0;
 export function newEpoch(): string {
   return PROCESS_PREFIX + (sequence++).toString(36);
 }
+
+/** Longest epoch any engine issues; a client's `epoch` longer than this is not one. */
+export const MAX_EPOCH_LENGTH = 32;
+
+const EPOCH = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** Whether `value` has the shape of an epoch (1 to 32 characters of A-Z a-z 0-9 _ -). */
+export function isValidEpoch(value: unknown): value is string {
+  return typeof value === 'string' && EPOCH.test(value);
+}

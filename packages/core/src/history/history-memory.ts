@@ -1,6 +1,7 @@
 import type { Publication } from '../broker/broker';
 import type { Topic } from '../types';
 import { newEpoch } from './epochs';
+import { wholeOrZero } from './history';
 import type { History, HistoryPage, HistoryQuery, HistoryRetention, StreamPosition } from './history';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -68,13 +69,15 @@ export class MemoryHistory implements History {
   }
 
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
-    const ttlMs = query.ttlSeconds !== undefined ? query.ttlSeconds * 1000 : this.defaultTtlMs;
+    const ttlMs = wholeOrZero(query.ttlSeconds ?? 0) * 1000 || this.defaultTtlMs;
     const stream = this.live(topic, this.now(), ttlMs);
     const { offset, epoch, ring, kept } = stream;
     const oldest = offset - kept + 1;
-    const limit = Math.max(0, query.limit);
+    const limit = wholeOrZero(query.limit);
     const from =
-      query.since !== undefined ? Math.max(query.since + 1, oldest) : Math.max(offset - limit + 1, oldest);
+      query.since !== undefined
+        ? Math.max(wholeOrZero(query.since) + 1, oldest)
+        : Math.max(offset - limit + 1, oldest);
     const to = Math.min(offset, from + limit - 1);
     const publications: Publication[] = [];
     for (let n = from; n <= to; n++) publications.push(ring[n % ring.length] as Publication);

@@ -20,16 +20,25 @@ export interface HistoryRetention {
 }
 
 export interface HistoryQuery {
-  /** Publications with an offset above this one (ascending); absent: the latest `limit`. */
+  /**
+   * Publications with an offset above this one (ascending); absent: the latest `limit`. Callers
+   * validate it; implementations read anything but a positive integer as 0.
+   */
   readonly since?: number;
-  /** At most this many publications (at least 0). */
+  /** At most this many publications (anything but a positive integer reads none). */
   readonly limit: number;
   /**
    * How long the stream this read starts is kept when the topic has none (never published to,
    * or its history was lost): pass the key's retention so the epoch reported here is the one the
-   * next publication carries. Default: `HISTORY_TTL_SECONDS`.
+   * next publication carries. Default (also for anything but a positive integer):
+   * `HISTORY_TTL_SECONDS`.
    */
   readonly ttlSeconds?: number;
+}
+
+/** `value` if it is a positive integer (at most 2^53), else 0: how implementations read `since` and `limit`. */
+export function wholeOrZero(value: number): number {
+  return Number.isSafeInteger(value) && value > 0 ? value : 0;
 }
 
 export interface HistoryPage extends StreamPosition {

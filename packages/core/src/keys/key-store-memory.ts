@@ -1,12 +1,15 @@
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { SetupError, errorCode, fileSystemReason } from '../setup-error';
 import type { ApiKey } from '../types';
 import type { ApiKeyRecord, KeyStore } from './key-store';
 
 /**
  * Keys of the in-memory engine. With a `file`, the keys persist there (mode 0600) so the
  * development key survives restarts and `switchboard keys …` can manage a running all-in-one
- * node: the file is re-read whenever its modification time changes.
+ * node: the file is re-read whenever its modification time changes. A file that cannot be read,
+ * or that does not hold a list of keys, fails every call with a `SetupError` saying so; a missing
+ * file is no keys.
  */
 export class MemoryKeyStore implements KeyStore {
   private records = new Map<ApiKey, ApiKeyRecord>();
@@ -40,23 +43,68 @@ export class MemoryKeyStore implements KeyStore {
   private reload(): void {
     if (!this.file) return;
     let mtimeMs: number;
+    let text: string;
     try {
       mtimeMs = statSync(this.file).mtimeMs;
-    } catch {
-      return;
+      if (mtimeMs === this.loadedMtimeMs) return;
+      text = readFileSync(this.file, 'utf8');
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT') return;
+      throw new SetupError(
+        `cannot read the keys file ${this.file}: ${fileSystemReason(error)}: make it readable by the user running Switchboard, or set SWITCHBOARD_DATA_DIR to another directory`,
+        { cause: error },
+      );
     }
-    if (mtimeMs === this.loadedMtimeMs) return;
-    const records = JSON.parse(readFileSync(this.file, 'utf8')) as ApiKeyRecord[];
-    this.records = new Map(records.map((r) => [r.key, r]));
+    this.records = new Map(parseKeysFile(this.file, text).map((r) => [r.key, r]));
     this.loadedMtimeMs = mtimeMs;
   }
 
   private save(): void {
     if (!this.file) return;
-    mkdirSync(dirname(this.file), { recursive: true });
-    const temp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(temp, JSON.stringify([...this.records.values()], null, 2), { mode: 0o600 });
-    renameSync(temp, this.file);
-    this.loadedMtimeMs = statSync(this.file).mtimeMs;
+    try {
+      mkdirSync(dirname(this.file), { recursive: true });
+      const temp = `${this.file}.${process.pid}.tmp`;
+      writeFileSync(temp, JSON.stringify([...this.records.values()], null, 2), { mode: 0o600 });
+      renameSync(temp, this.file);
+      this.loadedMtimeMs = statSync(this.file).mtimeMs;
+    } catch (error) {
+      throw new SetupError(
+        `cannot write the keys file ${this.file}: ${fileSystemReason(error)}: make its directory writable by the user running Switchboard, or set SWITCHBOARD_DATA_DIR to another directory`,
+        { cause: error },
+      );
+    }
   }
+}
+
+/**
+ * The records of a keys file. Only the shape is checked (a list of objects with a string `key`,
+ * a string `secret` and a list of `domains`), enough to refuse a file that is not a keys file.
+ * Parse errors are not quoted: their excerpt of the file could show a secret.
+ */
+function parseKeysFile(file: string, text: string): ApiKeyRecord[] {
+  const fix = 'restore it from a backup, or move it away to start with no keys';
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new SetupError(`the keys file ${file} is not valid JSON: ${fix}`, { cause: error });
+  }
+  if (!Array.isArray(value))
+    throw new SetupError(`the keys file ${file} does not hold a list of keys: ${fix}`);
+  value.forEach((entry: unknown, index) => {
+    const record = entry as Partial<Record<keyof ApiKeyRecord, unknown>> | null;
+    const problem =
+      typeof record !== 'object' || record === null
+        ? 'is not an object'
+        : typeof record.key !== 'string'
+          ? 'has no "key"'
+          : typeof record.secret !== 'string'
+            ? 'has no "secret"'
+            : !Array.isArray(record.domains)
+              ? 'has no list of "domains"'
+              : undefined;
+    if (problem)
+      throw new SetupError(`the keys file ${file} is damaged (entry ${index + 1} ${problem}): ${fix}`);
+  });
+  return value as ApiKeyRecord[];
 }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { DroppedKind } from '../broker/broker';
 import type { Protocol } from '../types';
 
 /** Where a message entered the system: the REST publish endpoint or a client's WebSocket frame. */
@@ -45,6 +46,8 @@ export interface Metrics {
   readonly kicks: Counter<'protocol'>;
   /** WebSocket closes, by close code (1000, 1001, 1006, 4000, 4501, …). */
   readonly closes: Counter<'code'>;
+  /** Messages from other nodes dropped because they did not parse (control commands, publications). */
+  readonly droppedMessages: Counter<'kind'>;
   /** HTTP requests answered, by route pattern (never the raw URL) and status. */
   readonly httpRequests: Counter<'route' | 'status'>;
   /** The Prometheus text exposition of every metric. */
@@ -55,6 +58,7 @@ export interface Metrics {
 
 const PROTOCOL_VALUES: readonly Protocol[] = ['v3', 'v4'];
 const SOURCE_VALUES: readonly MessageSource[] = ['api', 'client'];
+const DROPPED_KINDS: readonly DroppedKind[] = ['control', 'publication'];
 
 export function createMetrics(options: MetricsOptions): Metrics {
   const registry = new Registry();
@@ -126,6 +130,12 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['code'] as const,
       registers,
     }),
+    droppedMessages: new Counter({
+      name: 'switchboard_dropped_messages_total',
+      help: 'Messages from the engine dropped because they did not parse, by kind (control, publication)',
+      labelNames: ['kind'] as const,
+      registers,
+    }),
     httpRequests: new Counter({
       name: 'switchboard_http_requests_total',
       help: 'HTTP requests answered, by route pattern and status',
@@ -136,7 +146,8 @@ export function createMetrics(options: MetricsOptions): Metrics {
     contentType: registry.contentType,
   };
 
-  // Export every protocol/source series from the start, so rate() and absent() behave before traffic.
+  // Export every series with a fixed label set from the start, so rate() and absent() behave before traffic.
+  for (const kind of DROPPED_KINDS) metrics.droppedMessages.inc({ kind }, 0);
   for (const protocol of PROTOCOL_VALUES) {
     metrics.connections.set({ protocol }, 0);
     metrics.subscriptions.set({ protocol }, 0);

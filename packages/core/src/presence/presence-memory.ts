@@ -2,6 +2,7 @@ import { identityOf } from '../types';
 import type { ApiKey, ConnId, Identity, Member, NodeId, Protocol, Topic } from '../types';
 import type {
   ChannelMembers,
+  EntryPlace,
   IdentityPage,
   JoinListing,
   JoinResult,
@@ -113,6 +114,20 @@ export class MemoryPresenceStore implements PresenceStore {
       }
     }
     return removed;
+  }
+
+  async *nodeEntries(nodeId: NodeId, batchSize = 500): AsyncIterable<EntryPlace[]> {
+    let batch: EntryPlace[] = [];
+    for (const state of [...this.topics.values()]) {
+      for (const stored of state.entries.values()) {
+        if (stored.entry.nodeId !== nodeId) continue;
+        batch.push({ topic: state.topic, connId: stored.entry.connId });
+        if (batch.length < batchSize) continue;
+        yield batch;
+        batch = [];
+      }
+    }
+    if (batch.length > 0) yield batch;
   }
 
   private unindex(state: TopicState, stored: Stored): void {

@@ -25,6 +25,12 @@ export interface JoinResult {
   readonly listed?: { readonly members: Member[]; readonly total: number };
 }
 
+/** Where one presence entry is: a connection in a topic. */
+export interface EntryPlace {
+  readonly topic: Topic;
+  readonly connId: ConnId;
+}
+
 export interface LeaveResult {
   readonly member: Member;
   /** No entry of this identity is left in the topic: a V4 `member_left` is due. */
@@ -77,4 +83,10 @@ export interface PresenceStore {
   channels(key: ApiKey, protocol?: Protocol): Promise<ChannelMembers[]>;
   /** Removes every entry of `nodeId`; returns each removal once. */
   removeNode(nodeId: NodeId): Promise<Array<LeaveResult & { topic: Topic }>>;
+  /**
+   * Where `nodeId` has entries, read from the node's own index a batch (about `batchSize`) at a
+   * time, so no single read holds them all. Every entry present for the whole walk is reported
+   * (possibly more than once); one added or removed during the walk may or may not be.
+   */
+  nodeEntries(nodeId: NodeId, batchSize?: number): AsyncIterable<EntryPlace[]>;
 }

@@ -1,3 +1,4 @@
+import { parseControlCommand, reportHandlerFailure } from '../broker/broker';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
 import { newEpoch } from '../history/epochs';
 import type { HistoryRetention, StreamPosition } from '../history/history';
@@ -28,6 +29,8 @@ export class RedisBroker implements Broker {
   /** Cluster only: the control channel's first SSUBSCRIBE (queued until the cluster is ready). */
   private readonly controlSubscribed: Promise<void> = Promise.resolve();
   private closed = false;
+  /** The subscriber connection was ready once: a later `ready` is a reconnect. */
+  private readyBefore = false;
 
   constructor(
     private readonly clients: RedisClients,
@@ -147,12 +150,20 @@ export class RedisBroker implements Broker {
   private readonly resubscribe = (): void => {
     if (this.closed) return;
     const { subscriber } = this.clients;
+    const first = !this.readyBefore;
+    this.readyBefore = true;
+    const restored = (): void => {
+      if (!first && !this.closed) this.handlers?.resubscribed?.();
+    };
     if (!this.sharded) {
-      subscriber.subscribe(this.keys.control(), ...this.wanted.keys()).catch(() => undefined);
+      subscriber.subscribe(this.keys.control(), ...this.wanted.keys()).then(restored, () => undefined);
       return;
     }
     // ioredis restores what it subscribed itself; only the calls that never reached it are left.
-    for (const channel of this.pending) this.shardedSubscribe(channel).catch(() => undefined);
+    Promise.all([...this.pending].map((channel) => this.shardedSubscribe(channel))).then(
+      restored,
+      () => undefined,
+    );
   };
 
   /** SSUBSCRIBE, remembering the channel as pending until Redis confirmed it. */
@@ -162,21 +173,25 @@ export class RedisBroker implements Broker {
     this.pending.delete(channel);
   }
 
+  /** ioredis' message listener: nothing thrown here may escape, or the process ends. */
   private readonly onMessage = (channel: string, message: string): void => {
     const handlers = this.handlers;
     if (this.closed || !handlers) return;
-    if (channel === this.keys.control()) {
-      let command: ControlCommand;
-      try {
-        command = JSON.parse(message) as ControlCommand;
-      } catch {
+    const control = channel === this.keys.control();
+    try {
+      if (control) {
+        const parsed = parseControlCommand(message);
+        if ('problem' in parsed) handlers.dropped?.('control', parsed.problem);
+        else handlers.control(parsed.command);
         return;
       }
-      handlers.control(command);
-      return;
+      const topic = this.wanted.get(channel);
+      if (!topic) return; // unsubscribed while the message was on its way
+      const publication = decodePublication(topic, message);
+      if (publication) handlers.message(publication);
+      else handlers.dropped?.('publication', 'undecodable');
+    } catch (error) {
+      reportHandlerFailure(handlers, control ? 'control' : 'publication', error);
     }
-    const topic = this.wanted.get(channel);
-    const publication = topic && decodePublication(topic, message);
-    if (publication) handlers.message(publication);
   };
 }

@@ -1,4 +1,5 @@
 import type { Publication } from '../broker/broker';
+import { wholeOrZero } from '../history/history';
 import type { History, HistoryPage, HistoryQuery } from '../history/history';
 import { newEpoch } from '../history/epochs';
 import type { Topic } from '../types';
@@ -21,11 +22,9 @@ export class RedisHistory implements History {
   ) {}
 
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
-    const limit = Math.max(0, Math.floor(query.limit));
-    // Stream ids are unsigned 64-bit: a `since` beyond any offset reads nothing, as it should.
-    const first =
-      query.since === undefined ? '' : String(Math.min(Math.max(0, Math.floor(query.since)), 2 ** 53) + 1);
-    const ttl = query.ttlSeconds ?? this.defaultTtlSeconds;
+    const limit = wholeOrZero(query.limit);
+    const first = query.since === undefined ? '' : String(wholeOrZero(query.since) + 1);
+    const ttl = wholeOrZero(query.ttlSeconds ?? 0) || this.defaultTtlSeconds;
     const reply = (await guard(this.client, () =>
       historyRead.run(
         this.client,

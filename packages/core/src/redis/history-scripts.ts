@@ -43,23 +43,21 @@ redis.call(ARGV[7], ARGV[6], w)
 return { o, e }
 `;
 
-/** The publish script's text, encoded once: it is sent with every call (see `runHistoryPublish`). */
-const PUBLISH_BODY = Buffer.from(PUBLISH_SOURCE);
-
 /**
  * Runs the publish script with EVAL, never EVALSHA: with EVALSHA, a call that finds the script
  * missing (a fresh or restarted Redis, a failover) is resent with EVAL after the calls already
  * behind it, and those may succeed meanwhile (another node loaded the script), so a publisher's
- * publications would get offsets out of their order. EVAL costs Redis a SHA1 of these few hundred
- * bytes (no measurable difference per call); the body is a prepared Buffer, so no client-side
- * encoding either.
+ * publications would get offsets out of their order. Measured against EVALSHA on a 600-byte
+ * script (30,000 pipelined calls, medians of 5 runs): the same Redis time per call (2.2 µs) and
+ * the same client CPU (10.3 vs 10.8 µs). The text goes as a string: a Buffer argument switches
+ * ioredis to building the command in buffers, about 3 µs more per call.
  */
 export function runHistoryPublish(
   client: RedisClient,
   keys: readonly [meta: string, list: string],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  return client.eval(PUBLISH_BODY, 2, keys[0], keys[1], ...args);
+  return client.eval(PUBLISH_SOURCE, 2, keys[0], keys[1], ...args);
 }
 
 /**

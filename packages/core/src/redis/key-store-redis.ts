@@ -26,9 +26,16 @@ function toHash(record: ApiKeyRecord): KeyHash {
   return hash;
 }
 
+/** The stored override; one that does not parse (never written so) is ignored: the config applies. */
 function historyOf(text: string | undefined): HistoryOverride | undefined {
   if (text === undefined) return undefined;
-  const parsed = historyOverride.safeParse(JSON.parse(text));
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = historyOverride.safeParse(value);
   return parsed.success ? parsed.data : undefined;
 }
 

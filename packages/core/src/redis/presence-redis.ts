@@ -1,5 +1,6 @@
 import type {
   ChannelMembers,
+  EntryPlace,
   IdentityPage,
   JoinListing,
   JoinResult,
@@ -185,6 +186,29 @@ export class RedisPresenceStore implements PresenceStore {
         return { channel, protocol: p, members: entries.map(memberOf) };
       })
       .sort(byChannelThenProtocol);
+  }
+
+  async *nodeEntries(nodeId: NodeId, batchSize = 500): AsyncIterable<EntryPlace[]> {
+    const scan = (set: string, cursor: string) =>
+      guard(this.client, () => this.client.sscan(set, cursor, 'COUNT', batchSize));
+    let keysCursor = '0';
+    do {
+      const [nextKeys, apiKeys] = await scan(this.keys.presenceNodeKeys(nodeId), keysCursor);
+      keysCursor = nextKeys;
+      for (const key of apiKeys) {
+        let cursor = '0';
+        do {
+          const [next, places] = await scan(this.keys.presenceNodeEntries(key, nodeId), cursor);
+          cursor = next;
+          // Each is `<protocol>|<channel>|<connId>`; none of the three contains '|'.
+          if (places.length > 0)
+            yield places.map((place) => {
+              const end = place.lastIndexOf('|');
+              return { topic: parseTopic(key, place.slice(0, end)), connId: place.slice(end + 1) };
+            });
+        } while (cursor !== '0');
+      }
+    } while (keysCursor !== '0');
   }
 
   async removeNode(nodeId: NodeId): Promise<Array<LeaveResult & { topic: Topic }>> {

@@ -1,4 +1,5 @@
 import type { Publication } from '../broker/broker';
+import { MAX_EPOCH_LENGTH } from '../history/epochs';
 import type { Topic } from '../types';
 
 /**
@@ -22,9 +23,6 @@ import type { Topic } from '../types';
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 const SOURCE_FLAG = { api: 'A', client: 'C' } as const;
-
-/** Longest epoch a stream publication may carry (epochs are drawn by `newEpoch`). */
-export const MAX_EPOCH_LENGTH = 32;
 
 /** Everything before the stream position; `positioned` adds the `o` flag for one to follow. */
 function head(p: Publication, positioned: boolean): string {

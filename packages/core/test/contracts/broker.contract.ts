@@ -150,6 +150,37 @@ export function describeBrokerContract(
       for (const n of nodes) expect(n.controls).toEqual(commands);
     });
 
+    it('keeps a throwing handler to its node: reported to `failed`, the publisher unaffected, the next message handled', async () => {
+      const receiver = node(1);
+      const failures: Array<[string, string]> = [];
+      receiver.broker.setHandlers({
+        message: (p) => {
+          if (p.body === 'boom') throw new Error('message bug');
+          receiver.messages.push(p);
+        },
+        control: (c) => {
+          if (c.type === 'node-dead') throw new Error('control bug');
+          receiver.controls.push(c);
+        },
+        failed: (kind, error) => failures.push([kind, (error as Error).message]),
+      });
+      const room = topic('room');
+      await receiver.broker.subscribe(room);
+      await node(0).broker.publish({ topic: room, body: 'boom', origin: 'n0' });
+      await node(0).broker.publish({ topic: room, body: 'after', origin: 'n0' });
+      await node(0).broker.publishControl({ type: 'node-dead', nodeId: 'n9' });
+      await node(0).broker.publishControl({ type: 'key-changed', key });
+      await waitUntil(
+        'the messages after the failures',
+        () => bodies(receiver).includes('after') && receiver.controls.length === 1,
+      );
+      expect(failures).toEqual([
+        ['publication', 'message bug'],
+        ['control', 'control bug'],
+      ]);
+      expect(receiver.controls).toEqual([{ type: 'key-changed', key }]);
+    });
+
     it('delivers nothing after close', async () => {
       const room = topic('closing');
       await node(1).broker.subscribe(room);

@@ -146,6 +146,15 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       expect((await read(room, 4)).publications).toEqual([]);
       expect(await read(room, 9)).toEqual({ offset: 4, epoch, publications: [] });
       expect((await read(room, undefined, 0)).publications).toEqual([]);
+      // Whatever a caller let through: a `since` or `limit` that is not a positive integer reads as 0.
+      for (const bad of [-3, 1.5, Number.NaN, Infinity]) {
+        expect(offsets((await read(room, bad)).publications)).toEqual([1, 2, 3, 4]);
+        expect((await read(room, 0, bad)).publications).toEqual([]);
+        expect(await engine.history.read(room, { limit: 1, ttlSeconds: bad })).toMatchObject({
+          offset: 4,
+          epoch,
+        });
+      }
     });
 
     it('reports offset 0 and the epoch the first publication will carry for an unknown topic', async () => {

@@ -26,6 +26,20 @@ export function describeKeyStoreContract(name: string, createStore: () => Promis
       expect(await store.get(record.key)).toBeNull();
     });
 
+    it('keeps a history override, whole or partial, and drops it when a record comes without', async () => {
+      const whole: ApiKeyRecord = { ...generateKeyRecord(), history: { size: 0, ttlSeconds: 3600 } };
+      const partial: ApiKeyRecord = { ...generateKeyRecord(), history: { ttlSeconds: 5 } };
+      await store.put(whole);
+      await store.put(partial);
+      expect(await store.get(whole.key)).toEqual(whole);
+      expect(await store.get(partial.key)).toEqual(partial);
+      expect((await store.list()).find((r) => r.key === whole.key)).toEqual(whole);
+      const plain = (({ history: _history, ...rest }: ApiKeyRecord): ApiKeyRecord => rest)(whole);
+      await store.put(plain);
+      expect(await store.get(whole.key)).toEqual(plain);
+      expect(await store.get(whole.key)).not.toHaveProperty('history');
+    });
+
     it('lists every record ordered by key', async () => {
       const records = ['k-b', 'k-c', 'k-a', 'K-z'].map((key) => ({ ...generateKeyRecord(), key }));
       for (const r of records) await store.put(r);

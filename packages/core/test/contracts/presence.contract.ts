@@ -307,5 +307,30 @@ export function describePresenceContract(name: string, createStore: () => Promis
       expect(await store.removeNode('node-a')).toEqual([]);
       expect(await store.removeNode('node-b')).toHaveLength(1);
     });
+
+    it("walks a node's entries, across keys, protocols and channels, and no other node's", async () => {
+      const node = unique('node');
+      const other = { key: unique('key'), protocol: 'v3', channel: 'lobby' } as const;
+      const expected: string[] = [];
+      for (let i = 0; i < 25; i++) {
+        const topic = i % 3 === 0 ? other : i % 3 === 1 ? room : { ...room, protocol: 'v3' as const };
+        await store.join(topic, entry(`${node}/${i}`, { uuid: `u${i}` }, node), 1000 + i);
+        expected.push(`${topic.key}|${topic.protocol}|${topic.channel}|${node}/${i}`);
+      }
+      await store.join(room, entry('elsewhere/1', { uuid: 'e' }, unique('node')), 2000);
+      await store.leave(other, `${node}/0`);
+      expected.splice(expected.indexOf(`${other.key}|v3|lobby|${node}/0`), 1);
+
+      const seen = new Set<string>();
+      for await (const batch of store.nodeEntries(node, 4)) {
+        expect(batch.length).toBeGreaterThan(0);
+        for (const { topic, connId } of batch)
+          seen.add(`${topic.key}|${topic.protocol}|${topic.channel}|${connId}`);
+      }
+      expect([...seen].sort()).toEqual(expected.sort());
+      const none: unknown[] = [];
+      for await (const batch of store.nodeEntries(unique('node'))) none.push(...batch);
+      expect(none).toEqual([]);
+    });
   });
 }

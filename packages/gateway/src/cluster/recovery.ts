@@ -1,5 +1,5 @@
 import { seedKeys } from '@switchboard/core';
-import type { ConnId, Topic } from '@switchboard/core';
+import type { EntryPlace } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { publishToChannel } from '../ws/events';
 import { v4Event } from '../ws/frames';
@@ -13,7 +13,10 @@ const BATCH = 500;
  * Brings the engine back in line with this node's own connections (SPEC §8), after Redis was
  * unreachable or after this node was wrongly declared dead:
  * - counts: this node's share is removed and written again from the open connections;
- * - presence: leaves that failed while the engine was away are retried (with their events), and
+ * - presence: every entry the engine holds for this node without an open connection behind it is
+ *   removed (with its events): the leaves that failed while the engine was away, and joins whose
+ *   reply was lost. The node's own index in the engine says where its entries are, read in
+ *   batches, so the node keeps nothing per closed connection however long an outage lasts; then
  *   every open presence subscription is joined again (idempotent; a V4 identity that had been
  *   removed is announced with `member_joined` again);
  * - broker subscriptions: every topic with local subscribers is subscribed again;
@@ -22,15 +25,10 @@ const BATCH = 500;
  *   only in Redis: keep Redis persistent if you use them (docs/scaling.md).
  */
 export class Recovery {
-  private readonly failedLeaves = new Map<string, { topic: Topic; connId: ConnId }>();
   private running: Promise<void> | undefined;
   private again = false;
 
   constructor(private readonly ctx: GatewayContext) {}
-
-  noteFailedLeave(topic: Topic, connId: ConnId): void {
-    this.failedLeaves.set(`${topicKey(topic)}|${connId}`, { topic, connId });
-  }
 
   /** Runs a restore; a request while one runs schedules exactly one more after it. */
   restore(): Promise<void> {
@@ -56,10 +54,14 @@ export class Recovery {
       await ctx.subscriptions.restore();
       for (const key of await seedKeys(engine.keys, ctx.config.seedKeys)) ctx.keys.invalidate(key);
       await engine.counts.removeNode(nodeId);
-      for (const [id, { topic, connId }] of [...this.failedLeaves]) {
-        const left = await engine.presence.leave(topic, connId);
-        this.failedLeaves.delete(id);
-        if (left) await publishLeave(ctx, topic, left);
+      for await (const places of engine.presence.nodeEntries(nodeId, BATCH)) {
+        const stale = places.filter((place) => !this.isOpen(place));
+        await Promise.all(
+          stale.map(async ({ topic, connId }) => {
+            const left = await engine.presence.leave(topic, connId);
+            if (left) await publishLeave(ctx, topic, left);
+          }),
+        );
       }
       let batch: Promise<unknown>[] = [];
       let subscriptions = 0;
@@ -93,5 +95,13 @@ export class Recovery {
     } catch (error) {
       logger.warn({ err: error }, 'rewriting local state failed; retried when the engine is back');
     }
+  }
+
+  /** Whether an open connection of this node is present at `place` (a leave in flight is not). */
+  private isOpen({ topic, connId }: EntryPlace): boolean {
+    const state = this.ctx.registry.byId(connId);
+    if (!state || state.closed) return false;
+    const sub = state.subs.get(topic.channel);
+    return sub !== undefined && sub.presence && topicKey(sub.topic) === topicKey(topic);
   }
 }

@@ -66,8 +66,5 @@ export async function leaveChannel(
   if (ctx.status.draining) return;
   ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(logFailure(ctx, 'count decrement'));
   if (!sub.presence) return;
-  await leavePresence(ctx, state.id, sub).catch((error: unknown) => {
-    ctx.recovery.noteFailedLeave(sub.topic, state.id);
-    logFailure(ctx, 'presence leave')(error);
-  });
+  await leavePresence(ctx, state.id, sub).catch(logFailure(ctx, 'presence leave'));
 }

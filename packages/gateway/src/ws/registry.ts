@@ -1,10 +1,10 @@
-import type { Topic } from '@switchboard/core';
+import type { ConnId, Topic } from '@switchboard/core';
 import type { ConnectionState } from './connection';
 import { topicKey } from './topics';
 
 /** This node's open connections, indexed the ways kicks, direct messages and recovery look them up. */
 export class Registry {
-  private readonly connections = new Set<ConnectionState>();
+  private readonly connections = new Map<ConnId, ConnectionState>();
   private readonly byKey = new Map<string, Set<ConnectionState>>();
   private readonly byTopic = new Map<string, Set<ConnectionState>>();
 
@@ -13,12 +13,12 @@ export class Registry {
   }
 
   add(state: ConnectionState): void {
-    this.connections.add(state);
+    this.connections.set(state.id, state);
     addTo(this.byKey, state.key, state);
   }
 
   remove(state: ConnectionState): void {
-    this.connections.delete(state);
+    if (this.connections.get(state.id) === state) this.connections.delete(state.id);
     removeFrom(this.byKey, state.key, state);
   }
 
@@ -32,6 +32,10 @@ export class Registry {
 
   all(): IterableIterator<ConnectionState> {
     return this.connections.values();
+  }
+
+  byId(connId: ConnId): ConnectionState | undefined {
+    return this.connections.get(connId);
   }
 
   ofKey(key: string): ReadonlySet<ConnectionState> {

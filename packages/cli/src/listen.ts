@@ -1,0 +1,58 @@
+import { createServer } from 'node:net';
+import { SetupError, errorCode } from '@switchboard/core';
+
+/** The variable that sets each port a process listens on. */
+export type PortVariable = 'PORT' | 'ACCOUNT_PORT' | 'METRICS_PORT';
+
+/**
+ * Runs `listen`; a failure becomes a `SetupError` whose message names the port, the variable that
+ * sets it and the fix. uWebSockets.js reports a failed bind without a reason: the reason is then
+ * learned by binding the same address with Node for an instant.
+ */
+export async function listenOn<T>(
+  variable: PortVariable,
+  host: string,
+  port: number,
+  listen: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await listen();
+  } catch (error) {
+    const code = errorCode(error) ?? (await bindFailure(host, port));
+    throw new SetupError(describeListenFailure(code, variable, host, port), { cause: error });
+  }
+}
+
+/** The error code of binding `host:port` now, or undefined when the bind succeeds. */
+function bindFailure(host: string, port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', (error) => resolve(errorCode(error) ?? 'EUNKNOWN'));
+    server.listen(port, host, () => server.close(() => resolve(undefined)));
+  });
+}
+
+export function describeListenFailure(
+  code: string | undefined,
+  variable: PortVariable,
+  host: string,
+  port: number,
+): string {
+  const anyAddress = 'set HOST to an address of this machine, or 0.0.0.0 for all of them';
+  switch (code) {
+    case 'EADDRINUSE':
+      return `port ${port} (${variable}) is already in use on ${host}: stop the other process or set ${variable}`;
+    case 'EACCES':
+      return `port ${port} (${variable}) needs privileges this process lacks to listen on ${host}: set ${variable} to a port above 1023`;
+    case 'EADDRNOTAVAIL':
+      return `HOST ${host} is not an address of this machine: ${anyAddress}`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_FAIL':
+    case 'EAI_NODATA':
+    case 'EAI_NONAME':
+      return `HOST ${host} does not resolve to an address: ${anyAddress}`;
+    default:
+      return `cannot listen on ${host}:${port} (${variable})${code ? `: ${code}` : ''}: check HOST and ${variable}`;
+  }
+}
