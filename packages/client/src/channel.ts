@@ -321,7 +321,10 @@ export class Channel extends Emitter {
       case 'system::binary':
         if (typeof data === 'string') this.binary(toBytes(data));
         return;
+      case 'system:error':
       case 'system::error':
+        // V3 frame errors have one colon; on V4 a single-colon event is a relayed client message.
+        if (event === 'system:error' && this.carrier.protocol === 4) break;
         this.emit('error', new SwitchboardError('frame', String(body['error']), undefined, this.name));
         return;
     }

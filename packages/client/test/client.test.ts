@@ -350,6 +350,28 @@ describe('reconnecting', () => {
   });
 });
 
+describe('frame errors', () => {
+  it.each([4, 3] as const)(
+    'protocol %i: a refused frame is an error on its channel, and the socket stays open',
+    async (protocol) => {
+      const quiet = await createTestKey(node.engine, { clientMessages: false });
+      const sb = newClient({ url: url(), apiKey: quiet.key, protocol });
+      const room = sb.channel('fe-home');
+      const side = sb.channel('fe-side');
+      await Promise.all([room.ready(), side.ready()]);
+      const error = nextEvent<[SwitchboardError]>(room, 'error');
+      await room.publish('x', 1);
+      expect((await error)[0]).toMatchObject({
+        kind: 'frame',
+        reason: 'Client messages are disabled for this API key',
+        channel: 'fe-home',
+      });
+      expect(sb.state).toBe('connected');
+      expect([room.state, side.state]).toEqual(['subscribed', 'subscribed']);
+    },
+  );
+});
+
 describe('private channels', () => {
   const sign = (channel: string, user: string, exp: number): Promise<string> =>
     new SignJWT({ user })
