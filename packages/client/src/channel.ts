@@ -61,6 +61,8 @@ export function identity(member: Member): string {
   return typeof member.user === 'string' ? member.user : JSON.stringify(member.user);
 }
 
+const bytesOf = (base64: unknown): Uint8Array => toBytes(typeof base64 === 'string' ? base64 : '');
+
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -291,7 +293,15 @@ export class Channel extends Emitter {
       frame = event = undefined;
       text = data;
     }
-    if (typeof offset === 'number' && this.echoes.length > 0 && this.isEcho(text)) return;
+    if (this.echoes.length > 0) {
+      // Own messages come back as stream publications (text) or, on V4, as system::binary.
+      if (
+        typeof offset === 'number'
+          ? this.isEcho(text)
+          : event === 'system::binary' && this.isEcho(bytesOf(data))
+      )
+        return;
+    }
     this.dispatch(event, frame, data, text, offset);
     this.tap?.(event, frame, text);
   }
@@ -319,7 +329,7 @@ export class Channel extends Emitter {
       case 'system:member_left':
         return this.roster(event === 'system:member_joined', body);
       case 'system::binary':
-        if (typeof data === 'string') this.binary(toBytes(data));
+        this.emit('binary', bytesOf(data));
         return;
       case 'system:error':
       case 'system::error':
