@@ -176,7 +176,10 @@ export class Link implements Carrier {
     const socket = this.socket;
     this.socket = undefined;
     if (socket) {
-      socket.onopen = socket.onmessage = socket.onerror = socket.onclose = null;
+      socket.onopen = socket.onmessage = socket.onclose = null;
+      // Kept: `ws` reports closing a socket that is still connecting as an error event, and an
+      // error event nobody listens to would crash Node.
+      socket.onerror = () => undefined;
       try {
         socket.close(1000);
       } catch {

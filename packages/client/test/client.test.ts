@@ -2,6 +2,8 @@
  * @switchboard/client against a real gateway (memory engine): the API of docs/client.md, one V4
  * socket for every channel, reconnects and terminal closes.
  */
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { SignJWT } from 'jose';
 import { createMemoryState } from '@switchboard/core';
 import type { ApiKeyRecord } from '@switchboard/core';
@@ -245,6 +247,29 @@ describe('channels on one V4 socket', () => {
     await expect(rooms[1]!.publish('x', 1)).rejects.toMatchObject({ kind: 'state' });
     expect(socketsOf(sb.uuid)).toHaveLength(1);
     expect(() => sb.channel('cl-4')).toThrow(SwitchboardError);
+  });
+
+  it('closes cleanly while its socket is still connecting (a host that never answers the upgrade)', async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const sb = newClient({
+        url: `ws://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        apiKey: key.key,
+      });
+      const room = sb.channel('never');
+      sb.channel('never-2');
+      await waitUntil(() => socketsOf(sb.uuid).length === 1, 5000, 'a socket');
+      expect(sb.state).toBe('connecting');
+      // Leaving the primary moves the socket: the connecting one is abandoned, a new one starts.
+      room.leave();
+      await waitUntil(() => socketsOf(sb.uuid).length === 2, 5000, 'the moved socket');
+      sb.close();
+      expect(sb.state).toBe('closed');
+      await socketsOf(sb.uuid)[1]!.closeEvent;
+    } finally {
+      silent.close();
+    }
   });
 
   it('delivers text that is not an {event, data} object to "text" handlers', async () => {
