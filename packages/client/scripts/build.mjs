@@ -2,7 +2,7 @@
 // .d.mts types), and the browser bundles (dist/browser: ESM and the IIFE global `Switchboard`),
 // then reports the bundles' minified and gzipped sizes (docs/client.md, "Bundle size").
 // `tsc -b` has already written the CommonJS build and its declarations to dist/cjs.
-import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -18,6 +18,9 @@ const common = {
   legalComments: 'none',
   logLevel: 'warning',
 };
+
+// Chunk names carry content hashes: start from empty directories so no stale file ships.
+for (const dir of ['esm', 'browser']) rmSync(dist(dir), { recursive: true, force: true });
 
 // ESM for bundlers and Node: both entry points, sharing one chunk.
 await build({
@@ -51,7 +54,7 @@ for (const bundle of bundles) {
     ['esm', `${bundle.name}.min.mjs`],
     ['iife', `${bundle.name}.iife.min.js`],
   ]) {
-    const result = await build({
+    await build({
       ...common,
       entryPoints: [src(bundle.entry)],
       format,
@@ -60,11 +63,9 @@ for (const bundle of bundles) {
       sourcemap: 'external',
       platform: 'browser',
       outfile: dist('browser', file),
-      metafile: true,
     });
     const code = readFileSync(dist('browser', file));
     sizes.push({ file, minified: code.length, gzipped: gzipSync(code, { level: 9 }).length });
-    void result;
   }
 }
 writeFileSync(dist('browser', 'sizes.json'), `${JSON.stringify(sizes, null, 2)}\n`);
