@@ -285,7 +285,7 @@ function expectedRegistry(): Registry {
         .sort(),
       count: V4_CLIENTS,
     },
-    membersV3: { success: true, members: of('v3') },
+    membersV3: { success: true, members: of('v3'), count: V3_CLIENTS },
   };
 }
 

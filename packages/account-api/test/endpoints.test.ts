@@ -189,6 +189,34 @@ describe('GET /api/members', () => {
     await engine.presence.join(topic, { connId: 'n/9', nodeId: 'n', member: { uuid: 'u9' } }, 9);
     const res = await request(app).get('/api/members').set(authA).expect(200);
     expect(JSON.parse(res.text)['__proto__']).toEqual([{ uuid: 'u9', protocol: 'v3' }]);
+    const paged = await request(app).get('/api/members?limit=1').set(authA).expect(200);
+    expect(JSON.parse(paged.text)['data']['__proto__']).toEqual([{ uuid: 'u9', protocol: 'v3' }]);
+  });
+
+  test('pages channels by name, each with at most ROSTER_LIMIT members per protocol', async () => {
+    const { engine: big, app: api } = await populatedApp({ ROSTER_LIMIT: '2' });
+    for (let i = 0; i < 5; i++) {
+      const topic = { key: KEY_A.key, protocol: 'v3' as const, channel: 'crowd' };
+      await big.presence.join(topic, { connId: `n/c${i}`, nodeId: 'n', member: { uuid: `c${i}` } }, 100 + i);
+    }
+    const first = await request(api).get('/api/members').set(authA).expect(200);
+    expect(first.body['crowd']).toEqual([
+      { uuid: 'c4', protocol: 'v3' },
+      { uuid: 'c3', protocol: 'v3' },
+    ]);
+    const page = await request(api).get('/api/members?page=2&limit=2').set(authA).expect(200);
+    expect(page.body).toEqual({
+      data: { 'room-1': expect.any(Array) },
+      total: 3,
+      page: 2,
+      limit: 2,
+      totalPages: 2,
+    });
+    const first2 = await request(api).get('/api/members?limit=2').set(authA).expect(200);
+    expect(Object.keys(first2.body['data'])).toEqual(['crowd', 'lobby']);
+    expect(
+      (await request(api).get('/api/members?page=3&limit=2').set(authA).expect(200)).body['data'],
+    ).toEqual({});
   });
 
   test('drops a member that left', async () => {

@@ -88,11 +88,14 @@ describe('401: credentials', () => {
 });
 
 describe('400: query parameters', () => {
-  test.each(ENDPOINTS.filter((p) => p !== '/api/connections'))('%s takes no parameters', async (path) => {
-    const res = await request(app).get(`${path}?foo=1`).set(authA);
-    expectErrorBody(res, 400, 'SB_INVALID_FIELD');
-    expect(res.body.error).toBe('Unknown query parameter "foo" (this endpoint takes no query parameters)');
-  });
+  test.each(ENDPOINTS.filter((p) => p !== '/api/connections' && p !== '/api/members'))(
+    '%s takes no parameters',
+    async (path) => {
+      const res = await request(app).get(`${path}?foo=1`).set(authA);
+      expectErrorBody(res, 400, 'SB_INVALID_FIELD');
+      expect(res.body.error).toBe('Unknown query parameter "foo" (this endpoint takes no query parameters)');
+    },
+  );
 
   test('/api/domains rejects even a bare parameter', async () => {
     const res = await request(app).get('/api/domains?x').set(authA);
@@ -124,6 +127,11 @@ describe('400: query parameters', () => {
     const res = await request(app).get(`/api/connections?${query}`).set(authA);
     expectErrorBody(res, 400, 'SB_INVALID_FIELD');
     expect(res.body.error).toMatch(message);
+  });
+
+  test.each(['page=0', 'limit=x', 'channel=a'])('/api/members?%s', async (query) => {
+    const res = await request(app).get(`/api/members?${query}`).set(authA);
+    expectErrorBody(res, 400, 'SB_INVALID_FIELD');
   });
 
   test('every problem is reported at once', async () => {

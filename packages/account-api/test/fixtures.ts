@@ -91,9 +91,9 @@ export async function populate(engine: Engine): Promise<Engine> {
   return engine;
 }
 
-export async function populatedApp() {
+export async function populatedApp(config: Record<string, string> = {}) {
   const engine = await populatedEngine();
-  return { engine, app: createAccountApi({ engine, logger: silentLogger(), config: testConfig() }) };
+  return { engine, app: createAccountApi({ engine, logger: silentLogger(), config: testConfig(config) }) };
 }
 
 /** The port's methods (all, or those in `only`) reject as an unreachable Redis would. */

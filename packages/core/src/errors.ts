@@ -76,6 +76,8 @@ export const CLOSE_CODES = {
   KICKED: { code: 4509, message: 'Connection closed by administrator' },
   /** Terminal: a frame over the message size limit. */
   MESSAGE_TOO_LARGE: { code: 4513, message: 'Message too large' },
+  /** Terminal: the `uuid` or `user` (query or JWT claim) is over its length limit. */
+  IDENTITY_TOO_LONG: { code: 4514, message: 'uuid or user too long' },
   /** Terminal: `since` or `epoch` in the URL is malformed (not an offset, not an epoch token). */
   INVALID_RESUME: { code: 4540, message: 'Invalid since or epoch' },
   /** Terminal: the node or the key reached its connection limit. */

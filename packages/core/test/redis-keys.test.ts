@@ -10,14 +10,15 @@ const topicBase = keys.presenceTopic(topic);
 /** Every name keys.ts builds, pinned; `null` marks helpers that only build prefixes of these. */
 const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
   presenceTopic: null,
-  presenceTopicPrefix: null,
-  presenceNodePrefix: null,
-  presenceChannels: '<prefix>:presence:{<key>}:channels',
-  presenceNodeEntries: '<prefix>:presence:{<key>}:node:<nodeId>',
+  presenceTopicKeys: null,
+  presenceChannels: '<prefix>:presence:{<key>}:channel-names',
+  presenceByNode: '<prefix>:presence:{<key>}:by-node',
   presenceNodeKeys: '<prefix>:presence-node:{<nodeId>}',
   countsChannels: '<prefix>:counts:{<key>}:channels',
   countsTotal: '<prefix>:counts:{<key>}:total',
   countsNode: '<prefix>:counts:{<key>}:node:<nodeId>',
+  countsSockets: '<prefix>:counts:{<key>}:sockets',
+  countsSocketsTotal: '<prefix>:counts:{<key>}:sockets-total',
   countsNodeKeys: '<prefix>:counts-node:{<nodeId>}',
   log: '<prefix>:log:{<key>}',
   apiKey: '<prefix>:apikey:{keystore}:<key>',
@@ -31,14 +32,15 @@ const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
 
 const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
   presenceTopic: topicBase,
-  presenceTopicPrefix: keys.presenceTopicPrefix('<key>'),
-  presenceNodePrefix: keys.presenceNodePrefix('<key>'),
+  presenceTopicKeys: keys.presenceTopicKeys(topic).join(' '),
   presenceChannels: keys.presenceChannels('<key>'),
-  presenceNodeEntries: keys.presenceNodeEntries('<key>', '<nodeId>'),
+  presenceByNode: keys.presenceByNode('<key>'),
   presenceNodeKeys: keys.presenceNodeKeys('<nodeId>'),
   countsChannels: keys.countsChannels('<key>'),
   countsTotal: keys.countsTotal('<key>'),
   countsNode: keys.countsNode('<key>', '<nodeId>'),
+  countsSockets: keys.countsSockets('<key>'),
+  countsSocketsTotal: keys.countsSocketsTotal('<key>'),
   countsNodeKeys: keys.countsNodeKeys('<nodeId>'),
   log: keys.log('<key>'),
   apiKey: keys.apiKey('<key>'),
@@ -53,9 +55,8 @@ const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
 /** The full set of key and channel patterns, including the per-topic keys the scripts derive. */
 const patterns = (): string[] => [
   ...Object.values(NAMES).filter((n): n is string => n !== null),
-  ...Object.values(PRESENCE_TOPIC_SUFFIXES).map((suffix) =>
-    suffix.endsWith(':') ? `${topicBase}${suffix}<identity>` : `${topicBase}${suffix}`,
-  ),
+  keys.presenceChannels('<key>', '<protocol>' as never),
+  ...keys.presenceTopicKeys(topic),
 ];
 
 /** First cell of every table row whose first cell is code: the documented patterns. */
@@ -76,8 +77,9 @@ describe('Redis key names', () => {
       if (name !== null) expect(built[method as keyof typeof built]).toBe(name);
     }
     expect(topicBase).toBe('<prefix>:presence:{<key>}:topic:<protocol>|<channel>');
-    expect(topicBase.startsWith(built.presenceTopicPrefix)).toBe(true);
-    expect(built.presenceNodeEntries.startsWith(built.presenceNodePrefix)).toBe(true);
+    expect(keys.presenceTopicKeys(topic)).toEqual(
+      Object.values(PRESENCE_TOPIC_SUFFIXES).map((suffix) => `${topicBase}${suffix}`),
+    );
   });
 
   it('agree with docs/redis-keys.md, both ways', () => {
@@ -87,9 +89,12 @@ describe('Redis key names', () => {
   it('keep every multi-key operation of an API key in one hash slot', () => {
     const tag = (name: string): string | undefined => /\{([^}]*)\}/.exec(name)?.[1];
     const perKey = [
-      topicBase,
+      ...keys.presenceTopicKeys(topic),
       built.presenceChannels,
-      built.presenceNodeEntries,
+      keys.presenceChannels('<key>', 'v3'),
+      built.presenceByNode,
+      built.countsSockets,
+      built.countsSocketsTotal,
       built.countsChannels,
       built.countsTotal,
       built.countsNode,

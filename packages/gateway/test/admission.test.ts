@@ -211,7 +211,7 @@ describe('connection limits', () => {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       const c = new TestClient(limited.wsUrl('/v4/two', { api_key: k.key }));
-      expect((await c.next()).json).toEqual({ error: 'Connection limit reached for this API key' });
+      expect((await c.next()).json).toEqual({ error: 'Connection limit reached for this API key (limit 1)' });
       expect((await c.closed).code).toBe(4529);
       a.close();
     } finally {

@@ -717,6 +717,21 @@ describe('V4 frames', () => {
             });
             return;
           }
+          // uuid and user are bounded (docs/protocol.md, limits): 128 characters, 256 bytes of JSON.
+          const user = fields.user === undefined || fields.user === '' ? undefined : fields.user;
+          const tooLong =
+            typeof fields.uuid === 'string' && [...fields.uuid].length > 128
+              ? 'uuid is longer than 128 characters'
+              : user !== undefined && Buffer.byteLength(JSON.stringify(user)) > 256
+                ? 'user is longer than 256 bytes of JSON'
+                : undefined;
+          if (tooLong) {
+            expect(reply.json).toEqual({
+              event: 'system::subscribe_error',
+              data: { channel, error: tooLong },
+            });
+            return;
+          }
           expect(reply.text).toBe(`{"event":"system::subscribe_success","data":{"channel":"${channel}"}}`);
           const presence =
             fields.presence === true ||

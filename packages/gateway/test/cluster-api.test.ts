@@ -167,6 +167,51 @@ describe('POST /api/members (V3)', () => {
     expect(all['v3b']).toEqual([{ uuid: 'z' }]);
     expect(all['v3a']).toHaveLength(2);
   });
+
+  it('lists a channel named __proto__ like any other', async () => {
+    await member('/v3/__proto__', { uuid: 'proto-member' });
+    // JSON.parse keeps "__proto__" as an own property, as any JSON client sees it.
+    const channels = (await call('/api/members', {})).body['channels'] as object;
+    expect(Object.entries(channels)).toContainEqual(['__proto__', [{ uuid: 'proto-member' }]]);
+  });
+
+  it('caps members at ROSTER_LIMIT with the true count, and pages channels by name', async () => {
+    const small = await startGateway({ memoryState: createMemoryState(), env: { ROSTER_LIMIT: '2' } });
+    try {
+      const k = await createTestKey(small.engine);
+      const ask = (body: Record<string, unknown>) =>
+        postJson(`${small.httpUrl}/api/members`, { key: k.key, secret: k.secret, ...body });
+      for (const [channel, uuid] of [
+        ['crowd', 'c1'],
+        ['crowd', 'c2'],
+        ['crowd', 'c3'],
+        ['b', 'b1'],
+        ['a', 'a1'],
+      ]) {
+        const c = fx.track(
+          await connectClient(small.wsUrl(`/v3/${channel}`, { api_key: k.key, presence: '1', uuid: uuid! })),
+        );
+        await c.nextEvent('system:member_list');
+      }
+      expect((await ask({ channel: 'crowd' })).body).toEqual({
+        success: true,
+        members: [{ uuid: 'c3' }, { uuid: 'c2' }],
+        count: 3,
+      });
+      expect((await ask({ page: 2, limit: 2 })).body).toEqual({
+        success: true,
+        channels: { crowd: [{ uuid: 'c3' }, { uuid: 'c2' }] },
+        total: 3,
+        page: 2,
+        limit: 2,
+        totalPages: 2,
+      });
+      expect(Object.keys((await ask({})).body['channels'] as object)).toEqual(['a', 'b', 'crowd']);
+      expect((await ask({ limit: 0 })).status).toBe(400);
+    } finally {
+      await small.close();
+    }
+  });
 });
 
 describe('kicks', () => {

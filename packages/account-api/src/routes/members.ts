@@ -1,5 +1,6 @@
-import type { JsonValue, Protocol } from '@switchboard/core';
-import { querySchema } from '../http/query';
+import type { ChannelMembers, JsonValue, Protocol } from '@switchboard/core';
+import { positiveIntegerParam, querySchema } from '../http/query';
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from './connections';
 import { defineEndpoint } from './endpoint';
 
 /** A presence member as `/api/members` lists it; `user` is omitted when unknown. */
@@ -9,35 +10,54 @@ export interface AccountMember {
   protocol: Protocol;
 }
 
+export interface MembersPage {
+  data: Record<string, AccountMember[]>;
+  total: number;
+  page: number;
+  limit: number;
+  totalPages: number;
+}
+
 /**
- * `GET /api/members`: every channel of the key with presence members, V3 and V4 together, as
- * `{"<channel>": [member, …]}`. Channels are in name order; in a channel V3 entries come first,
- * then V4, each most recently active first. One entry per presence connection (not deduplicated:
- * a user on two devices is listed twice, with two uuids). No parameters.
+ * `GET /api/members[?page=&limit=]`: channels of the key with presence members, V3 and V4
+ * together, as `{"<channel>": [member, …]}`, in channel name order; in a channel V3 entries come
+ * first, then V4, each most recently active first and at most `ROSTER_LIMIT` of each. One entry
+ * per presence connection (not deduplicated: a user on two devices is listed twice, with two
+ * uuids). Every answer is bounded: without parameters, the first 100 channels; with `page` or
+ * `limit` (capped to 100), a page object like `/api/connections`' whose `total` counts channels.
  */
 export const membersEndpoint = defineEndpoint({
   path: '/members',
-  query: querySchema({}),
-  handle: async (key, _query, { engine }): Promise<Record<string, AccountMember[]>> => {
-    const channels = await engine.presence.channels(key.key);
-    const ordered = [...channels].sort(
-      (a, b) => compare(a.channel, b.channel) || compare(a.protocol, b.protocol),
-    );
-    const grouped = new Map<string, AccountMember[]>();
-    for (const { channel, protocol, members } of ordered) {
-      const list = grouped.get(channel) ?? [];
-      for (const member of members) {
-        list.push(
-          member.user === undefined
-            ? { uuid: member.uuid, protocol }
-            : { uuid: member.uuid, user: member.user, protocol },
-        );
-      }
-      if (list.length > 0) grouped.set(channel, list);
-    }
-    // fromEntries defines own properties, so a channel named "__proto__" stays an ordinary entry.
-    return Object.fromEntries(grouped);
+  query: querySchema({ page: positiveIntegerParam('page'), limit: positiveIntegerParam('limit') }),
+  handle: async (key, query, { engine, config }): Promise<Record<string, AccountMember[]> | MembersPage> => {
+    const paged = query.page !== undefined || query.limit !== undefined;
+    const page = query.page ?? 1;
+    const limit = Math.min(query.limit ?? DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT);
+    const listed = await engine.presence.channels(key.key, {
+      offset: Math.min((page - 1) * limit, Number.MAX_SAFE_INTEGER),
+      limit,
+      membersPerChannel: config.limits.rosterLimit,
+    });
+    const data = grouped(listed.channels);
+    return paged
+      ? { data, total: listed.total, page, limit, totalPages: Math.ceil(listed.total / limit) }
+      : data;
   },
 });
 
-const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+function grouped(channels: ChannelMembers[]): Record<string, AccountMember[]> {
+  const byChannel = new Map<string, AccountMember[]>();
+  for (const { channel, protocol, members } of channels) {
+    const list = byChannel.get(channel) ?? [];
+    for (const member of members) {
+      list.push(
+        member.user === undefined
+          ? { uuid: member.uuid, protocol }
+          : { uuid: member.uuid, user: member.user, protocol },
+      );
+    }
+    if (list.length > 0) byChannel.set(channel, list);
+  }
+  // fromEntries defines own properties, so a channel named "__proto__" stays an ordinary entry.
+  return Object.fromEntries(byChannel);
+}

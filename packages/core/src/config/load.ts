@@ -27,6 +27,8 @@ export interface Config {
     readonly logSize: number;
     readonly maxConnectionsPerNode: number;
     readonly maxConnectionsPerKey: number;
+    /** Channels one V4 socket carries, its primary included. */
+    readonly maxChannelsPerSocket: number;
     readonly slowConsumerBytes: number;
     readonly idleTimeoutSeconds: number;
   };
@@ -96,6 +98,7 @@ export function loadConfig(
       logSize: e.LOG_SIZE,
       maxConnectionsPerNode: e.MAX_CONNECTIONS_PER_NODE,
       maxConnectionsPerKey: e.MAX_CONNECTIONS_PER_KEY,
+      maxChannelsPerSocket: e.MAX_CHANNELS_PER_SOCKET,
       slowConsumerBytes: e.SLOW_CONSUMER_BYTES,
       idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     },

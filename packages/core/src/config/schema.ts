@@ -97,6 +97,7 @@ export const configSchema = z
     HISTORY_TTL_SECONDS: historyTtl.default(120),
     MAX_CONNECTIONS_PER_NODE: nonNegativeInt.default(0),
     MAX_CONNECTIONS_PER_KEY: nonNegativeInt.default(0),
+    MAX_CHANNELS_PER_SOCKET: positiveInt.default(100),
     SLOW_CONSUMER_BYTES: positiveInt.default(1024 * 1024),
     IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(8).max(960).default(60),
     NODE_TIMEOUT_MS: positiveInt.default(15_000),

@@ -7,6 +7,8 @@ const byCountThenName = (a: ChannelCount, b: ChannelCount): number =>
 export class MemoryConnectionCounts implements ConnectionCounts {
   /** key → channel → node → count */
   private readonly counts = new Map<ApiKey, Map<ChannelName, Map<NodeId, number>>>();
+  /** key → node → sockets reserved */
+  private readonly reserved = new Map<ApiKey, Map<NodeId, number>>();
 
   async increment(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
     this.add(nodeId, key, channel, 1);
@@ -29,7 +31,36 @@ export class MemoryConnectionCounts implements ConnectionCounts {
     return this.channelCounts(key).reduce((total, c) => total + c.count, 0);
   }
 
+  async reserveSocket(nodeId: NodeId, key: ApiKey, limit: number): Promise<boolean> {
+    if (limit > 0 && this.socketsOf(key) >= limit) return false;
+    const nodes = this.reserved.get(key) ?? new Map<NodeId, number>();
+    nodes.set(nodeId, (nodes.get(nodeId) ?? 0) + 1);
+    this.reserved.set(key, nodes);
+    return true;
+  }
+
+  async releaseSocket(nodeId: NodeId, key: ApiKey): Promise<void> {
+    const nodes = this.reserved.get(key);
+    const held = nodes?.get(nodeId) ?? 0;
+    if (!nodes || held <= 0) return;
+    if (held > 1) nodes.set(nodeId, held - 1);
+    else nodes.delete(nodeId);
+    if (nodes.size === 0) this.reserved.delete(key);
+  }
+
+  async sockets(key: ApiKey): Promise<number> {
+    return this.socketsOf(key);
+  }
+
+  private socketsOf(key: ApiKey): number {
+    return [...(this.reserved.get(key)?.values() ?? [])].reduce((a, b) => a + b, 0);
+  }
+
   async removeNode(nodeId: NodeId): Promise<void> {
+    for (const [key, nodes] of this.reserved) {
+      nodes.delete(nodeId);
+      if (nodes.size === 0) this.reserved.delete(key);
+    }
     for (const [key, channels] of this.counts) {
       for (const [channel, nodes] of channels) {
         nodes.delete(nodeId);

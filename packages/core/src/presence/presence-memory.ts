@@ -1,6 +1,7 @@
 import { identityOf } from '../types';
-import type { ApiKey, ConnId, Identity, Member, NodeId, Protocol, Topic } from '../types';
+import type { ApiKey, ConnId, Identity, Member, NodeId, Topic } from '../types';
 import type {
+  ChannelListing,
   ChannelMembers,
   EntryPlace,
   IdentityPage,
@@ -23,6 +24,9 @@ interface TopicState {
   /** identity → its entries' connIds, so joins and leaves stay O(1) on large channels */
   byIdentity: Map<Identity, Set<ConnId>>;
 }
+
+/** UTF-8 byte order, as Redis compares strings. */
+const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
 const byActivity = (a: { activeAt: number; id: string }, b: { activeAt: number; id: string }): number =>
@@ -93,15 +97,28 @@ export class MemoryPresenceStore implements PresenceStore {
     return { identities: page.map((p) => p.id), members: page.map((p) => p.member), count: sorted.length };
   }
 
-  async channels(key: ApiKey, protocol?: Protocol): Promise<ChannelMembers[]> {
-    const result: ChannelMembers[] = [];
+  async channels(
+    key: ApiKey,
+    listing: ChannelListing,
+  ): Promise<{ channels: ChannelMembers[]; total: number }> {
+    const byChannel = new Map<string, TopicState[]>();
     for (const state of this.topics.values()) {
       const { topic } = state;
-      if (topic.key !== key || (protocol && topic.protocol !== protocol)) continue;
-      const { members } = await this.roster(topic, Number.MAX_SAFE_INTEGER);
-      result.push({ channel: topic.channel, protocol: topic.protocol, members });
+      if (topic.key !== key || (listing.protocol && topic.protocol !== listing.protocol)) continue;
+      byChannel.set(topic.channel, [...(byChannel.get(topic.channel) ?? []), state]);
     }
-    return result.sort((a, b) => (a.channel < b.channel ? -1 : a.channel > b.channel ? 1 : 0));
+    const names = [...byChannel.keys()].sort(byBytes);
+    const channels: ChannelMembers[] = [];
+    for (const channel of names.slice(listing.offset, listing.offset + listing.limit)) {
+      const states = (byChannel.get(channel) ?? []).sort((a, b) =>
+        byBytes(a.topic.protocol, b.topic.protocol),
+      );
+      for (const { topic } of states) {
+        const { members, total } = await this.roster(topic, listing.membersPerChannel);
+        channels.push({ channel, protocol: topic.protocol, members, count: total });
+      }
+    }
+    return { channels, total: names.length };
   }
 
   async removeNode(nodeId: NodeId): Promise<Array<LeaveResult & { topic: Topic }>> {

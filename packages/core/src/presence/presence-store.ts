@@ -51,8 +51,22 @@ export interface IdentityPage {
 export interface ChannelMembers {
   readonly channel: string;
   readonly protocol: Protocol;
-  /** One member object per entry, most recently active first. */
+  /** One member object per entry, most recently active first, at most `membersPerChannel`. */
   readonly members: Member[];
+  /** Entries in the topic (the true total, not the number listed). */
+  readonly count: number;
+}
+
+/** Which channels `channels` lists: a page of channel names, with a bounded member list each. */
+export interface ChannelListing {
+  /** One protocol's channels, or channels with entries of either (both listed for each). */
+  readonly protocol?: Protocol;
+  /** Channels skipped, in name order (UTF-8 byte order). */
+  readonly offset: number;
+  /** Channels listed, at most. */
+  readonly limit: number;
+  /** Members listed per channel and protocol, at most. */
+  readonly membersPerChannel: number;
 }
 
 /**
@@ -65,6 +79,7 @@ export interface ChannelMembers {
  * - Activity orders everything: `join` and `touch` set an entry's and its identity's last-active
  *   time to `now`; ties break by identity (or connId) ascending so pages are stable.
  * - `identities` and `roster` are consistent snapshots of one topic; `count`/`total` are exact.
+ *   `channels` is consistent per topic, not across topics.
  *   A join's `listed` is the snapshot right after that join (one round trip instead of two).
  * - Entries belong to the node in `nodeId`. `removeNode` removes all of a node's entries (when it
  *   died or restarts under the same id) and reports each removal exactly once, across concurrent
@@ -79,9 +94,15 @@ export interface PresenceStore {
   roster(topic: Topic, limit: number): Promise<{ members: Member[]; total: number }>;
   /** Identities from `offset`, at most `limit`, most recently active first. */
   identities(topic: Topic, offset: number, limit: number): Promise<IdentityPage>;
-  /** Every topic of `key` with entries (of one protocol, or both), with its members. */
-  channels(key: ApiKey, protocol?: Protocol): Promise<ChannelMembers[]>;
-  /** Removes every entry of `nodeId`; returns each removal once. */
+  /**
+   * A page of the channels of `key` with entries, by name, and the members of each topic: V3
+   * before V4 within a channel. `total` counts the channels the listing pages over.
+   */
+  channels(key: ApiKey, listing: ChannelListing): Promise<{ channels: ChannelMembers[]; total: number }>;
+  /**
+   * Removes every entry of `nodeId`; returns each removal once. Implementations work through a
+   * large node in bounded steps, so the engine keeps serving others meanwhile.
+   */
   removeNode(nodeId: NodeId): Promise<Array<LeaveResult & { topic: Topic }>>;
   /**
    * Where `nodeId` has entries, read from the node's own index a batch (about `batchSize`) at a

@@ -2,12 +2,15 @@ import type { ChannelCount, ConnectionCounts } from '../counts/connection-counts
 import type { ApiKey, ChannelName, NodeId } from '../types';
 import { guard, inOrder } from './clients';
 import type { RedisClient } from './clients';
-import { countsAdd, countsRemoveNode } from './counts-scripts';
+import { countsAdd, countsRemoveNode, socketsRelease, socketsReserve } from './counts-scripts';
 import type { RedisKeys } from './keys';
 import { TurnBatches } from './turn-batches';
 
 /** Arguments (channel, delta pairs) per script call: a call spreads them into a JS argument list. */
 const MAX_ARGS = 2000;
+
+/** Channels of a dead node's share subtracted per script call (bounds the time one call holds Redis). */
+const REMOVE_PER_CALL = 500;
 
 /** The counts one node holds for one API key: changed together, by one script call. */
 interface CountShare {
@@ -86,16 +89,52 @@ export class RedisConnectionCounts implements ConnectionCounts {
     return Number((await guard(this.client, () => this.client.get(this.keys.countsTotal(key)))) ?? 0);
   }
 
+  async reserveSocket(nodeId: NodeId, key: ApiKey, limit: number): Promise<boolean> {
+    // The node's key index (another slot) is written first, so a crash never hides a reservation from removeNode.
+    const reserved = await inOrder(
+      this.client,
+      () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key),
+      () => socketsReserve.run(this.client, this.socketKeys(key), [nodeId, limit]),
+    );
+    return reserved === 1;
+  }
+
+  async releaseSocket(nodeId: NodeId, key: ApiKey): Promise<void> {
+    await guard(this.client, () => socketsRelease.run(this.client, this.socketKeys(key), [nodeId]));
+  }
+
+  async sockets(key: ApiKey): Promise<number> {
+    return Number((await guard(this.client, () => this.client.get(this.keys.countsSocketsTotal(key)))) ?? 0);
+  }
+
   async removeNode(nodeId: NodeId): Promise<void> {
     const nodeKeys = this.keys.countsNodeKeys(nodeId);
     for (const key of await guard(this.client, () => this.client.smembers(nodeKeys))) {
-      await guard(this.client, () => countsRemoveNode.run(this.client, this.keyTriple(key, nodeId), []));
+      const keys = [...this.keyTriple(key, nodeId), ...this.socketKeys(key)];
+      // Each call takes out about REMOVE_PER_CALL channels; other clients' commands run in between.
+      let cursor = '0';
+      do {
+        const step = cursor;
+        cursor = String(
+          await guard(this.client, () =>
+            countsRemoveNode.run(this.client, keys, [nodeId, step, REMOVE_PER_CALL]),
+          ),
+        );
+      } while (cursor !== '0');
       await guard(this.client, () => this.client.srem(nodeKeys, key));
-      // An increment of the same node id may have raced in between (a node restarting under its id).
-      if (await guard(this.client, () => this.client.exists(this.keys.countsNode(key, nodeId)))) {
-        await guard(this.client, () => this.client.sadd(nodeKeys, key));
-      }
+      // An increment or reservation of the same node id may have raced in between (a node restarting under its id).
+      const [share, sockets] = await guard(this.client, () =>
+        Promise.all([
+          this.client.exists(this.keys.countsNode(key, nodeId)),
+          this.client.hexists(this.keys.countsSockets(key), nodeId),
+        ]),
+      );
+      if (share || sockets) await guard(this.client, () => this.client.sadd(nodeKeys, key));
     }
+  }
+
+  private socketKeys(key: ApiKey): string[] {
+    return [this.keys.countsSockets(key), this.keys.countsSocketsTotal(key)];
   }
 
   private keyTriple(key: ApiKey, nodeId: NodeId): string[] {

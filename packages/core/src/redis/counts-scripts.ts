@@ -25,18 +25,49 @@ return 1
 `);
 
 /**
- * KEYS[1] channel ZSET, KEYS[2] total, KEYS[3] the node's HASH
- * Subtracts the node's whole share and deletes it, atomically: a second caller finds nothing.
+ * KEYS[1] channel ZSET, KEYS[2] total, KEYS[3] the node's HASH, KEYS[4] socket HASH,
+ * KEYS[5] socket total; ARGV[1] nodeId, ARGV[2] HSCAN cursor, ARGV[3] HSCAN COUNT
+ * Subtracts the channels of the node's share that one HSCAN step returns (about ARGV[3]; all of
+ * a small hash) and its socket reservations, deleting what it subtracted: a concurrent caller
+ * never subtracts the same share twice. The caller repeats with the returned cursor until it is
+ * "0" (a whole scan: every channel present throughout is returned once at least), so no call
+ * holds Redis long. Returns the next cursor.
  */
 export const countsRemoveNode = new LuaScript(`
-local share = redis.call('HGETALL', KEYS[3])
+local sockets = tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')
+if sockets > 0 then
+  redis.call('HDEL', KEYS[4], ARGV[1])
+  if redis.call('DECRBY', KEYS[5], sockets) <= 0 then redis.call('DEL', KEYS[5]) end
+end
+local step = redis.call('HSCAN', KEYS[3], ARGV[2], 'COUNT', ARGV[3])
+local share = step[2]
 local sum = 0
 for i = 1, #share, 2 do
   local n = tonumber(share[i + 1])
+  redis.call('HDEL', KEYS[3], share[i])
   if tonumber(redis.call('ZINCRBY', KEYS[1], n, share[i])) >= 0 then redis.call('ZREM', KEYS[1], share[i]) end
   sum = sum + n
 end
-redis.call('DEL', KEYS[3])
 if sum > 0 and redis.call('INCRBY', KEYS[2], -sum) <= 0 then redis.call('DEL', KEYS[2]) end
-return sum
+return step[1]
+`);
+
+/**
+ * KEYS[1] socket HASH nodeId → sockets, KEYS[2] socket total; ARGV[1] nodeId, ARGV[2] limit (0: none)
+ * Returns 1 and counts the socket when fewer than the limit are reserved, else 0 (nothing written).
+ */
+export const socketsReserve = new LuaScript(`
+local limit = tonumber(ARGV[2])
+if limit > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') >= limit then return 0 end
+redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+redis.call('INCR', KEYS[2])
+return 1
+`);
+
+/** KEYS as `socketsReserve`; ARGV[1] nodeId. Gives back one of the node's sockets, if it holds any. */
+export const socketsRelease = new LuaScript(`
+if tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') <= 0 then return 0 end
+if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
+if redis.call('DECR', KEYS[2]) <= 0 then redis.call('DEL', KEYS[2]) end
+return 1
 `);

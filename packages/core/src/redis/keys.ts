@@ -1,4 +1,4 @@
-import type { ApiKey, NodeId, Topic } from '../types';
+import type { ApiKey, NodeId, Protocol, Topic } from '../types';
 
 /**
  * The one module that names Redis keys and pub/sub channels. `docs/redis-keys.md` lists every
@@ -6,8 +6,9 @@ import type { ApiKey, NodeId, Topic } from '../types';
  *
  * Hash tags (`{…}`) decide the Redis Cluster slot:
  * - presence and counts of one API key share the tag `{<apiKey>}`, so every multi-key update of a
- *   key (a join touching the topic's sets, the key's channel index and the node's index) is one
- *   atomic Lua script in one slot;
+ *   key (a join touching the topic's sets, the key's channel indexes and its node index) is one
+ *   atomic Lua script in one slot. Scripts receive every key they touch in KEYS; none builds a
+ *   key name itself;
  * - fan-out channels are tagged per topic, so sharded pub/sub spreads channels over the masters;
  *   a topic's history keys share its channel's tag, so one script stores, counts and publishes;
  * - per-node indexes are tagged `{<nodeId>}`, the key store `{keystore}`.
@@ -16,16 +17,17 @@ import type { ApiKey, NodeId, Topic } from '../types';
  */
 export interface RedisKeys {
   readonly prefix: string;
-  /** Base of one topic's presence keys; the scripts derive `:conns`, `:byconn`, … from it. */
+  /** Base of one topic's presence keys: `presenceTopicKeys` appends the suffixes to it. */
   presenceTopic(topic: Topic): string;
-  /** `presenceTopic` without the `<protocol>|<channel>` part, for scripts that walk a key's topics. */
-  presenceTopicPrefix(key: ApiKey): string;
-  /** `presenceNodeEntries` without the node id, for scripts that find an entry's node. */
-  presenceNodePrefix(key: ApiKey): string;
-  /** SET of `<protocol>|<channel>` with presence entries, per API key. */
-  presenceChannels(key: ApiKey): string;
-  /** SET of `<protocol>|<channel>|<connId>` entries a node holds within one API key. */
-  presenceNodeEntries(key: ApiKey, nodeId: NodeId): string;
+  /** One topic's presence keys, in `PRESENCE_TOPIC_SUFFIXES` order (scripts take them in KEYS). */
+  presenceTopicKeys(topic: Topic): string[];
+  /**
+   * ZSET, every score 0 (lexicographic order): the channel names of an API key with presence
+   * entries of `protocol`, or of either protocol when none is given.
+   */
+  presenceChannels(key: ApiKey, protocol?: Protocol): string;
+  /** ZSET, every score 0: `<nodeId>|<protocol>|<channel>|<connId>` of each entry of an API key. */
+  presenceByNode(key: ApiKey): string;
   /** SET of API keys in which a node holds presence entries. */
   presenceNodeKeys(nodeId: NodeId): string;
   /** ZSET channel → −count, per API key. */
@@ -34,7 +36,11 @@ export interface RedisKeys {
   countsTotal(key: ApiKey): string;
   /** HASH channel → count contributed by one node. */
   countsNode(key: ApiKey, nodeId: NodeId): string;
-  /** SET of API keys in which a node holds counts. */
+  /** HASH nodeId → sockets of the API key that node reserved (the per-key connection limit). */
+  countsSockets(key: ApiKey): string;
+  /** STRING: sockets of the API key reserved on every node. */
+  countsSocketsTotal(key: ApiKey): string;
+  /** SET of API keys in which a node holds counts or socket reservations. */
   countsNodeKeys(nodeId: NodeId): string;
   /** LIST of log records (JSON), newest first. */
   log(key: ApiKey): string;
@@ -73,17 +79,23 @@ export function redisKeys(prefix: string): RedisKeys {
   /** `{<key>|<protocol>|<channel>}`: one topic's slot (its fan-out channel and history). */
   const topicTag = (t: Topic): string => `{${checked('API key', t.key)}|${topicPart(t)}}`;
   const byNode = (kind: string, nodeId: NodeId): string => `${p}:${kind}:{${checked('node id', nodeId)}}`;
+  const presenceTopic = (t: Topic): string => `${byKey('presence', t.key)}:topic:${topicPart(t)}`;
   return {
     prefix: p,
-    presenceTopic: (t) => `${byKey('presence', t.key)}:topic:${topicPart(t)}`,
-    presenceTopicPrefix: (key) => `${byKey('presence', key)}:topic:`,
-    presenceNodePrefix: (key) => `${byKey('presence', key)}:node:`,
-    presenceChannels: (key) => `${byKey('presence', key)}:channels`,
-    presenceNodeEntries: (key, nodeId) => `${byKey('presence', key)}:node:${checked('node id', nodeId)}`,
+    presenceTopic,
+    presenceTopicKeys: (t) => {
+      const base = presenceTopic(t);
+      return TOPIC_SUFFIXES.map((suffix) => `${base}${suffix}`);
+    },
+    presenceChannels: (key, protocol) =>
+      `${byKey('presence', key)}:channel-names${protocol ? `:${checked('protocol', protocol)}` : ''}`,
+    presenceByNode: (key) => `${byKey('presence', key)}:by-node`,
     presenceNodeKeys: (nodeId) => byNode('presence-node', nodeId),
     countsChannels: (key) => `${byKey('counts', key)}:channels`,
     countsTotal: (key) => `${byKey('counts', key)}:total`,
     countsNode: (key, nodeId) => `${byKey('counts', key)}:node:${checked('node id', nodeId)}`,
+    countsSockets: (key) => `${byKey('counts', key)}:sockets`,
+    countsSocketsTotal: (key) => `${byKey('counts', key)}:sockets-total`,
     countsNodeKeys: (nodeId) => byNode('counts-node', nodeId),
     log: (key) => byKey('log', key),
     apiKey: (key) => `${p}:apikey:{keystore}:${checked('API key', key)}`,
@@ -96,7 +108,7 @@ export function redisKeys(prefix: string): RedisKeys {
   };
 }
 
-/** Suffixes the presence scripts append to `presenceTopic(topic)` (documented with the keys). */
+/** The keys of one topic's presence, `presenceTopic(topic)` + suffix (documented with the keys). */
 export const PRESENCE_TOPIC_SUFFIXES = {
   /** HASH connId → entry JSON `{"i":identity,"n":nodeId,"m":member}` */
   conns: ':conns',
@@ -106,6 +118,11 @@ export const PRESENCE_TOPIC_SUFFIXES = {
   byIdentity: ':byident',
   /** HASH identity → connId of its most recent entry (the member object an identity page shows) */
   identityConn: ':identconn',
-  /** ZSET connId → −last active, one per identity: the identity's entries */
-  identity: ':ident:',
+  /**
+   * ZSET, every score 0: `<identity length>:<identity>|<activity rank>|<connId>` per entry, so a
+   * lexicographic range finds one identity's most recent entry without a key per identity.
+   */
+  identityEntries: ':idententries',
 } as const;
+
+const TOPIC_SUFFIXES = Object.values(PRESENCE_TOPIC_SUFFIXES);

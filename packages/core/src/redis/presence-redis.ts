@@ -1,4 +1,5 @@
 import type {
+  ChannelListing,
   ChannelMembers,
   EntryPlace,
   IdentityPage,
@@ -12,13 +13,11 @@ import { identityOf } from '../types';
 import type { ApiKey, ConnId, Member, NodeId, Protocol, Topic } from '../types';
 import { guard, inOrder } from './clients';
 import type { RedisClient } from './clients';
-import { topicInKey } from './keys';
 import { TurnBatches } from './turn-batches';
 import type { RedisKeys } from './keys';
 import {
-  presenceChannels,
   presenceIdentities,
-  presenceRemoveNode,
+  presenceRemoveEntries,
   presenceRoster,
   presenceTouch,
   presenceWrites,
@@ -40,29 +39,23 @@ type PendingWrite =
 /** Writes per script call: bounds the time one call holds Redis (a join may list up to its limit). */
 const WRITES_PER_CALL = 100;
 
+/** Entries of a dead node removed per script call: bounds the time one call holds Redis. */
+const REMOVE_PER_CALL = 100;
+
 /** Largest count a script is asked for: "all" without sending Number.MAX_SAFE_INTEGER to Lua. */
 const MAX_RANGE = 2 ** 31 - 1;
-
-function parseTopic(key: ApiKey, topic: string): Topic {
-  const sep = topic.indexOf('|');
-  return { key, protocol: topic.slice(0, sep) as Protocol, channel: topic.slice(sep + 1) };
-}
 
 function toLeave(reply: unknown): LeaveResult {
   const [json, last, count] = reply as [string, number, number];
   return { member: memberOf(json), lastOfIdentity: last === 1, identityCount: count };
 }
 
-const byChannelThenProtocol = (a: ChannelMembers, b: ChannelMembers): number =>
-  a.channel < b.channel
-    ? -1
-    : a.channel > b.channel
-      ? 1
-      : a.protocol < b.protocol
-        ? -1
-        : a.protocol > b.protocol
-          ? 1
-          : 0;
+/** A `by-node` item, `<nodeId>|<protocol>|<channel>|<connId>` (none of them contains `|`). */
+function parseNodeItem(key: ApiKey, item: string): { topic: Topic; connId: ConnId } | undefined {
+  const [, protocol, channel, connId, extra] = item.split('|');
+  if (!protocol || !channel || !connId || extra !== undefined) return undefined;
+  return { topic: { key, protocol: protocol as Protocol, channel }, connId };
+}
 
 export class RedisPresenceStore implements PresenceStore {
   constructor(
@@ -113,20 +106,22 @@ export class RedisPresenceStore implements PresenceStore {
     key: ApiKey,
     pending: PendingWrite[],
   ): Promise<Array<JoinResult | LeaveResult | null>> {
-    const keys = [this.keys.presenceChannels(key)];
-    const args: (string | number)[] = [this.keys.presenceNodePrefix(key)];
+    const keys = this.sharedKeys(key);
+    const args: (string | number)[] = [];
     for (const write of pending) {
-      keys.push(this.keys.presenceTopic(write.topic));
+      const { topic } = write;
+      keys.push(...this.keys.presenceTopicKeys(topic));
       if (write.kind === 'leave') {
-        args.push('leave', topicInKey(write.topic), write.connId, '', '', '', '', '', '');
+        args.push('leave', topic.protocol, topic.channel, write.connId, '', '', '', '', '', '');
         continue;
       }
-      const { topic, entry, now, listing } = write;
+      const { entry, now, listing } = write;
       const identity = identityOf(entry.member);
       const stored: StoredEntry = { i: identity, n: entry.nodeId, m: entry.member };
       args.push(
         'join',
-        topicInKey(topic),
+        topic.protocol,
+        topic.channel,
         entry.connId,
         entry.nodeId,
         identity,
@@ -146,25 +141,37 @@ export class RedisPresenceStore implements PresenceStore {
     });
   }
 
+  /** The keys every write script takes first: the key's channel indexes and its node index. */
+  private sharedKeys(key: ApiKey): string[] {
+    return [
+      this.keys.presenceChannels(key),
+      this.keys.presenceChannels(key, 'v3'),
+      this.keys.presenceChannels(key, 'v4'),
+      this.keys.presenceByNode(key),
+    ];
+  }
+
   async touch(topic: Topic, connId: ConnId, now: number): Promise<void> {
     await guard(this.client, () =>
-      presenceTouch.run(this.client, [this.keys.presenceTopic(topic)], [connId, -now]),
+      presenceTouch.run(this.client, this.keys.presenceTopicKeys(topic), [connId, -now]),
     );
   }
 
   async roster(topic: Topic, limit: number): Promise<{ members: Member[]; total: number }> {
+    const [conns, byConn] = this.keys.presenceTopicKeys(topic);
     const reply = await guard(this.client, () =>
-      presenceRoster.run(this.client, [this.keys.presenceTopic(topic)], [Math.min(limit, MAX_RANGE)]),
+      presenceRoster.run(this.client, [conns!, byConn!], [Math.max(0, Math.min(limit, MAX_RANGE))]),
     );
     const [total, entries] = reply as [number, string[]];
     return { members: entries.map(memberOf), total };
   }
 
   async identities(topic: Topic, offset: number, limit: number): Promise<IdentityPage> {
+    const [conns, , byIdentity, identityConn] = this.keys.presenceTopicKeys(topic);
     const reply = await guard(this.client, () =>
       presenceIdentities.run(
         this.client,
-        [this.keys.presenceTopic(topic)],
+        [conns!, byIdentity!, identityConn!],
         [Math.min(offset, MAX_RANGE), Math.min(limit, MAX_RANGE)],
       ),
     );
@@ -172,66 +179,127 @@ export class RedisPresenceStore implements PresenceStore {
     return { identities, members: entries.map(memberOf), count };
   }
 
-  async channels(key: ApiKey, protocol?: Protocol): Promise<ChannelMembers[]> {
-    const reply = await guard(this.client, () =>
-      presenceChannels.run(
-        this.client,
-        [this.keys.presenceChannels(key)],
-        [this.keys.presenceTopicPrefix(key), protocol ?? ''],
+  /** A page of channel names (one range read), then one bounded roster read per topic of the page. */
+  async channels(
+    key: ApiKey,
+    listing: ChannelListing,
+  ): Promise<{ channels: ChannelMembers[]; total: number }> {
+    const index = this.keys.presenceChannels(key, listing.protocol);
+    const offset = Math.min(listing.offset, MAX_RANGE);
+    const limit = Math.max(0, Math.min(listing.limit, MAX_RANGE));
+    const [names, total] = await guard(this.client, () =>
+      Promise.all([
+        limit > 0 ? this.client.zrangebylex(index, '-', '+', 'LIMIT', offset, limit) : Promise.resolve([]),
+        this.client.zcard(index),
+      ]),
+    );
+    const protocols: Protocol[] = listing.protocol ? [listing.protocol] : ['v3', 'v4'];
+    const listed = await Promise.all(
+      names.flatMap((channel) =>
+        protocols.map(async (protocol): Promise<ChannelMembers> => {
+          const { members, total: count } = await this.roster(
+            { key, protocol, channel },
+            listing.membersPerChannel,
+          );
+          return { channel, protocol, members, count };
+        }),
       ),
     );
-    return (reply as [string, string[]][])
-      .map(([topic, entries]) => {
-        const { protocol: p, channel } = parseTopic(key, topic);
-        return { channel, protocol: p, members: entries.map(memberOf) };
-      })
-      .sort(byChannelThenProtocol);
+    return { channels: listed.filter((c) => c.count > 0), total };
   }
 
   async *nodeEntries(nodeId: NodeId, batchSize = 500): AsyncIterable<EntryPlace[]> {
-    const scan = (set: string, cursor: string) =>
-      guard(this.client, () => this.client.sscan(set, cursor, 'COUNT', batchSize));
     let keysCursor = '0';
     do {
-      const [nextKeys, apiKeys] = await scan(this.keys.presenceNodeKeys(nodeId), keysCursor);
+      const [nextKeys, apiKeys] = await guard(this.client, () =>
+        this.client.sscan(this.keys.presenceNodeKeys(nodeId), keysCursor, 'COUNT', batchSize),
+      );
       keysCursor = nextKeys;
       for (const key of apiKeys) {
-        let cursor = '0';
-        do {
-          const [next, places] = await scan(this.keys.presenceNodeEntries(key, nodeId), cursor);
-          cursor = next;
-          // Each is `<protocol>|<channel>|<connId>`; none of the three contains '|'.
-          if (places.length > 0)
-            yield places.map((place) => {
-              const end = place.lastIndexOf('|');
-              return { topic: parseTopic(key, place.slice(0, end)), connId: place.slice(end + 1) };
-            });
-        } while (cursor !== '0');
+        const byNode = this.keys.presenceByNode(key);
+        // `<nodeId>|<protocol>|<channel>|<connId>`, in lexicographic order: pages follow the last item.
+        let from = '[' + nodeId + '|';
+        for (;;) {
+          const start = from;
+          const items = await guard(this.client, () =>
+            this.client.zrangebylex(byNode, start, '(' + nodeId + '}', 'LIMIT', 0, batchSize),
+          );
+          if (items.length === 0) break;
+          const places: EntryPlace[] = [];
+          for (const item of items) {
+            const place = parseNodeItem(key, item);
+            if (place) places.push(place);
+          }
+          if (places.length > 0) yield places;
+          if (items.length < batchSize) break;
+          from = '(' + items[items.length - 1]!;
+        }
       }
     } while (keysCursor !== '0');
   }
 
+  /**
+   * Per API key where the node holds entries: reads a chunk of its `by-node` items, removes them
+   * with one script call, and repeats until none is left, so no call holds Redis long.
+   */
   async removeNode(nodeId: NodeId): Promise<Array<LeaveResult & { topic: Topic }>> {
     const nodeKeys = this.keys.presenceNodeKeys(nodeId);
     const apiKeys = await guard(this.client, () => this.client.smembers(nodeKeys));
     const removed: Array<LeaveResult & { topic: Topic }> = [];
     for (const key of apiKeys) {
-      const reply = await guard(this.client, () =>
-        presenceRemoveNode.run(
-          this.client,
-          [this.keys.presenceNodeEntries(key, nodeId), this.keys.presenceChannels(key)],
-          [this.keys.presenceTopicPrefix(key), this.keys.presenceNodePrefix(key)],
-        ),
-      );
-      for (const [topic, json, last, count] of reply as [string, string, number, number][]) {
-        removed.push({ ...toLeave([json, last, count]), topic: parseTopic(key, topic) });
+      const byNode = this.keys.presenceByNode(key);
+      const range = ['[' + nodeId + '|', '(' + nodeId + '}'] as const;
+      for (;;) {
+        const items = await guard(this.client, () =>
+          this.client.zrangebylex(byNode, range[0], range[1], 'LIMIT', 0, REMOVE_PER_CALL),
+        );
+        if (items.length === 0) break;
+        removed.push(...(await this.removeEntries(key, nodeId, items)));
       }
       await guard(this.client, () => this.client.srem(nodeKeys, key));
       // A join of the same node id may have raced in between (a node restarting under its id).
-      if (await guard(this.client, () => this.client.exists(this.keys.presenceNodeEntries(key, nodeId)))) {
-        await guard(this.client, () => this.client.sadd(nodeKeys, key));
-      }
+      const raced = await guard(this.client, () =>
+        this.client.zrangebylex(byNode, range[0], range[1], 'LIMIT', 0, 1),
+      );
+      if (raced.length > 0) await guard(this.client, () => this.client.sadd(nodeKeys, key));
     }
     return removed;
+  }
+
+  private async removeEntries(
+    key: ApiKey,
+    nodeId: NodeId,
+    items: string[],
+  ): Promise<Array<LeaveResult & { topic: Topic }>> {
+    const keys = this.sharedKeys(key);
+    const args: (string | number)[] = [nodeId];
+    const topicNumber = new Map<string, number>();
+    const entries: Topic[] = [];
+    const malformed: string[] = [];
+    for (const item of items) {
+      const parsed = parseNodeItem(key, item);
+      if (!parsed) {
+        malformed.push(item);
+        continue;
+      }
+      const { topic, connId } = parsed;
+      const id = `${topic.protocol}|${topic.channel}`;
+      let number = topicNumber.get(id);
+      if (number === undefined) {
+        number = topicNumber.size + 1;
+        topicNumber.set(id, number);
+        keys.push(...this.keys.presenceTopicKeys(topic));
+      }
+      args.push(number, topic.protocol, topic.channel, connId);
+      entries.push(topic);
+    }
+    // Not written by this version: dropped, or the loop would read them forever.
+    if (malformed.length > 0) await guard(this.client, () => this.client.zrem(keys[3]!, ...malformed));
+    if (entries.length === 0) return [];
+    const reply = await guard(this.client, () => presenceRemoveEntries.run(this.client, keys, args));
+    return (reply as [number, string, number, number][]).map(([j, json, last, count]) => ({
+      ...toLeave([json, last, count]),
+      topic: entries[j - 1]!,
+    }));
   }
 }

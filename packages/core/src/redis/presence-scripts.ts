@@ -1,39 +1,79 @@
 import { LuaScript } from './clients';
 
 /**
- * Presence scripts. Every key a script touches carries the API key's hash tag, so one script is
- * one slot on Redis Cluster. Scripts derive the per-topic keys from a topic base passed in KEYS
- * (`<base>:conns`, `:byconn`, `:byident`, `:identconn`, `:ident:<identity>`, see keys.ts) and node index keys
- * from a prefix in ARGV; both stay inside the tag.
+ * Presence scripts. Every key a script touches comes in KEYS (none is built inside Lua), and all
+ * carry the API key's hash tag, so one script is one slot on Redis Cluster.
+ *
+ * Shared KEYS of the write scripts: KEYS[1] the key's channel names (either protocol), KEYS[2]
+ * its V3 channel names, KEYS[3] its V4 channel names, KEYS[4] its entries by node; then
+ * `TOPIC_KEYS` keys per topic, in `PRESENCE_TOPIC_SUFFIXES` order (keys.ts): conns, byconn,
+ * byident, identconn, idententries.
  *
  * Scores are −(last active ms): ascending ZRANGE gives most recent first and, on equal scores,
- * members in ascending byte order (the contract's tie-break).
+ * members in ascending byte order (the contract's tie-break). `idententries` holds one member
+ * per entry, `<identity length>:<identity>|<rank>|<connId>` with every score 0, where rank is
+ * the activity time in fixed width with each digit complemented, so the lexicographic order of
+ * one identity's members is its entries' roster order and the first is its most recent entry.
  */
+
+/** Keys per topic in the scripts' KEYS. */
+export const TOPIC_KEYS = 5;
+
 const LIB = `
-local function refreshIdentity(base, identity)
-  local ik = base .. ':ident:' .. identity
-  local first = redis.call('ZRANGE', ik, 0, 0, 'WITHSCORES')
+local function topicAt(i)
+  return {conns = KEYS[i], byconn = KEYS[i + 1], byident = KEYS[i + 2], identconn = KEYS[i + 3],
+    entries = KEYS[i + 4]}
+end
+
+local COMPLEMENT = {['0'] = '9', ['1'] = '8', ['2'] = '7', ['3'] = '6', ['4'] = '5', ['5'] = '4',
+  ['6'] = '3', ['7'] = '2', ['8'] = '1', ['9'] = '0'}
+
+local function rank(score)
+  return (string.gsub(string.format('%018.4f', -tonumber(score)), '%d', COMPLEMENT))
+end
+
+local function identityPrefix(identity)
+  return #identity .. ':' .. identity .. '|'
+end
+
+local function entryMember(identity, score, connId)
+  return identityPrefix(identity) .. rank(score) .. '|' .. connId
+end
+
+local function refreshIdentity(t, identity)
+  local p = identityPrefix(identity)
+  local first = redis.call('ZRANGEBYLEX', t.entries, '[' .. p, '(' .. string.sub(p, 1, -2) .. '}', 'LIMIT', 0, 1)
   if #first == 0 then
-    redis.call('ZREM', base .. ':byident', identity)
-    redis.call('HDEL', base .. ':identconn', identity)
+    redis.call('ZREM', t.byident, identity)
+    redis.call('HDEL', t.identconn, identity)
     return true
   end
-  redis.call('ZADD', base .. ':byident', first[2], identity)
-  redis.call('HSET', base .. ':identconn', identity, first[1])
+  local connId = string.sub(first[1], #p + 20)
+  redis.call('ZADD', t.byident, redis.call('ZSCORE', t.byconn, connId), identity)
+  redis.call('HSET', t.identconn, identity, connId)
   return false
 end
 
-local function leaveEntry(base, nodePrefix, channelsKey, topic, connId)
-  local old = redis.call('HGET', base .. ':conns', connId)
+local function nodeItem(nodeId, protocol, channel, connId)
+  return nodeId .. '|' .. protocol .. '|' .. channel .. '|' .. connId
+end
+
+local function leaveEntry(t, protocol, channel, connId)
+  local old = redis.call('HGET', t.conns, connId)
   if not old then return false end
   local e = cjson.decode(old)
-  redis.call('HDEL', base .. ':conns', connId)
-  redis.call('ZREM', base .. ':byconn', connId)
-  redis.call('ZREM', base .. ':ident:' .. e.i, connId)
-  local last = refreshIdentity(base, e.i)
-  redis.call('SREM', nodePrefix .. e.n, topic .. '|' .. connId)
-  if redis.call('EXISTS', base .. ':conns') == 0 then redis.call('SREM', channelsKey, topic) end
-  return {old, last and 1 or 0, redis.call('ZCARD', base .. ':byident')}
+  redis.call('ZREM', t.entries, entryMember(e.i, redis.call('ZSCORE', t.byconn, connId), connId))
+  redis.call('HDEL', t.conns, connId)
+  redis.call('ZREM', t.byconn, connId)
+  local last = refreshIdentity(t, e.i)
+  redis.call('ZREM', KEYS[4], nodeItem(e.n, protocol, channel, connId))
+  if redis.call('EXISTS', t.conns) == 0 then
+    local own, other = KEYS[2], KEYS[3]
+    if protocol == 'v4' then own, other = KEYS[3], KEYS[2] end
+    redis.call('ZREM', own, channel)
+    if not redis.call('ZSCORE', other, channel) then redis.call('ZREM', KEYS[1], channel) end
+  end
+  return {old, last and 1 or 0, redis.call('ZCARD', t.byident)}
 end
 `;
 
@@ -49,135 +89,132 @@ end
 `;
 
 /** Values per write in `presenceWrites`' ARGV. */
-export const WRITE_ARGS = 9;
+export const WRITE_ARGS = 10;
 
 /**
  * Joins and leaves of one API key, applied in the order given (as if run one by one).
- * KEYS[1] the key's channel index, KEYS[1 + j] the topic base of write j
- * ARGV[1] node index prefix; then WRITE_ARGS per write:
- * - a join: 'join', topic (`<protocol>|<channel>`), connId, nodeId, identity, entry JSON,
- *   score (−now), listing ('' none, 'entries', 'identities'), listing limit;
- * - a leave: 'leave', topic, connId, and six unused values.
+ * KEYS: the shared four, then the `TOPIC_KEYS` keys of write j's topic.
+ * ARGV, `WRITE_ARGS` per write:
+ * - a join: 'join', protocol, channel, connId, nodeId, identity, entry JSON, score (−now),
+ *   listing ('' none, 'entries', 'identities'), listing limit;
+ * - a leave: 'leave', protocol, channel, connId, and six unused values.
  * Returns one reply per write. A join: {firstOfIdentity 0|1, identityCount, listed total,
  * {entry JSON…}}, listed right after itself (entries most recent first, or each listed
  * identity's most recent entry). A leave: nil when absent, else {entry JSON, lastOfIdentity
  * 0|1, identityCount}.
  */
 export const presenceWrites = new LuaScript(`${LIB}${READ_LIB}
-local function join(base, topic, connId, nodeId, identity, json, score, listing, limit)
-  local old = redis.call('HGET', base .. ':conns', connId)
+local function join(t, protocol, channel, connId, nodeId, identity, json, score, listing, limit)
+  local old = redis.call('HGET', t.conns, connId)
   local first = 0
   if old then
     local e = cjson.decode(old)
-    redis.call('ZREM', base .. ':ident:' .. e.i, connId)
-    refreshIdentity(base, e.i)
-    if e.n ~= nodeId then redis.call('SREM', ARGV[1] .. e.n, topic .. '|' .. connId) end
-  elseif not redis.call('ZSCORE', base .. ':byident', identity) then
+    redis.call('ZREM', t.entries, entryMember(e.i, redis.call('ZSCORE', t.byconn, connId), connId))
+    refreshIdentity(t, e.i)
+    if e.n ~= nodeId then redis.call('ZREM', KEYS[4], nodeItem(e.n, protocol, channel, connId)) end
+  elseif not redis.call('ZSCORE', t.byident, identity) then
     first = 1
   end
-  redis.call('HSET', base .. ':conns', connId, json)
-  redis.call('ZADD', base .. ':byconn', score, connId)
-  redis.call('ZADD', base .. ':ident:' .. identity, score, connId)
-  refreshIdentity(base, identity)
-  redis.call('SADD', KEYS[1], topic)
-  redis.call('SADD', ARGV[1] .. nodeId, topic .. '|' .. connId)
-  local identities = redis.call('ZCARD', base .. ':byident')
+  redis.call('HSET', t.conns, connId, json)
+  redis.call('ZADD', t.byconn, score, connId)
+  redis.call('ZADD', t.entries, 0, entryMember(identity, score, connId))
+  refreshIdentity(t, identity)
+  redis.call('ZADD', KEYS[1], 0, channel)
+  redis.call('ZADD', protocol == 'v4' and KEYS[3] or KEYS[2], 0, channel)
+  redis.call('ZADD', KEYS[4], 0, nodeItem(nodeId, protocol, channel, connId))
+  local identities = redis.call('ZCARD', t.byident)
   local total, entries = 0, {}
   if listing == 'entries' then
-    total = redis.call('ZCARD', base .. ':byconn')
-    if limit > 0 then entries = hmgetAll(base .. ':conns', redis.call('ZRANGE', base .. ':byconn', 0, limit - 1)) end
+    total = redis.call('ZCARD', t.byconn)
+    if limit > 0 then entries = hmgetAll(t.conns, redis.call('ZRANGE', t.byconn, 0, limit - 1)) end
   elseif listing == 'identities' then
     total = identities
     if limit > 0 then
-      local ids = redis.call('ZRANGE', base .. ':byident', 0, limit - 1)
-      entries = hmgetAll(base .. ':conns', hmgetAll(base .. ':identconn', ids))
+      local ids = redis.call('ZRANGE', t.byident, 0, limit - 1)
+      entries = hmgetAll(t.conns, hmgetAll(t.identconn, ids))
     end
   end
   return {first, identities, total, entries}
 end
 
 local out = {}
-for j = 2, #KEYS do
-  local a = 2 + (j - 2) * ${WRITE_ARGS}
+for j = 1, (#KEYS - 4) / ${TOPIC_KEYS} do
+  local t = topicAt(5 + (j - 1) * ${TOPIC_KEYS})
+  local a = 1 + (j - 1) * ${WRITE_ARGS}
   if ARGV[a] == 'join' then
-    out[#out + 1] = join(KEYS[j], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5],
-      ARGV[a + 6], ARGV[a + 7], tonumber(ARGV[a + 8]))
+    out[#out + 1] = join(t, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5],
+      ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], tonumber(ARGV[a + 9]))
   else
-    out[#out + 1] = leaveEntry(KEYS[j], ARGV[1], KEYS[1], ARGV[a + 1], ARGV[a + 2])
+    out[#out + 1] = leaveEntry(t, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
   end
 end
 return out
 `);
 
 /**
- * KEYS[1] topic base; ARGV[1] connId, ARGV[2] score (−now)
+ * KEYS the topic's `TOPIC_KEYS` keys; ARGV[1] connId, ARGV[2] score (−now)
  * Returns 1 when the entry exists, else 0 (nothing written).
  */
 export const presenceTouch = new LuaScript(`${LIB}
-local base, connId = KEYS[1], ARGV[1]
-local old = redis.call('HGET', base .. ':conns', connId)
+local t = topicAt(1)
+local connId, score = ARGV[1], ARGV[2]
+local old = redis.call('HGET', t.conns, connId)
 if not old then return 0 end
 local e = cjson.decode(old)
-redis.call('ZADD', base .. ':byconn', ARGV[2], connId)
-redis.call('ZADD', base .. ':ident:' .. e.i, ARGV[2], connId)
-refreshIdentity(base, e.i)
+redis.call('ZREM', t.entries, entryMember(e.i, redis.call('ZSCORE', t.byconn, connId), connId))
+redis.call('ZADD', t.byconn, score, connId)
+redis.call('ZADD', t.entries, 0, entryMember(e.i, score, connId))
+refreshIdentity(t, e.i)
 return 1
 `);
 
 /**
- * KEYS[1] topic base; ARGV[1] limit
+ * KEYS[1] conns, KEYS[2] byconn of one topic; ARGV[1] limit
  * Returns {entry count, {entry JSON…}} most recent first.
  */
 export const presenceRoster = new LuaScript(`${READ_LIB}
-local base, limit = KEYS[1], tonumber(ARGV[1])
+local limit = tonumber(ARGV[1])
 local out = {}
-if limit > 0 then out = hmgetAll(base .. ':conns', redis.call('ZRANGE', base .. ':byconn', 0, limit - 1)) end
-return {redis.call('ZCARD', base .. ':byconn'), out}
+if limit > 0 then out = hmgetAll(KEYS[1], redis.call('ZRANGE', KEYS[2], 0, limit - 1)) end
+return {redis.call('ZCARD', KEYS[2]), out}
 `);
 
 /**
- * KEYS[1] topic base; ARGV[1] offset, ARGV[2] limit
+ * KEYS[1] conns, KEYS[2] byident, KEYS[3] identconn of one topic; ARGV[1] offset, ARGV[2] limit
  * Returns {identity count, {identity…}, {entry JSON of its most recent entry…}}.
  */
 export const presenceIdentities = new LuaScript(`${READ_LIB}
-local base, offset, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+local offset, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local ids, entries = {}, {}
-if limit > 0 then ids = redis.call('ZRANGE', base .. ':byident', offset, offset + limit - 1) end
-if #ids > 0 then entries = hmgetAll(base .. ':conns', hmgetAll(base .. ':identconn', ids)) end
-return {redis.call('ZCARD', base .. ':byident'), ids, entries}
+if limit > 0 then ids = redis.call('ZRANGE', KEYS[2], offset, offset + limit - 1) end
+if #ids > 0 then entries = hmgetAll(KEYS[1], hmgetAll(KEYS[3], ids)) end
+return {redis.call('ZCARD', KEYS[2]), ids, entries}
 `);
 
+/** Values per entry in `presenceRemoveEntries`' ARGV. */
+export const REMOVE_ARGS = 4;
+
 /**
- * KEYS[1] the key's channel index; ARGV[1] topic base prefix, ARGV[2] protocol or ''
- * Returns {{topic, {entry JSON…}}…}, entries most recent first.
+ * Removes some entries of one node (a bounded chunk of its `by-node` items; the caller repeats
+ * until none is left). KEYS: the shared four, then `TOPIC_KEYS` keys per topic of the chunk.
+ * ARGV[1] nodeId; then `REMOVE_ARGS` per entry: topic number (1-based, in KEYS order), protocol,
+ * channel, connId. An entry is removed only by the call that takes its item out of `by-node`,
+ * so concurrent callers each see an entry once at most.
+ * Returns {{entry number (1-based), entry JSON, lastOfIdentity 0|1, identityCount}…}.
  */
-export const presenceChannels = new LuaScript(`${READ_LIB}
+export const presenceRemoveEntries = new LuaScript(`${LIB}
 local out = {}
-for _, topic in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  if ARGV[2] == '' or string.sub(topic, 1, #ARGV[2] + 1) == ARGV[2] .. '|' then
-    local base = ARGV[1] .. topic
-    out[#out + 1] = {topic, hmgetAll(base .. ':conns', redis.call('ZRANGE', base .. ':byconn', 0, -1))}
+for j = 1, (#ARGV - 1) / ${REMOVE_ARGS} do
+  local a = 2 + (j - 1) * ${REMOVE_ARGS}
+  local protocol, channel, connId = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  if redis.call('ZREM', KEYS[4], nodeItem(ARGV[1], protocol, channel, connId)) == 1 then
+    local t = topicAt(5 + (tonumber(ARGV[a]) - 1) * ${TOPIC_KEYS})
+    local old = redis.call('HGET', t.conns, connId)
+    if old and cjson.decode(old).n == ARGV[1] then
+      local left = leaveEntry(t, protocol, channel, connId)
+      out[#out + 1] = {j, left[1], left[2], left[3]}
+    end
   end
-end
-return out
-`);
-
-/**
- * KEYS[1] the node's index in this API key, KEYS[2] the key's channel index
- * ARGV[1] topic base prefix, ARGV[2] node index prefix
- * Empties the node's index atomically, so concurrent callers each see an entry once at most.
- * Returns {{topic, entry JSON, lastOfIdentity 0|1, identityCount}…}.
- */
-export const presenceRemoveNode = new LuaScript(`${LIB}
-local entries = redis.call('SMEMBERS', KEYS[1])
-redis.call('DEL', KEYS[1])
-local out = {}
-for _, item in ipairs(entries) do
-  local sep1 = string.find(item, '|', 1, true)
-  local sep2 = string.find(item, '|', sep1 + 1, true)
-  local topic = string.sub(item, 1, sep2 - 1)
-  local left = leaveEntry(ARGV[1] .. topic, ARGV[2], KEYS[2], topic, string.sub(item, sep2 + 1))
-  if left then out[#out + 1] = {topic, left[1], left[2], left[3]} end
 end
 return out
 `);

@@ -104,6 +104,50 @@ export function describeCountsContract(name: string, createCounts: () => Promise
       expect(await counts.sum(key)).toBe(3);
     });
 
+    it('reserves sockets up to the limit, atomically, and counts them apart from channels', async () => {
+      const tries = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => counts.reserveSocket(`n${i % 3}`, key, 7)),
+      );
+      expect(tries.filter(Boolean)).toHaveLength(7);
+      expect(await counts.sockets(key)).toBe(7);
+      expect(await counts.sum(key)).toBe(0);
+      const holder = `n${tries.indexOf(true) % 3}`;
+      await counts.releaseSocket(holder, key);
+      expect(await counts.reserveSocket('n9', key, 7)).toBe(true);
+      expect(await counts.reserveSocket('n9', key, 7)).toBe(false);
+      expect(await counts.reserveSocket('n9', key, 0)).toBe(true);
+      expect(await counts.sockets(key)).toBe(8);
+    });
+
+    it("never releases below a node's own reservations", async () => {
+      await counts.reserveSocket('n1', key, 0);
+      await counts.releaseSocket('n2', key);
+      expect(await counts.sockets(key)).toBe(1);
+      await counts.releaseSocket('n1', key);
+      await counts.releaseSocket('n1', key);
+      expect(await counts.sockets(key)).toBe(0);
+      expect(await counts.reserveSocket('n1', key, 1)).toBe(true);
+    });
+
+    it("takes a removed node's reservations back, once", async () => {
+      await counts.reserveSocket('dead', key, 0);
+      await counts.reserveSocket('dead', key, 0);
+      await counts.reserveSocket('live', key, 0);
+      await Promise.all([counts.removeNode('dead'), counts.removeNode('dead')]);
+      expect(await counts.sockets(key)).toBe(1);
+      expect(await counts.reserveSocket('live', key, 2)).toBe(true);
+      expect(await counts.reserveSocket('live', key, 2)).toBe(false);
+    });
+
+    it("removes a node's share of thousands of channels", async () => {
+      const channels = Array.from({ length: 2500 }, (_, i) => `c${i}`);
+      await Promise.all(channels.map((channel) => counts.increment('dead', key, channel)));
+      await counts.increment('live', key, 'c1');
+      await counts.removeNode('dead');
+      expect(await counts.list(key)).toEqual({ items: [{ channel: 'c1', count: 1 }], total: 1 });
+      expect(await counts.sum(key)).toBe(1);
+    });
+
     it('keeps API keys apart', async () => {
       const other = unique('other');
       await add('n1', 'room', 2);

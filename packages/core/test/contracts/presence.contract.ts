@@ -9,6 +9,7 @@ export function describePresenceContract(name: string, createStore: () => Promis
     let key: string;
     let room: Topic;
 
+    const all = { offset: 0, limit: 100, membersPerChannel: 100 };
     const entry = (connId: string, member: Member, nodeId = 'node-a'): PresenceEntry => ({
       connId,
       nodeId,
@@ -244,14 +245,67 @@ export function describePresenceContract(name: string, createStore: () => Promis
         1000,
       );
       await store.leave({ ...room, channel: 'c-room' }, 'a/4');
-      expect(await store.channels(key)).toEqual([
-        { channel: 'a-room', protocol: 'v3', members: [{ uuid: 'u3' }] },
-        { channel: 'b-room', protocol: 'v4', members: [{ uuid: 'u2', user: 'x' }, { uuid: 'u1' }] },
+      expect(await store.channels(key, all)).toEqual({
+        channels: [
+          { channel: 'a-room', protocol: 'v3', members: [{ uuid: 'u3' }], count: 1 },
+          {
+            channel: 'b-room',
+            protocol: 'v4',
+            members: [{ uuid: 'u2', user: 'x' }, { uuid: 'u1' }],
+            count: 2,
+          },
+        ],
+        total: 2,
+      });
+      expect(await store.channels(key, { ...all, protocol: 'v3' })).toEqual({
+        channels: [{ channel: 'a-room', protocol: 'v3', members: [{ uuid: 'u3' }], count: 1 }],
+        total: 1,
+      });
+      expect(await store.channels(unique('nobody'), all)).toEqual({ channels: [], total: 0 });
+    });
+
+    it('pages channels by name, both protocols of a channel together, with members capped per topic', async () => {
+      const names = ['b', 'a-b', 'a', '__proto__', 'C', 'a.b'];
+      for (const [i, channel] of names.entries()) {
+        await store.join(
+          { ...room, channel, protocol: 'v4' },
+          entry(`a/${i}`, { uuid: `v4-${i}` }),
+          1000 + i,
+        );
+        for (let m = 0; m < 3; m++) {
+          await store.join(
+            { ...room, channel, protocol: 'v3' },
+            entry(`a/${i}-${m}`, { uuid: `v3-${i}-${m}` }),
+            2000 + m,
+          );
+        }
+      }
+      // byte order: 'C' < '__proto__' < 'a' < 'a-b' < 'a.b' < 'b'
+      const page = await store.channels(key, { offset: 1, limit: 2, membersPerChannel: 2 });
+      expect(page).toEqual({
+        channels: [
+          {
+            channel: '__proto__',
+            protocol: 'v3',
+            members: [{ uuid: 'v3-3-2' }, { uuid: 'v3-3-1' }],
+            count: 3,
+          },
+          { channel: '__proto__', protocol: 'v4', members: [{ uuid: 'v4-3' }], count: 1 },
+          { channel: 'a', protocol: 'v3', members: [{ uuid: 'v3-2-2' }, { uuid: 'v3-2-1' }], count: 3 },
+          { channel: 'a', protocol: 'v4', members: [{ uuid: 'v4-2' }], count: 1 },
+        ],
+        total: 6,
+      });
+      const v4 = await store.channels(key, { protocol: 'v4', offset: 4, limit: 10, membersPerChannel: 0 });
+      expect(v4.channels.map((c) => [c.channel, c.members.length, c.count])).toEqual([
+        ['a.b', 0, 1],
+        ['b', 0, 1],
       ]);
-      expect(await store.channels(key, 'v3')).toEqual([
-        { channel: 'a-room', protocol: 'v3', members: [{ uuid: 'u3' }] },
-      ]);
-      expect(await store.channels(unique('nobody'))).toEqual([]);
+      expect(v4.total).toBe(6);
+      await store.leave({ ...room, channel: 'b', protocol: 'v4' }, 'a/0');
+      expect((await store.channels(key, { ...all, protocol: 'v4' })).total).toBe(5);
+      expect((await store.channels(key, all)).total).toBe(6);
+      expect(await store.channels(key, { ...all, offset: 6 })).toEqual({ channels: [], total: 6 });
     });
 
     it("removes a node's entries only, reporting identities still present elsewhere as not left", async () => {
@@ -279,8 +333,8 @@ export function describePresenceContract(name: string, createStore: () => Promis
         { topic: lobby, member: { uuid: 'u4' }, lastOfIdentity: true, identityCount: 0 },
       ]);
       expect(await store.roster(room, 10)).toEqual({ members: [{ uuid: 'u2', user: 'alice' }], total: 1 });
-      expect(await store.channels(key)).toEqual([
-        { channel: 'room', protocol: 'v4', members: [{ uuid: 'u2', user: 'alice' }] },
+      expect((await store.channels(key, all)).channels).toEqual([
+        { channel: 'room', protocol: 'v4', members: [{ uuid: 'u2', user: 'alice' }], count: 1 },
       ]);
       expect(await store.removeNode('node-a')).toEqual([]);
       expect(await store.leave(room, 'a/1')).toBeNull();
@@ -298,7 +352,38 @@ export function describePresenceContract(name: string, createStore: () => Promis
       const [first, second] = await Promise.all([store.removeNode(dead), store.removeNode(dead)]);
       const uuids = [...first, ...second].map((r) => r.member.uuid).sort();
       expect(uuids).toEqual(Array.from({ length: 50 }, (_, i) => `u${i}`).sort());
-      expect(await store.channels(key)).toEqual([]);
+      expect(await store.channels(key, all)).toEqual({ channels: [], total: 0 });
+    });
+
+    it('removes a node of many entries, reporting each identity as left exactly once', async () => {
+      const dead = unique('dead');
+      // 450 entries (more than one cleanup step of the Redis engine), 3 per user, over 5 channels
+      await Promise.all(
+        Array.from({ length: 450 }, (_, i) =>
+          store.join(
+            { ...room, channel: `ch${i % 5}` },
+            entry(`${dead}/${i}`, { uuid: `u${i}`, user: `user-${Math.floor(i / 15)}-${i % 5}` }, dead),
+            1000 + i,
+          ),
+        ),
+      );
+      await store.join(
+        { ...room, channel: 'ch0' },
+        entry('live/1', { uuid: 'x', user: 'user-0-0' }, 'live'),
+        5000,
+      );
+      const [first, second] = await Promise.all([store.removeNode(dead), store.removeNode(dead)]);
+      const removed = [...first, ...second];
+      expect(removed).toHaveLength(450);
+      const left = removed
+        .filter((r) => r.lastOfIdentity)
+        .map((r) => `${r.topic.channel} ${String(r.member.user)}`);
+      expect(new Set(left).size).toBe(left.length);
+      expect(left).toHaveLength(149);
+      expect(left).not.toContain('ch0 user-0-0');
+      expect((await store.channels(key, all)).channels).toEqual([
+        { channel: 'ch0', protocol: 'v4', members: [{ uuid: 'x', user: 'user-0-0' }], count: 1 },
+      ]);
     });
 
     it('moves an entry to the node of its latest join', async () => {

@@ -12,7 +12,8 @@ const BATCH = 500;
 /**
  * Brings the engine back in line with this node's own connections (SPEC §8), after Redis was
  * unreachable or after this node was wrongly declared dead:
- * - counts: this node's share is removed and written again from the open connections;
+ * - counts and socket reservations: this node's share is removed and written again from the
+ *   open connections;
  * - presence: every entry the engine holds for this node without an open connection behind it is
  *   removed (with its events): the leaves that failed while the engine was away, and joins whose
  *   reply was lost. The node's own index in the engine says where its entries are, read in
@@ -66,6 +67,11 @@ export class Recovery {
       let batch: Promise<unknown>[] = [];
       let subscriptions = 0;
       for (const state of ctx.registry.all()) {
+        // Sockets admitted while the engine was away are reserved now (over the limit, if need be).
+        if (ctx.config.limits.maxConnectionsPerKey > 0) {
+          state.socketReserved = true;
+          batch.push(engine.counts.reserveSocket(nodeId, state.key, 0));
+        }
         for (const sub of state.subs.values()) {
           subscriptions++;
           batch.push(engine.counts.increment(nodeId, state.key, sub.channel));

@@ -1,11 +1,11 @@
+import { isValidEpoch, MAX_EPOCH_LENGTH } from '@switchboard/core';
+
 /** Where an opted-in subscription asks to resume: after `since`, in `epoch`. */
 export interface Resume {
   readonly since: number;
   readonly epoch: string;
 }
 
-/** Epochs are short opaque tokens; anything else cannot be one the engine handed out. */
-const EPOCH = /^[A-Za-z0-9_-]{1,64}$/;
 const DIGITS = /^\d{1,15}$/;
 
 /**
@@ -23,9 +23,10 @@ export function parseResume(since: unknown, epoch: unknown): Resume | undefined 
   if (typeof since === 'number' && Number.isSafeInteger(since) && since >= 0) offset = since;
   else if (typeof since === 'string' && DIGITS.test(since)) offset = Number(since);
   else return { problem: `Invalid since ${JSON.stringify(since)}: must be a non-negative integer offset` };
-  if (typeof epoch !== 'string' || !EPOCH.test(epoch))
+  // Epochs are short opaque tokens; anything else cannot be one the engine handed out.
+  if (!isValidEpoch(epoch))
     return {
-      problem: `Invalid epoch ${JSON.stringify(epoch)}: must be the epoch of a system::position (1 to 64 characters of A-Z a-z 0-9 _ -)`,
+      problem: `Invalid epoch ${JSON.stringify(epoch)}: must be the epoch of a system::position (1 to ${MAX_EPOCH_LENGTH} characters of A-Z a-z 0-9 _ -)`,
     };
   return { since: offset, epoch };
 }

@@ -21,6 +21,19 @@ import { isResumeProblem, parseResume } from '../history/resume';
 
 const PATH = /^\/(v3|v4)\/([^/]*)\/?$/;
 
+/** Bounds on what a connection presents: both go into member lists and Redis key names. */
+export const MAX_UUID_CHARACTERS = 128;
+export const MAX_USER_JSON_BYTES = 256;
+
+/** Why `uuid` or `user` (the effective one, after a JWT claim) cannot be accepted, if they cannot. */
+export function identityProblem(uuid: string | undefined, user: JsonValue | undefined): string | undefined {
+  if (uuid !== undefined && uuid.length > MAX_UUID_CHARACTERS && [...uuid].length > MAX_UUID_CHARACTERS)
+    return `uuid is longer than ${MAX_UUID_CHARACTERS} characters`;
+  if (user !== undefined && Buffer.byteLength(JSON.stringify(user)) > MAX_USER_JSON_BYTES)
+    return `user is longer than ${MAX_USER_JSON_BYTES} bytes of JSON`;
+  return undefined;
+}
+
 const reject = (reason: CloseReason, text: string = CLOSE_CODES[reason].message): Rejection => ({
   rejected: reason,
   text,
@@ -69,11 +82,11 @@ export async function authorizeChannel(
 }
 
 /**
- * Admission, in the order of docs/protocol.md: API key, Origin, channel name, JWT, resume
- * position (`since`/`epoch`), connection limits. Returns
- * the connection state (its primary broker subscription already in place, so nothing published
- * after the client sees `open` is missed), a rejection to deliver as error frame + close, or
- * `null` when the path is not a WebSocket endpoint.
+ * Admission, in the order of docs/protocol.md: API key, Origin, channel name, JWT (then the
+ * lengths of `uuid` and the resulting `user`), resume position (`since`/`epoch`), connection limits. Returns the connection state (its primary broker
+ * subscription already in place, so nothing published after the client sees `open` is missed,
+ * and its socket reserved when the key's connections are limited), a rejection to deliver as
+ * error frame + close, or `null` when the path is not a WebSocket endpoint.
  */
 export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promise<SocketData | null> {
   const match = PATH.exec(request.path);
@@ -104,6 +117,8 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     queryUser,
   );
   if (!auth.ok) return reject('AUTH_FAILED');
+  const tooLong = identityProblem(query.get('uuid'), auth.user);
+  if (tooLong) return reject('IDENTITY_TOO_LONG', tooLong);
 
   const resume = parseResume(query.get('since'), query.get('epoch'));
   if (resume && isResumeProblem(resume)) return reject('INVALID_RESUME', resume.problem);
@@ -114,16 +129,32 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
   if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
     return reject('CONNECTION_LIMIT', 'Connection limit reached for this node');
   }
-  if (maxConnectionsPerKey > 0) {
-    const inUse = await ctx.engine.counts.sum(key).catch(() => ctx.registry.countOfKey(key));
-    if (inUse >= maxConnectionsPerKey)
-      return reject('CONNECTION_LIMIT', 'Connection limit reached for this API key');
-  }
-
+  // Counted from here, so concurrent admissions see each other before any of them is open.
   ctx.status.admitting++;
   let topic: Topic;
+  let socketReserved = false;
   try {
-    topic = await ctx.subscriptions.acquire({ key, protocol, channel });
+    if (maxConnectionsPerKey > 0) {
+      const reserved = await ctx.engine.counts
+        .reserveSocket(ctx.nodeId, key, maxConnectionsPerKey)
+        .catch(() => undefined);
+      // Engine unreachable: this node's own sockets are all it can count (recovery reserves them later).
+      if (
+        reserved === false ||
+        (reserved === undefined && ctx.registry.countOfKey(key) >= maxConnectionsPerKey)
+      )
+        return reject(
+          'CONNECTION_LIMIT',
+          `Connection limit reached for this API key (limit ${maxConnectionsPerKey})`,
+        );
+      socketReserved = reserved === true;
+    }
+    try {
+      topic = await ctx.subscriptions.acquire({ key, protocol, channel });
+    } catch (error) {
+      if (socketReserved) releaseKeySocket(ctx, key);
+      throw error;
+    }
   } finally {
     ctx.status.admitting--;
   }
@@ -148,6 +179,23 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     rateCount: 0,
     conn: undefined,
     closed: false,
+    socketReserved,
   };
   return state;
 }
+
+/**
+ * Gives back the socket `admit` reserved for the key's connection limit, once per connection.
+ * While the node drains its reservations were removed wholesale and are left alone.
+ */
+export function releaseSocket(ctx: GatewayContext, state: ConnectionState): void {
+  if (!state.socketReserved) return;
+  state.socketReserved = false;
+  if (!ctx.status.draining) releaseKeySocket(ctx, state.key);
+}
+
+const releaseKeySocket = (ctx: GatewayContext, key: string): void => {
+  ctx.engine.counts.releaseSocket(ctx.nodeId, key).catch((error: unknown) => {
+    ctx.logger.warn({ err: error }, 'socket release failed; it is rewritten when the engine is back');
+  });
+};

@@ -47,6 +47,8 @@ export interface ConnectionState {
   rateCount: number;
   conn: Conn<ConnectionState> | undefined;
   closed: boolean;
+  /** A socket of the key's connection limit is reserved in the engine for this connection. */
+  socketReserved: boolean;
 }
 
 /** A subscription's presence member (built when needed, not kept per connection). */

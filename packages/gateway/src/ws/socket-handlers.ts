@@ -1,7 +1,7 @@
 import { CLOSE_CODES } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { Conn, TransportHandlers } from '../transport/types';
-import { admit } from './admission';
+import { admit, releaseSocket } from './admission';
 import { enterChannel, leaveChannel } from './channels';
 import { handleClientFrame } from './client-frames';
 import { isRejection } from './connection';
@@ -17,6 +17,7 @@ export function createSocketHandlers(
   const releaseAdmitted = (data: SocketData): void => {
     if (isRejection(data)) return;
     for (const sub of data.subs.values()) ctx.subscriptions.release(sub.topic);
+    releaseSocket(ctx, data);
   };
 
   return {
@@ -67,6 +68,7 @@ export function createSocketHandlers(
       state.conn = undefined;
       ctx.registry.remove(state);
       ctx.meters.connections[state.protocol].dec();
+      releaseSocket(ctx, state);
       for (const sub of [...state.subs.values()]) void leaveChannel(ctx, state, sub);
     },
   };

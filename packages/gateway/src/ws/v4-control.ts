@@ -1,7 +1,7 @@
 import { CHANNEL_NAME_RULE, isPresenceChannel, isValidChannelName } from '@switchboard/core';
 import type { JsonValue } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import { authorizeChannel, buildSubscription } from './admission';
+import { authorizeChannel, buildSubscription, identityProblem } from './admission';
 import { enterChannel, leaveChannel } from './channels';
 import type { ConnectionState } from './connection';
 import { sendChannelFrame } from './events';
@@ -70,6 +70,11 @@ async function subscribe(
 ): Promise<void> {
   if (state.subs.has(channel)) return reply();
   if (state.pending?.has(channel)) return reply('A subscribe to this channel is already in progress');
+  const max = ctx.config.limits.maxChannelsPerSocket;
+  if (state.subs.size + (state.pending?.size ?? 0) >= max)
+    return reply(
+      `Too many channels: a socket carries at most ${max} (MAX_CHANNELS_PER_SOCKET), its primary included`,
+    );
   const token = typeof fields['jwt'] === 'string' ? fields['jwt'] : undefined;
   // A subscribe without `user` presents the socket's own user (from its URL or JWT).
   const queryUser =
@@ -82,13 +87,16 @@ async function subscribe(
   try {
     const auth = await authorizeChannel(state.record, channel, token, queryUser);
     if (!auth.ok) return reply(AUTH_FAILED);
+    const uuid = typeof fields['uuid'] === 'string' ? fields['uuid'] : undefined;
+    const tooLong = identityProblem(uuid, auth.user);
+    if (tooLong) return reply(tooLong);
     const topic = await ctx.subscriptions.acquire({ key: state.key, protocol: 'v4', channel });
     if (state.closed) {
       ctx.subscriptions.release(topic);
       return;
     }
     const sub = buildSubscription(topic, false, {
-      uuid: typeof fields['uuid'] === 'string' ? fields['uuid'] : undefined,
+      uuid,
       user: auth.user,
       presence: isOn(fields['presence']) || isPresenceChannel(channel),
       recover: isOn(fields['recover']) || resume !== undefined,
