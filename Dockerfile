@@ -16,6 +16,7 @@ COPY packages/core/package.json packages/core/
 COPY packages/gateway/package.json packages/gateway/
 COPY packages/account-api/package.json packages/account-api/
 COPY packages/testing/package.json packages/testing/
+COPY packages/client/package.json packages/client/
 COPY packages/cli/package.json packages/cli/
 # --ignore-scripts: the root `prepare` script would build before the sources are copied.
 RUN npm ci --ignore-scripts --no-audit --no-fund
@@ -33,6 +34,7 @@ COPY packages/core/package.json packages/core/
 COPY packages/gateway/package.json packages/gateway/
 COPY packages/account-api/package.json packages/account-api/
 COPY packages/testing/package.json packages/testing/
+COPY packages/client/package.json packages/client/
 COPY packages/cli/package.json packages/cli/
 # Workspace packages are linked into node_modules/@switchboard/*; only their dist/ is copied below.
 # uWebSockets.js ships binaries for every platform and Node ABI (~90 MB): keep this image's one.
