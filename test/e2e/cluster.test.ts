@@ -3,7 +3,7 @@ import type { ApiKeyRecord } from '@switchboard/core';
 import { connectClient, createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
 import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
 
-/** Three gateway nodes on one Redis behave as one service (SPEC §8). */
+/** Three gateway nodes on one Redis behave as one service (docs/scaling.md). */
 let redis: RedisServer;
 let nodes: TestGateway[];
 let key: ApiKeyRecord;

@@ -6,7 +6,7 @@ import type { RedisServer, TestClient } from '@switchboard/testing';
 import { startNodeProcess, testKey, waitUntil } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
-/** Node crashes, Redis outages and drains, with real processes (SPEC §8). */
+/** Node crashes, Redis outages and drains, with real processes (docs/scaling.md). */
 const NODE_TIMEOUT_MS = 3000;
 const key = testKey();
 let redis: RedisServer;

@@ -72,7 +72,7 @@ function mount<S extends z.ZodTypeAny>(
 }
 
 /**
- * The account API (SPEC §5): read-only views of one API key's domains, connection counts, logs and
+ * The account API (docs/account-api.md): read-only views of one API key's domains, connection counts, logs and
  * members, served from the engine's shared stores without asking any gateway. Every route is
  * under `/api`; every response, errors included, is JSON.
  */

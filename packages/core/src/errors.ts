@@ -1,6 +1,6 @@
 /**
  * The one error catalog. Every error a client can see has a stable `code`; HTTP errors carry a
- * status, WebSocket errors a close code. Close codes follow SPEC §7: 4000–4499 the client may
+ * status, WebSocket errors a close code. Close codes follow docs/errors.md: 4000–4499 the client may
  * reconnect, 4500–4999 terminal (always preceded by an `{"error": …}` frame, because the v3 SDKs
  * reconnect at once unless an error frame came first). `docs/errors.md` lists every entry and a
  * test keeps the two in agreement.
@@ -90,5 +90,5 @@ export const CLOSE_CODES = {
 
 export type CloseReason = keyof typeof CLOSE_CODES;
 
-/** Whether a client may reconnect after this close code (SPEC §7 ranges). */
+/** Whether a client may reconnect after this close code (the ranges of docs/errors.md). */
 export const isReconnectable = (code: number): boolean => code >= 4000 && code < 4500;

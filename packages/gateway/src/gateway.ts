@@ -31,7 +31,7 @@ export interface Gateway {
   /** Joins the cluster, binds `config.host:config.port` (0 picks a free port), resolves the port. */
   listen(): Promise<number>;
   /**
-   * Graceful drain (SPEC §8): health reports `draining`, the listen socket closes, this node's
+   * Graceful drain (docs/scaling.md): health reports `draining`, the listen socket closes, this node's
    * presence (with `member_left` events) and counts are removed at once, and sockets are closed
    * in batches with 4000 so clients reconnect elsewhere. Resolves when every socket is closed or
    * the grace period is over.

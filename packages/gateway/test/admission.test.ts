@@ -46,7 +46,7 @@ afterEach(() => {
 });
 afterAll(() => node.close());
 
-describe('admission (SPEC §6 order, §7 codes)', () => {
+describe('admission (protocol.md order, errors.md codes)', () => {
   it('rejects a missing or unknown api_key with 4501', async () => {
     await expectRejected(node.wsUrl('/v3/room'), 4501, 'Missing api_key');
     await expectRejected(node.wsUrl('/v4/room', { api_key: 'nope' }), 4501, 'Invalid API key');

@@ -1,5 +1,5 @@
 /**
- * Bad input, generated (SPEC §4, §6, §9): REST bodies to every cluster API endpoint and frames on
+ * Bad input, generated (docs/openapi.yaml, docs/protocol.md): REST bodies to every cluster API endpoint and frames on
  * V3 and V4 sockets. Every REST answer is a 4xx (or a 200 when the input happens to be valid)
  * with `{"success":false,"error":…}`, never a 5xx or a dropped connection; every frame gets the
  * relay or the error frame the protocol defines; and the node keeps serving throughout.
@@ -93,7 +93,7 @@ function expectEnvelope(reply: Reply): Record<string, unknown> {
   return body;
 }
 
-/** A 400 that names the offending field, as SPEC §4 asks. */
+/** A 400 that names the offending field, as docs/errors.md promises. */
 function expectFieldError(reply: Reply, field: string): void {
   const body = expectEnvelope(reply);
   expect(reply.status).toBe(400);

@@ -77,7 +77,7 @@ describe('docs/errors.md', () => {
       expect(row!.text).toBe(spec.message);
       const reconnect = isReconnectable(spec.code);
       expect(row!.may).toBe(reconnect ? 'reconnect' : 'not reconnect');
-      // SPEC §7: every terminal close is preceded by an error frame, and only those.
+      // docs/errors.md: every terminal close is preceded by an error frame, and only those.
       expect(row!.errorFirst).toBe(reconnect ? 'no' : 'yes');
     });
 
@@ -87,7 +87,7 @@ describe('docs/errors.md', () => {
       expect(new Set(numbers).size).toBe(numbers.length);
     });
 
-    it('uses the SPEC §7 ranges: 4000–4499 reconnect, 4500–4999 terminal', () => {
+    it('uses the documented ranges: 4000–4499 reconnect, 4500–4999 terminal', () => {
       for (const spec of Object.values(CLOSE_CODES)) {
         expect(spec.code >= 4000 && spec.code <= 4999).toBe(true);
       }

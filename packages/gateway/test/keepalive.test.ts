@@ -3,7 +3,7 @@ import { createMemoryState } from '@switchboard/core';
 import { createTestKey, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 
-/** Keep-alive is WebSocket ping/pong from the server (SPEC §6); uWS's timer granularity is ~4 s. */
+/** Keep-alive is WebSocket ping/pong from the server (docs/protocol.md); uWS's timer granularity is ~4 s. */
 let node: TestGateway;
 let url: string;
 

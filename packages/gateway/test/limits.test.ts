@@ -4,7 +4,7 @@ import { postJson } from '@switchboard/testing';
 const fx = useGateway({ CLIENT_MESSAGES_PER_SECOND: '20', SLOW_CONSUMER_BYTES: String(256 * 1024) });
 const { open } = fx;
 
-describe('limits (SPEC §9)', () => {
+describe('limits (docs/protocol.md)', () => {
   it('closes a frame over 64 KiB with an error frame and 4513', async () => {
     const client = await open('/v3/big');
     client.send('x'.repeat(64 * 1024 + 1));

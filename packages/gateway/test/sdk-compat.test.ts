@@ -1,8 +1,8 @@
 /**
- * Compatibility with the real PieSocket SDKs (SPEC §4, §6):
+ * Compatibility with the real PieSocket SDKs (docs/protocol.md, docs/openapi.yaml):
  * - `piesocket-js@5.1.0`, the v3 browser client, from npm, driven through its public API;
  * - `piesocket-nodejs@1.1.0`, the server SDK, publishing with `channelId`;
- * - V4 frames exactly as the v4 SDKs send them and as SPEC §6 shows the replies, with raw
+ * - V4 frames exactly as the v4 SDKs send them and as docs/protocol.md shows the replies, with raw
  *   `ws` clients (no v4 JavaScript SDK is published on npm).
  */
 import { readFileSync } from 'node:fs';
@@ -408,7 +408,7 @@ describe('piesocket-js 5.1.0 (v3 browser SDK) with piesocket-nodejs 1.1.0 (serve
     const socket = socketOf(channel);
     const opened = RecordingWebSocket.instances.length;
     // Over the per-connection rate (100 frames per second by default): 4029, reconnectable, so
-    // no error frame (SPEC §7, §9).
+    // no error frame (docs/errors.md).
     for (let i = 0; i <= node.config.limits.clientMessagesPerSecond; i++) await channel.publish('flood', i);
     const closed = await socket.closeEvent;
     expect(closed.code).toBe(4029);
@@ -423,11 +423,11 @@ describe('piesocket-js 5.1.0 (v3 browser SDK) with piesocket-nodejs 1.1.0 (serve
 });
 
 // ---------------------------------------------------------------------------------------------
-// V4, frames exactly as SPEC §6 and research §3.2/§4.3 show them
+// V4, frames exactly as docs/protocol.md shows them
 // ---------------------------------------------------------------------------------------------
 
 describe('V4 frames as the v4 SDKs send and expect them', () => {
-  /** A v4 SDK socket: the same query string as v3 (research §3.1), on /v4/<primary>. */
+  /** A v4 SDK socket: the same query string as v3 (docs/protocol.md, "SDKs"), on /v4/<primary>. */
   async function v4Socket(
     primary: string,
     params: { user?: string; uuid: string; presence?: boolean; notifySelf?: boolean },
@@ -461,7 +461,7 @@ describe('V4 frames as the v4 SDKs send and expect them', () => {
 
     // Alice opens hers on a lobby without presence: no acknowledgement, no frame at all.
     const alice = await v4Socket('v4-lobby', { user: 'alice', uuid: 'alice-lobby' });
-    // …and subscribes to room-1 as the SDKs do (research §3.2): presence boolean, a fresh uuid.
+    // …and subscribes to room-1 as the SDKs do: presence boolean, a fresh uuid.
     alice.send(
       '{"event":"system::subscribe","data":{"channel":"v4-room-1","presence":true,"uuid":"alice-room-1","user":"alice"}}',
     );
@@ -483,11 +483,11 @@ describe('V4 frames as the v4 SDKs send and expect them', () => {
     expect(await text(alice)).toBe(
       '{"event":"chat","data":"hi","meta":{"from":"bob"},"system::channel":"v4-room-1"}',
     );
-    // A secondary-channel frame carries the tag (research §3.3 test); Bob's primary copy has none.
+    // A secondary-channel frame carries the tag; Bob's primary copy has none.
     alice.send('{"event":"chat","data":"yo","system::channel":"v4-room-1"}');
     expect(await text(bob)).toBe('{"event":"chat","data":"yo"}');
 
-    // Direct message (research §3.3, S7): only the channel's connections whose user matches.
+    // Direct message: only the channel's connections whose user matches.
     const carol = await v4Socket('v4-room-1', { user: 'carol', uuid: 'carol-primary' });
     alice.send(
       '{"event":"chat-message","data":{"text":"psst","dm":true},"meta":{"from":"alice"},"system::to":"bob","system::channel":"v4-room-1"}',

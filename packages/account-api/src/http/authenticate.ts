@@ -8,7 +8,7 @@ const header = (req: Request, name: string): string | undefined => {
 };
 
 /**
- * Resolves the API key of a request from its `key` and `secret` headers (SPEC §5) and keeps it in
+ * Resolves the API key of a request from its `key` and `secret` headers (docs/account-api.md) and keeps it in
  * `res.locals.apiKey`. Missing headers and a wrong key or secret are 401s; the message does not
  * say which of key and secret was wrong. Secrets are compared in constant time (`secretMatches`),
  * against a dummy for an unknown key. A wrong key or secret counts against the key and the client

@@ -2,7 +2,7 @@ import type { ChannelCount } from '@switchboard/core';
 import { positiveIntegerParam, querySchema } from '../http/query';
 import { defineEndpoint } from './endpoint';
 
-/** One channel's live connections (SPEC §5); `room_id` repeats `channel_id` for PieSocket clients. */
+/** One channel's live connections (docs/account-api.md); `room_id` repeats `channel_id` for PieSocket clients. */
 export interface ConnectionCountRecord {
   channel_id: string;
   room_id: string;

@@ -2,7 +2,7 @@ import type { JsonValue, LogRecord } from '@switchboard/core';
 import { querySchema } from '../http/query';
 import { defineEndpoint } from './endpoint';
 
-/** A log record as `/api/logs` returns it (SPEC §5); `binary` marks base64 of a V3 binary frame. */
+/** A log record as `/api/logs` returns it (docs/account-api.md); `binary` marks base64 of a V3 binary frame. */
 export interface LogEntry {
   id: string;
   channel: string;

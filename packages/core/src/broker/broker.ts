@@ -43,7 +43,7 @@ export interface Publication {
   readonly epoch?: string;
 }
 
-/** Which connections a kick applies to (SPEC §4, rest-interface §4.1 rules 1 to 6). */
+/** Which connections a kick applies to (`POST /api/v4/kick` in docs/openapi.yaml; docs/protocol.md, "Kicks"). */
 export interface KickSelector {
   readonly key: ApiKey;
   readonly uuid?: string;

@@ -97,7 +97,7 @@ function placeholderProblem(
 const defaultNodeId = (): string => `${hostname()}-${randomBytes(3).toString('hex')}`;
 
 /**
- * Every environment variable the processes read (SPEC §1, §8, §9). Parsed once by `loadConfig`,
+ * Every environment variable the processes read (the README's "Configuration" table). Parsed once by `loadConfig`,
  * frozen, and passed down; nothing else reads `process.env`.
  */
 export const configSchema = z

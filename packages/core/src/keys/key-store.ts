@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { normalizeDomain } from '../protocol/domain';
 import type { ApiKey } from '../types';
 
-/** An API key and what it allows (SPEC §2). */
+/** An API key and what it allows (docs/account-api.md, "Key management"). */
 export interface ApiKeyRecord {
   readonly key: ApiKey;
   readonly secret: string;

@@ -1,6 +1,6 @@
 import type { ApiKey, ChannelName, JsonValue, Protocol } from '../types';
 
-/** One logged message, as `/api/logs` returns it (SPEC §5). */
+/** One logged message, as `/api/logs` returns it (docs/account-api.md). */
 export interface LogRecord {
   readonly id: string;
   readonly channel: ChannelName;

@@ -1,5 +1,5 @@
 /**
- * Channel names: 1 to 128 characters of `A-Z a-z 0-9 _ - . = @ , ;` (SPEC §3), a superset of
+ * Channel names: 1 to 128 characters of `A-Z a-z 0-9 _ - . = @ , ;` (docs/protocol.md, "Channel names"), a superset of
  * PieSocket's 30-character `[A-Za-z0-9_-]` rule that admits Laravel-style names.
  */
 const CHANNEL_NAME = /^[A-Za-z0-9_\-.=@,;]{1,128}$/;

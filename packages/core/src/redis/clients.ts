@@ -100,7 +100,7 @@ async function quit(client: RedisClient): Promise<void> {
 }
 
 /**
- * Runs a Redis call on `client`; any failure means the engine could not carry it out (SPEC §4:
+ * Runs a Redis call on `client`; any failure means the engine could not carry it out (docs/errors.md, `SB_ENGINE_UNAVAILABLE`:
  * 503). A client that is not connected fails at once instead of queueing the call.
  */
 export async function guard<T>(client: RedisClient, call: () => Promise<T>): Promise<T> {

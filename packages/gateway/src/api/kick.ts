@@ -6,7 +6,7 @@ import type { Body } from './request';
 
 /**
  * `POST /api/kick` kicks every connection of the key; `POST /api/v4/kick` takes `uuid`, `user`
- * and `channel` (SPEC §4). Targeted fields on the V3 path are refused: silently kicking everyone
+ * and `channel` (docs/openapi.yaml). Targeted fields on the V3 path are refused: silently kicking everyone
  * instead would be dangerous. The kick reaches every node through the broker's control channel.
  */
 export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {

@@ -13,7 +13,7 @@ function paginateFlag(body: Body): boolean {
   throw new AppError('SB_INVALID_FIELD', 'Invalid field "paginate": send 1 to paginate');
 }
 
-/** `POST /api/v4/members`: identities, deduplicated, most recently active first (SPEC §4). */
+/** `POST /api/v4/members`: identities, deduplicated, most recently active first (docs/openapi.yaml). */
 export async function membersV4(ctx: GatewayContext, body: Body): Promise<object> {
   const record = await authenticate(ctx, body);
   const channel = channelField(body, true);

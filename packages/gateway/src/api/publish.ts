@@ -11,7 +11,7 @@ const isPlainObject = (value: unknown): boolean =>
   !!value && typeof value === 'object' && !Array.isArray(value);
 
 /**
- * The message as delivered (SPEC §4): a string is the exact text, anything else its compact JSON
+ * The message as delivered (docs/openapi.yaml): a string is the exact text, anything else its compact JSON
  * text. `stampable` when that text is a JSON object (V4 secondaries get `system::channel` added).
  */
 export function messageText(message: unknown): { text: string; stampable: boolean } {

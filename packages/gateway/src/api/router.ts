@@ -43,7 +43,7 @@ export const bodyTooLarge = (limit: number): HttpReply =>
     code: 'SB_PAYLOAD_TOO_LARGE',
   });
 
-/** The cluster API (SPEC §4) on the gateway port. */
+/** The cluster API (docs/openapi.yaml) on the gateway port. */
 export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) => Promise<HttpReply> {
   return async (request) => {
     const reply = await route(request);

@@ -3,7 +3,7 @@ import type { GatewayContext } from '../context';
 import { publishLeave } from '../ws/presence-events';
 
 /**
- * Cluster membership (SPEC §8). Every node heartbeats into the node registry; every node also
+ * Cluster membership (docs/scaling.md). Every node heartbeats into the node registry; every node also
  * watches for nodes whose heartbeat stopped and — exactly one of them, by `claim` — removes a dead
  * node's presence and counts and sends `member_left` for its members (once per identity that is
  * not connected elsewhere), then announces `node-dead` so a node wrongly declared dead (a long

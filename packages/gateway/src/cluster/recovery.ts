@@ -10,7 +10,7 @@ import { topicKey } from '../ws/topics';
 const BATCH = 500;
 
 /**
- * Brings the engine back in line with this node's own connections (SPEC §8), after Redis was
+ * Brings the engine back in line with this node's own connections (docs/scaling.md), after Redis was
  * unreachable or after this node was wrongly declared dead:
  * - counts and socket reservations: this node's share is removed and written again from the
  *   open connections;

@@ -64,7 +64,7 @@ export function buildSubscription(
 }
 
 /**
- * Authorizes a channel for a key (SPEC §6 JWT rules): resolves the JWT `user` claim (which wins
+ * Authorizes a channel for a key (docs/protocol.md, "JWT"): resolves the JWT `user` claim (which wins
  * over `queryUser`), or a rejection text when the channel is guarded and the token is missing
  * or invalid. A token presented on an unguarded channel must be valid too.
  */

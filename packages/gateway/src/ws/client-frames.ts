@@ -8,7 +8,7 @@ const CLIENT_MESSAGES_OFF = 'Client messages are disabled for this API key';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Every client frame enters here: size limit, rate limit, then the protocol's rules (SPEC §6, §9). */
+/** Every client frame enters here: size limit, rate limit, then the protocol's rules (docs/protocol.md, "Limits"). */
 export function handleClientFrame(
   ctx: GatewayContext,
   state: ConnectionState,

@@ -1,7 +1,7 @@
 import type { JsonValue, Member } from '@switchboard/core';
 
 /**
- * Server frames. V3 system events use one colon, V4 two (SPEC §6). A V4 frame of a secondary
+ * Server frames. V3 system events use one colon, V4 two (docs/protocol.md). A V4 frame of a secondary
  * channel carries a top-level `system::channel`.
  */
 

@@ -6,7 +6,7 @@ export type TokenCheck = { ok: true; user: JsonValue | undefined } | { ok: false
 const encoder = new TextEncoder();
 
 /**
- * A channel token (SPEC §6): HS256 signed with the key's secret, `sub` equal to the channel name,
+ * A channel token (docs/protocol.md, "JWT"): HS256 signed with the key's secret, `sub` equal to the channel name,
  * `exp` (when present) in the future with 5 seconds of leeway, an optional `user` claim of any
  * JSON type.
  */

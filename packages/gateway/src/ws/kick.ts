@@ -7,7 +7,7 @@ import { v4Event } from './frames';
 import { closeConnection } from './send';
 
 /**
- * Kicks this node's matching connections (SPEC §4, rules 1 to 6). Without `uuid` and `user` the
+ * Kicks this node's matching connections (`POST /api/v4/kick` in docs/openapi.yaml). Without `uuid` and `user` the
  * selector matches every connection of the key (of `channel`, when given), V3 and V4; with them
  * it matches V4 subscriptions by their own uuid/user. A V4 socket matched on its primary or on
  * all of its channels is closed; one matched on some secondaries only is unsubscribed from those

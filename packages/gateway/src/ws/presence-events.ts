@@ -13,7 +13,7 @@ import { sendTo } from './send';
 export const activityNow = (): number => performance.timeOrigin + performance.now();
 
 /**
- * Presence (SPEC §6). V3: full rosters (the `ROSTER_LIMIT` most recently active) in every event,
+ * Presence (docs/protocol.md). V3: full rosters (the `ROSTER_LIMIT` most recently active) in every event,
  * one event per connection. V4: deltas, one `member_joined`/`member_left` per identity (a user
  * with several connections joins once and leaves once).
  */

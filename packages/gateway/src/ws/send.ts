@@ -22,7 +22,7 @@ export function sendTo(
 
 /**
  * Closes a connection with a catalog close code. Terminal closes (4500–4999) are preceded by an
- * `{"error": text}` frame (SPEC §7); the close frame's reason is the same text, cut to 123 bytes.
+ * `{"error": text}` frame (docs/errors.md); the close frame's reason is the same text, cut to 123 bytes.
  */
 export function closeConnection(
   state: ConnectionState,

@@ -14,7 +14,7 @@ const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';
 
 type Reply = (error?: string) => void;
 
-/** Control frames of a V4 socket (SPEC §6); every one is answered within the SDKs' 10 s. */
+/** Control frames of a V4 socket (docs/protocol.md, "Control frames"); every one is answered within the SDKs' 10 s. */
 export function handleV4Control(
   ctx: GatewayContext,
   state: ConnectionState,
