@@ -51,8 +51,7 @@ describeEachRedis((backend) => {
       }
       const median = [...timings].sort((a, b) => a - b)[timings.length >> 1] as number;
       process.stdout.write(`identities(200) on ${members} members: median ${median.toFixed(2)} ms\n`);
-      // 5 ms is the target on an idle machine (see docs/redis-keys.md); the bound leaves room for a busy CI.
-      expect(median).toBeLessThan(25);
+      // Speed is the benchmark's to judge (`npm run bench`, members page < 5 ms), not a timed test's.
       const last = await store.identities(topic, members - 50, 100);
       expect(last.identities).toHaveLength(50);
       expect(last.identities[49]).toBe('user-0');
