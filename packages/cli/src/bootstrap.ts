@@ -105,9 +105,21 @@ export async function runService<T extends Service>(
   service: string,
   start: (runtime: Runtime, opened: Opened) => Promise<T>,
 ): Promise<number | undefined> {
-  const started = await startService(env, service, start);
-  if (typeof started === 'number') return started;
-  onShutdownSignal(started.logger, () => started.stop());
+  // Listening for signals before anything starts: a SIGTERM that arrives right after the
+  // `ready` line (a supervisor, a test) still drains and exits 0 instead of killing the process.
+  const starting = startService(env, service, start);
+  const stopping = onShutdownSignal(async (signal) => {
+    const started = await starting;
+    if (typeof started === 'number') return started;
+    started.logger.info({ signal }, 'shutting down');
+    await started.stop();
+    return 0;
+  });
+  const started = await starting;
+  if (typeof started === 'number') {
+    stopping.cancel();
+    return started;
+  }
   return undefined;
 }
 
@@ -203,8 +215,11 @@ export async function ensureDevelopmentKey(
  */
 const REPEAT_MS = 1000;
 
-/** SIGTERM/SIGINT run `shutdown` once, then exit 0; a second signal exits 1 at once. */
-export function onShutdownSignal(logger: Logger, shutdown: () => Promise<void>): void {
+/**
+ * SIGTERM/SIGINT run `shutdown` once, then exit with the code it resolves; a second signal exits
+ * 1 at once. `cancel` stops listening (a start that failed exits by itself).
+ */
+export function onShutdownSignal(shutdown: (signal: NodeJS.Signals) => Promise<number>): { cancel(): void } {
   let first: { signal: NodeJS.Signals; at: number } | undefined;
   const handle = (signal: NodeJS.Signals): void => {
     if (first) {
@@ -212,15 +227,20 @@ export function onShutdownSignal(logger: Logger, shutdown: () => Promise<void>):
       process.exit(1);
     }
     first = { signal, at: Date.now() };
-    logger.info({ signal }, 'shutting down');
-    shutdown().then(
-      () => process.exit(0),
+    shutdown(signal).then(
+      (code) => process.exit(code),
       (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
+        process.stderr.write(`shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`);
         process.exit(1);
       },
     );
   };
   process.on('SIGTERM', handle);
   process.on('SIGINT', handle);
+  return {
+    cancel() {
+      process.off('SIGTERM', handle);
+      process.off('SIGINT', handle);
+    },
+  };
 }
