@@ -28,6 +28,9 @@ const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
   historyStream: '<prefix>:history:{<key>|<protocol>|<channel>}:stream',
   historyMeta: '<prefix>:history:{<key>|<protocol>|<channel>}:meta',
   control: '<prefix>:control',
+  webhookSwitch: '<prefix>:webhook:{<key>}:on',
+  webhookEvents: '<prefix>:webhook:{<key>}:events',
+  webhookLease: '<prefix>:webhook:{<key>}:lease',
 };
 
 const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
@@ -50,6 +53,9 @@ const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
   historyStream: keys.historyStream(topic),
   historyMeta: keys.historyMeta(topic),
   control: keys.control(),
+  webhookSwitch: keys.webhookSwitch('<key>'),
+  webhookEvents: keys.webhookEvents('<key>'),
+  webhookLease: keys.webhookLease('<key>'),
 };
 
 /** The full set of key and channel patterns, including the per-topic keys the scripts derive. */
@@ -98,6 +104,8 @@ describe('Redis key names', () => {
       built.countsChannels,
       built.countsTotal,
       built.countsNode,
+      built.webhookSwitch,
+      built.webhookEvents,
     ];
     expect(new Set(perKey.map(tag))).toEqual(new Set(['<key>']));
     expect(tag(built.fanout)).toBe('<key>|<protocol>|<channel>');

@@ -3,6 +3,8 @@ import { dirname } from 'node:path';
 import { SetupError, errorCode, fileSystemReason } from '../setup-error';
 import type { ApiKey } from '../types';
 import type { ApiKeyRecord, KeyStore } from './key-store';
+import { webhookEvents } from '../webhooks/webhooks';
+import type { WebhookEventName } from '../webhooks/webhooks';
 
 /**
  * Keys of the in-memory engine. With a `file`, the keys persist there (mode 0600) so the
@@ -20,6 +22,20 @@ export class MemoryKeyStore implements KeyStore {
   async get(key: ApiKey): Promise<ApiKeyRecord | null> {
     this.reload();
     return this.records.get(key) ?? null;
+  }
+
+  /**
+   * The events of the key's webhook, or null without one: the memory engine's webhook switch,
+   * read synchronously at each transition. A keys file that cannot be read counts as none.
+   */
+  webhookEventsOf(key: ApiKey): readonly WebhookEventName[] | null {
+    try {
+      this.reload();
+    } catch {
+      return null;
+    }
+    const webhook = this.records.get(key)?.webhook;
+    return webhook ? webhookEvents(webhook) : null;
   }
 
   async list(): Promise<ApiKeyRecord[]> {

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKey } from '../types';
+import type { WebhookConfig } from '../webhooks/webhooks';
 
 /** An API key and what it allows (SPEC §2). */
 export interface ApiKeyRecord {
@@ -15,6 +16,8 @@ export interface ApiKeyRecord {
   readonly createdAt: string;
   /** Overrides `HISTORY_SIZE` / `HISTORY_TTL_SECONDS` for this key's topics (see `historyRetention`). */
   readonly history?: HistoryOverride;
+  /** Where the key's channel and presence events are POSTed (docs/webhooks.md). */
+  readonly webhook?: WebhookConfig;
 }
 
 /** A key's own history retention; each absent field falls back to the configuration's. */
@@ -53,6 +56,7 @@ export function generateKeyRecord(
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
     ...(options.history ? { history: options.history } : {}),
+    ...(options.webhook ? { webhook: options.webhook } : {}),
   };
 }
 

@@ -50,6 +50,14 @@ export interface Metrics {
   readonly droppedMessages: Counter<'kind'>;
   /** HTTP requests answered, by route pattern (never the raw URL) and status. */
   readonly httpRequests: Counter<'route' | 'status'>;
+  /** Webhook requests, by result: `delivered` (2xx), `failed` (retried later), `dropped` (gave up). */
+  readonly webhookDeliveries: Counter<'result'>;
+  /** Webhook events stored and not yet delivered, for the keys this node dispatches. */
+  readonly webhookQueueDepth: Gauge;
+  /** Seconds from an event being stored to its batch's 2xx answer. */
+  readonly webhookLatency: Histogram;
+  /** Webhook batches dropped after the retry window (`WEBHOOK_RETRY_SECONDS`). */
+  readonly webhookDroppedBatches: Counter;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   /** The `Content-Type` of `render()`'s output. */
@@ -142,12 +150,35 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['route', 'status'] as const,
       registers,
     }),
+    webhookDeliveries: new Counter({
+      name: 'switchboard_webhook_deliveries_total',
+      help: 'Webhook requests by result (delivered, failed, dropped)',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    webhookQueueDepth: new Gauge({
+      name: 'switchboard_webhook_queue_depth',
+      help: 'Webhook events stored and not yet delivered, for the keys this node dispatches',
+      registers,
+    }),
+    webhookLatency: new Histogram({
+      name: 'switchboard_webhook_latency_seconds',
+      help: 'Seconds from a webhook event being stored to its delivery (2xx)',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers,
+    }),
+    webhookDroppedBatches: new Counter({
+      name: 'switchboard_webhook_dropped_batches_total',
+      help: 'Webhook batches dropped after the retry window',
+      registers,
+    }),
     render: () => registry.metrics(),
     contentType: registry.contentType,
   };
 
   // Export every series with a fixed label set from the start, so rate() and absent() behave before traffic.
   for (const kind of DROPPED_KINDS) metrics.droppedMessages.inc({ kind }, 0);
+  for (const result of ['delivered', 'failed', 'dropped']) metrics.webhookDeliveries.inc({ result }, 0);
   for (const protocol of PROTOCOL_VALUES) {
     metrics.connections.set({ protocol }, 0);
     metrics.subscriptions.set({ protocol }, 0);

@@ -5,7 +5,7 @@ import type { ApiKey, NodeId, Protocol, Topic } from '../types';
  * pattern and a test keeps both in agreement.
  *
  * Hash tags (`{…}`) decide the Redis Cluster slot:
- * - presence and counts of one API key share the tag `{<apiKey>}`, so every multi-key update of a
+ * - presence, counts and webhook events of one API key share the tag `{<apiKey>}`, so every multi-key update of a
  *   key (a join touching the topic's sets, the key's channel indexes and its node index) is one
  *   atomic Lua script in one slot. Scripts receive every key they touch in KEYS; none builds a
  *   key name itself;
@@ -58,6 +58,15 @@ export interface RedisKeys {
   historyMeta(topic: Topic): string;
   /** Pub/sub channel of control commands (every node). */
   control(): string;
+  /**
+   * STRING: the events of the key's webhook, space-separated with a space at each end; absent
+   * without a webhook. The counts and presence scripts store events only while it exists.
+   */
+  webhookSwitch(key: ApiKey): string;
+  /** STREAM of the key's webhook events (field `e`: the event as JSON), consumer group `dispatch`. */
+  webhookEvents(key: ApiKey): string;
+  /** STRING with a PX: the owner of the key's webhook dispatch. */
+  webhookLease(key: ApiKey): string;
 }
 
 const SAFE = /^[^{}|]+$/;
@@ -105,6 +114,9 @@ export function redisKeys(prefix: string): RedisKeys {
     historyStream: (t) => `${p}:history:${topicTag(t)}:stream`,
     historyMeta: (t) => `${p}:history:${topicTag(t)}:meta`,
     control: () => `${p}:control`,
+    webhookSwitch: (key) => `${byKey('webhook', key)}:on`,
+    webhookEvents: (key) => `${byKey('webhook', key)}:events`,
+    webhookLease: (key) => `${byKey('webhook', key)}:lease`,
   };
 }
 

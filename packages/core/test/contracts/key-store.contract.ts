@@ -40,6 +40,21 @@ export function describeKeyStoreContract(name: string, createStore: () => Promis
       expect(await store.get(whole.key)).not.toHaveProperty('history');
     });
 
+    it('keeps a webhook, with or without its events, and drops it when a record comes without', async () => {
+      const all: ApiKeyRecord = { ...generateKeyRecord(), webhook: { url: 'https://b.example/hook' } };
+      const some: ApiKeyRecord = {
+        ...generateKeyRecord(),
+        webhook: { url: 'http://b.example:8080/h?x=1', events: ['client_event', 'member_added'] },
+      };
+      await store.put(all);
+      await store.put(some);
+      expect(await store.get(all.key)).toEqual(all);
+      expect((await store.list()).find((r) => r.key === some.key)).toEqual(some);
+      const plain = (({ webhook: _webhook, ...rest }: ApiKeyRecord): ApiKeyRecord => rest)(some);
+      await store.put(plain);
+      expect(await store.get(some.key)).not.toHaveProperty('webhook');
+    });
+
     it('lists every record ordered by key', async () => {
       const records = ['k-b', 'k-c', 'k-a', 'K-z'].map((key) => ({ ...generateKeyRecord(), key }));
       for (const r of records) await store.put(r);
