@@ -25,7 +25,7 @@ export interface DispatcherTiming {
 export const DEFAULT_DISPATCHER_TIMING: DispatcherTiming = {
   batchSize: 100,
   pollMs: 50,
-  leaseMs: 5000,
+  leaseMs: 2000,
   refreshMs: 1000,
   timeoutMs: 5000,
   baseDelayMs: 500,
