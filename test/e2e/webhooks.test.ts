@@ -180,6 +180,35 @@ describe('a crashed gateway', () => {
   });
 });
 
+describe('a dispatcher that dies mid-batch', () => {
+  it('has its batch delivered by another gateway, under the same delivery id', async () => {
+    const key = testKey();
+    const receiver = await receiverFor(key);
+    let failing = true;
+    receiver.answer = () => (failing ? 500 : 200);
+    const env = {
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: prefix(),
+      SWITCHBOARD_KEYS: JSON.stringify([
+        { key: key.key, secret: key.secret, webhook: { url: receiver.url } },
+      ]),
+    };
+    const first = await startNodeProcess(env);
+    processes.push(first);
+    // Alone, the first node holds the key's lease and keeps retrying the batch.
+    await client(first.wsUrl('/v4/batch', { api_key: key.key }));
+    await waitUntil(() => receiver.requests.length >= 2, 5000, 'retries of the first node');
+    const delivery = receiver.requests[0]!.delivery;
+    processes.push(await startNodeProcess(env));
+    first.proc.kill('SIGKILL');
+    await first.proc.exited;
+    failing = false;
+    await waitUntil(() => receiver.accepted.length >= 1, 8000, 'the batch from the second node');
+    expect(receiver.accepted[0]!.delivery).toBe(delivery);
+    expect(names(receiver.accepted[0]!.events)).toEqual(['channel_occupied batch']);
+  });
+});
+
 describe('an unavailable receiver', () => {
   it('gets every event after being down, in order per channel, each batch under one delivery id', async () => {
     const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix() };

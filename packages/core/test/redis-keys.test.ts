@@ -23,6 +23,7 @@ const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
   log: '<prefix>:log:{<key>}',
   apiKey: '<prefix>:apikey:{keystore}:<key>',
   apiKeyIndex: '<prefix>:apikeys:{keystore}',
+  apiKeyWebhookIndex: '<prefix>:apikeys-webhook:{keystore}',
   nodes: '<prefix>:nodes',
   fanout: '<prefix>:fanout:{<key>|<protocol>|<channel>}',
   historyStream: '<prefix>:history:{<key>|<protocol>|<channel>}:stream',
@@ -48,6 +49,7 @@ const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
   log: keys.log('<key>'),
   apiKey: keys.apiKey('<key>'),
   apiKeyIndex: keys.apiKeyIndex(),
+  apiKeyWebhookIndex: keys.apiKeyWebhookIndex(),
   nodes: keys.nodes(),
   fanout: keys.fanout(topic),
   historyStream: keys.historyStream(topic),
@@ -113,6 +115,7 @@ describe('Redis key names', () => {
     expect(tag(built.historyStream)).toBe(tag(built.fanout));
     expect(tag(built.historyMeta)).toBe(tag(built.fanout));
     expect(tag(built.apiKey)).toBe(tag(built.apiKeyIndex));
+    expect(tag(built.apiKeyWebhookIndex)).toBe(tag(built.apiKeyIndex));
   });
 
   it('refuse names that would break a hash tag or a separator', () => {

@@ -43,6 +43,10 @@ export class MemoryKeyStore implements KeyStore {
     return [...this.records.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
+  async listWebhooks(): Promise<ApiKeyRecord[]> {
+    return (await this.list()).filter((r) => r.webhook !== undefined);
+  }
+
   async put(record: ApiKeyRecord): Promise<void> {
     this.reload();
     this.records.set(record.key, { ...record, domains: [...record.domains] });

@@ -40,6 +40,8 @@ export interface HistoryOverride {
 export interface KeyStore {
   get(key: ApiKey): Promise<ApiKeyRecord | null>;
   list(): Promise<ApiKeyRecord[]>;
+  /** The records with a webhook, ordered by key (read often by every gateway's dispatcher). */
+  listWebhooks(): Promise<ApiKeyRecord[]>;
   put(record: ApiKeyRecord): Promise<void>;
   delete(key: ApiKey): Promise<boolean>;
 }

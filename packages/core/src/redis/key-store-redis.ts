@@ -87,7 +87,16 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async list(): Promise<ApiKeyRecord[]> {
-    const names = (await guard(this.client, () => this.client.smembers(this.keys.apiKeyIndex()))).sort();
+    return this.records(this.keys.apiKeyIndex());
+  }
+
+  async listWebhooks(): Promise<ApiKeyRecord[]> {
+    return (await this.records(this.keys.apiKeyWebhookIndex())).filter((r) => r.webhook !== undefined);
+  }
+
+  /** The records of the keys an index holds, ordered by key. */
+  private async records(index: string): Promise<ApiKeyRecord[]> {
+    const names = (await guard(this.client, () => this.client.smembers(index))).sort();
     if (names.length === 0) return [];
     const pipeline = this.client.pipeline();
     for (const name of names) pipeline.hgetall(this.keys.apiKey(name));
@@ -105,7 +114,12 @@ export class RedisKeyStore implements KeyStore {
   async put(record: ApiKeyRecord): Promise<void> {
     const hash = this.keys.apiKey(record.key);
     await this.exec(
-      this.client.multi().del(hash).hset(hash, toHash(record)).sadd(this.keys.apiKeyIndex(), record.key),
+      this.client
+        .multi()
+        .del(hash)
+        .hset(hash, toHash(record))
+        .sadd(this.keys.apiKeyIndex(), record.key)
+        [record.webhook ? 'sadd' : 'srem'](this.keys.apiKeyWebhookIndex(), record.key),
     );
     const onSwitch = this.keys.webhookSwitch(record.key);
     const events = record.webhook ? ` ${webhookEvents(record.webhook).join(' ')} ` : undefined;
@@ -116,7 +130,11 @@ export class RedisKeyStore implements KeyStore {
 
   async delete(key: ApiKey): Promise<boolean> {
     const results = await this.exec(
-      this.client.multi().del(this.keys.apiKey(key)).srem(this.keys.apiKeyIndex(), key),
+      this.client
+        .multi()
+        .del(this.keys.apiKey(key))
+        .srem(this.keys.apiKeyIndex(), key)
+        .srem(this.keys.apiKeyWebhookIndex(), key),
     );
     await guard(this.client, () => this.client.del(this.keys.webhookSwitch(key)));
     return results[0]?.[1] === 1;

@@ -48,6 +48,8 @@ export interface RedisKeys {
   apiKey(key: ApiKey): string;
   /** SET of every API key. */
   apiKeyIndex(): string;
+  /** SET of the API keys with a webhook (the dispatchers' list). */
+  apiKeyWebhookIndex(): string;
   /** ZSET nodeId → last heartbeat (ms). */
   nodes(): string;
   /** Pub/sub channel of one topic's publications (sharded on Redis Cluster). */
@@ -109,6 +111,7 @@ export function redisKeys(prefix: string): RedisKeys {
     log: (key) => byKey('log', key),
     apiKey: (key) => `${p}:apikey:{keystore}:${checked('API key', key)}`,
     apiKeyIndex: () => `${p}:apikeys:{keystore}`,
+    apiKeyWebhookIndex: () => `${p}:apikeys-webhook:{keystore}`,
     nodes: () => `${p}:nodes`,
     fanout: (t) => `${p}:fanout:${topicTag(t)}`,
     historyStream: (t) => `${p}:history:${topicTag(t)}:stream`,

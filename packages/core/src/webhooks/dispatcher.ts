@@ -112,7 +112,7 @@ export class WebhookDispatcher {
   private async refresh(): Promise<void> {
     let records;
     try {
-      records = await this.options.keys.list();
+      records = await this.options.keys.listWebhooks();
     } catch (error) {
       this.log.debug({ err: error }, 'cannot list keys for webhooks; trying again');
       return;

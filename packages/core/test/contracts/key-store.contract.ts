@@ -48,11 +48,15 @@ export function describeKeyStoreContract(name: string, createStore: () => Promis
       };
       await store.put(all);
       await store.put(some);
+      await store.put(generateKeyRecord());
       expect(await store.get(all.key)).toEqual(all);
+      expect(await store.listWebhooks()).toEqual([all, some].sort((a, b) => (a.key < b.key ? -1 : 1)));
       expect((await store.list()).find((r) => r.key === some.key)).toEqual(some);
       const plain = (({ webhook: _webhook, ...rest }: ApiKeyRecord): ApiKeyRecord => rest)(some);
       await store.put(plain);
       expect(await store.get(some.key)).not.toHaveProperty('webhook');
+      await store.delete(all.key);
+      expect(await store.listWebhooks()).toEqual([]);
     });
 
     it('lists every record ordered by key', async () => {
