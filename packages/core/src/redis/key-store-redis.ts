@@ -113,14 +113,14 @@ export class RedisKeyStore implements KeyStore {
 
   async put(record: ApiKeyRecord): Promise<void> {
     const hash = this.keys.apiKey(record.key);
-    await this.exec(
-      this.client
-        .multi()
-        .del(hash)
-        .hset(hash, toHash(record))
-        .sadd(this.keys.apiKeyIndex(), record.key)
-        [record.webhook ? 'sadd' : 'srem'](this.keys.apiKeyWebhookIndex(), record.key),
-    );
+    const multi = this.client
+      .multi()
+      .del(hash)
+      .hset(hash, toHash(record))
+      .sadd(this.keys.apiKeyIndex(), record.key);
+    if (record.webhook) multi.sadd(this.keys.apiKeyWebhookIndex(), record.key);
+    else multi.srem(this.keys.apiKeyWebhookIndex(), record.key);
+    await this.exec(multi);
     const onSwitch = this.keys.webhookSwitch(record.key);
     const events = record.webhook ? ` ${webhookEvents(record.webhook).join(' ')} ` : undefined;
     await guard(this.client, (): Promise<unknown> =>
