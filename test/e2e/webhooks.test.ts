@@ -138,6 +138,35 @@ describe('webhooks on Redis, two gateways', () => {
   });
 });
 
+describe('client events', () => {
+  it('sends relayed client JSON messages with an event, and only the events the key lists (memory engine)', async () => {
+    const gateway = await startGateway({ memoryState: createMemoryState(), webhookTiming: FAST_RETRIES });
+    gateways.push(gateway);
+    const { key, receiver } = await hookedKey(gateway, (r) => ({ url: r.url, events: ['client_event'] }));
+    const sender = await client(
+      gateway.wsUrl('/v3/chat', { api_key: key.key, presence: '1', user: 'erin', notify_self: '1' }),
+    );
+    await sender.nextEvent('system:member_list');
+    sender.send({ event: 'typing', data: { on: true } });
+    sender.send('plain text, not an event');
+    sender.send({ event: 'said', data: 'hi' });
+    await waitUntil(() => receiver.events().length >= 2, 5000, 'two client events');
+    const [typing, said] = receiver.events();
+    expect(typing).toEqual({
+      name: 'client_event',
+      channel: 'chat',
+      event: 'typing',
+      data: { on: true },
+      socket_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      user_id: 'erin',
+    });
+    expect(said).toMatchObject({ name: 'client_event', event: 'said', data: 'hi' });
+    // No channel_occupied or member_added: the key lists client_event only.
+    expect(receiver.events()).toHaveLength(2);
+    expect(receiver.requests.every((r) => r.valid)).toBe(true);
+  });
+});
+
 describe('a crashed gateway', () => {
   it("delivers its channels' member_removed and channel_vacated once, after the node timeout", async () => {
     const key = testKey();
