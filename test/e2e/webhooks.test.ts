@@ -10,8 +10,8 @@ import type { NodeProcess } from './support-nodes';
 
 /** Webhooks end to end: real gateways, real Redis, a receiver that verifies with the Pusher SDK. */
 const NODE_TIMEOUT_MS = 3000;
-/** Retries fast enough for a test; the schedule's shape (full jitter, doubling) is unchanged. */
-const FAST_RETRIES = { baseDelayMs: 20, maxDelayMs: 200 };
+/** Retries (and key listing) fast enough for a test; the schedule's shape (full jitter, doubling) is unchanged. */
+const FAST_RETRIES = { baseDelayMs: 20, maxDelayMs: 200, refreshMs: 100 };
 
 let redis: RedisServer;
 const gateways: TestGateway[] = [];
@@ -135,6 +135,36 @@ describe('webhooks on Redis, two gateways', () => {
       sequence.forEach((name, i) => expect(name).toBe(i % 2 === 0 ? 'channel_occupied' : 'channel_vacated'));
     }
     expect(receiver.requests.every((r) => r.valid)).toBe(true);
+  });
+});
+
+describe('kicks and drains', () => {
+  it('send member_removed and channel_vacated once for kicked and drained connections', async () => {
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix(), DRAIN_GRACE_MS: '2000' };
+    const [a, b] = [await gatewayOn(env), await gatewayOn(env)];
+    const { key, receiver } = await hookedKey(a, (r) => ({ url: r.url }));
+    const kicked = await client(a.wsUrl('/v4/k', { api_key: key.key, presence: '1', user: 'kim' }));
+    await kicked.nextEvent('system::member_list');
+    const drained = await client(b.wsUrl('/v4/d', { api_key: key.key, presence: '1', user: 'dan' }));
+    await drained.nextEvent('system::member_list');
+    await waitUntil(() => receiver.events().length >= 4, 5000, 'the joins');
+
+    const kick = await postJson(`${a.httpUrl}/api/v4/kick`, {
+      key: key.key,
+      secret: key.secret,
+      user: 'kim',
+    });
+    expect(kick.status).toBe(200);
+    await b.gateway.drain();
+    await waitUntil(() => receiver.events().length >= 8, 5000, 'the leaves');
+    expect(names(receiver.events().slice(4)).sort()).toEqual([
+      'channel_vacated d',
+      'channel_vacated k',
+      'member_removed d dan',
+      'member_removed k kim',
+    ]);
+    await a.gateway.close();
+    expect(receiver.events()).toHaveLength(8);
   });
 });
 
@@ -280,7 +310,12 @@ describe('an unavailable receiver', () => {
     const failed = receiver.requests.filter((r) => r.status === 500).map((r) => r.delivery);
     expect(failed.length).toBeGreaterThan(1);
     for (const id of failed) expect(receiver.accepted.map((r) => r.delivery)).toContain(id);
-    expect(await gateway.engine.webhooks.depth(key.key)).toBe(0);
+    // Acknowledged once the 2xx reaches the dispatcher, just after the receiver recorded it.
+    await waitUntil(
+      async () => (await gateway.engine.webhooks.depth(key.key)) === 0,
+      2000,
+      'all acknowledged',
+    );
   });
 
   it('drops and counts a batch after WEBHOOK_RETRY_SECONDS, and never slows publishing (memory engine)', async () => {
@@ -312,6 +347,10 @@ describe('an unavailable receiver', () => {
     await waitUntil(async () => (await dropped()) === 1, 5000, 'a dropped batch');
     expect(receiver.requests.length).toBeGreaterThan(1);
     expect(receiver.requests.every((r) => r.valid && r.events[0]?.name === 'channel_occupied')).toBe(true);
-    expect(await gateway.engine.webhooks.depth(key.key)).toBe(0);
+    await waitUntil(
+      async () => (await gateway.engine.webhooks.depth(key.key)) === 0,
+      2000,
+      'dropped from the queue',
+    );
   });
 });
