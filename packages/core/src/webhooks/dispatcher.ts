@@ -234,8 +234,10 @@ export class WebhookDispatcher {
       await response.body?.cancel().catch(() => undefined);
       return response.status >= 200 && response.status < 300 ? undefined : `HTTP ${response.status}`;
     } catch (error) {
-      const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-      return cause instanceof Error ? cause.message : String(cause);
+      // fetch's own message is "fetch failed"; its cause says what (ECONNREFUSED, a DNS failure, a timeout).
+      const { message, cause } = (error ?? {}) as { message?: unknown; cause?: { message?: unknown } };
+      const reason = cause?.message ?? message;
+      return typeof reason === 'string' ? reason : String(error);
     }
   }
 
