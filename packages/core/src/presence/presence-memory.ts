@@ -56,6 +56,16 @@ export class MemoryPresenceStore implements PresenceStore {
     const identity = identityOf(entry.member);
     const existing = state.entries.get(entry.connId);
     if (existing) this.unindex(state, existing);
+    if (existing && existing.identity !== identity && this.webhooks) {
+      // The connection now presents another identity: the old one may have left, the new one arrived.
+      const { channel } = topic;
+      if (!state.byIdentity.has(existing.identity) && !this.inOtherProtocol(topic, existing.identity)) {
+        this.webhooks.emit(topic.key, { name: 'member_removed', channel, user_id: existing.identity });
+      }
+      if (!state.byIdentity.has(identity) && !this.inOtherProtocol(topic, identity)) {
+        this.webhooks.emit(topic.key, { name: 'member_added', channel, user_id: identity });
+      }
+    }
     const firstOfIdentity = !existing && !state.byIdentity.has(identity);
     state.entries.set(entry.connId, { entry, identity, activeAt: now });
     const conns = state.byIdentity.get(identity) ?? new Set<ConnId>();

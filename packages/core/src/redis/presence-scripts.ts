@@ -123,8 +123,15 @@ local function join(t, protocol, channel, connId, nodeId, identity, json, score,
   if old then
     local e = cjson.decode(old)
     redis.call('ZREM', t.entries, entryMember(e.i, redis.call('ZSCORE', t.byconn, connId), connId))
-    refreshIdentity(t, e.i)
+    local gone = refreshIdentity(t, e.i)
     if e.n ~= nodeId then redis.call('ZREM', KEYS[4], nodeItem(e.n, protocol, channel, connId)) end
+    -- The connection now presents another identity: the old one may have left, the new one arrived.
+    if HOOKS and e.i ~= identity then
+      if gone and not redis.call('ZSCORE', t.other, e.i) then emit('member_removed', channel, e.i) end
+      if not redis.call('ZSCORE', t.byident, identity) and not redis.call('ZSCORE', t.other, identity) then
+        emit('member_added', channel, identity)
+      end
+    end
   elseif not redis.call('ZSCORE', t.byident, identity) then
     first = 1
     if HOOKS and not redis.call('ZSCORE', t.other, identity) then emit('member_added', channel, identity) end

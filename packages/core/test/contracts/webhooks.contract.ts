@@ -110,6 +110,20 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
       expect(await drain()).toEqual([{ name: 'member_removed', channel: 'room', user_id: 'alice' }]);
     });
 
+    it('treats a connection that joins again as another identity as one leaving and one arriving', async () => {
+      await enable({ url: 'http://example.test/hook' });
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'erin' }), 1);
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'erin' }), 2);
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'fay' }), 3);
+      await ports.presence.leave(topic('v4'), 'a/1');
+      expect(await drain()).toEqual([
+        { name: 'member_added', channel: 'room', user_id: 'erin' },
+        { name: 'member_removed', channel: 'room', user_id: 'erin' },
+        { name: 'member_added', channel: 'room', user_id: 'fay' },
+        { name: 'member_removed', channel: 'room', user_id: 'fay' },
+      ]);
+    });
+
     it("emits member_removed for a dead node's last entries of an identity, once", async () => {
       await enable({ url: 'http://example.test/hook' });
       await ports.presence.join(topic('v4'), entry('b/1', { uuid: 'u1', user: 'bob' }, 'node-b'), 1);
