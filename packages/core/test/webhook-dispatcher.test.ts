@@ -112,4 +112,44 @@ describe('WebhookDispatcher', () => {
     expect(failed?.value).toBeGreaterThanOrEqual(1);
     expect(await queue.depth(record.key)).toBe(1);
   });
+
+  it('drops a batch after the retry window: logged as an error, counted, removed from the queue', async () => {
+    const dropKeys = new MemoryKeyStore();
+    const dropQueue = new MemoryWebhookQueue((key) => dropKeys.webhookEventsOf(key));
+    const dropMetrics = createMetrics({ service: 'gateway', defaultMetrics: false });
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const record = { ...generateKeyRecord(), webhook: { url: `http://127.0.0.1:${port}/gone` } };
+    await dropKeys.put(record);
+    dropQueue.emit(record.key, { name: 'channel_vacated', channel: 'room' });
+    const dropping = new WebhookDispatcher({
+      queue: dropQueue,
+      keys: dropKeys,
+      owner: 'gw-drop',
+      logger,
+      metrics: dropMetrics,
+      retrySeconds: 0.3,
+      timing: { refreshMs: 20, pollMs: 10, baseDelayMs: 10, maxDelayMs: 50 },
+    });
+    dropping.start();
+    try {
+      await waitUntil('the drop logged', () =>
+        lines.some((l) => l['key'] === record.key && l['level'] === 50),
+      );
+      expect(lines.find((l) => l['key'] === record.key && l['level'] === 50)).toMatchObject({
+        msg: 'webhook batch dropped: no 2xx answer within WEBHOOK_RETRY_SECONDS',
+        events: 1,
+        url: record.webhook.url,
+      });
+      expect((await dropMetrics.webhookDroppedBatches.get()).values[0]?.value).toBe(1);
+      for (let deadline = Date.now() + 2000; (await dropQueue.depth(record.key)) > 0;) {
+        if (Date.now() > deadline) throw new Error('the dropped batch stayed queued');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    } finally {
+      await dropping.stop();
+    }
+  });
 });
