@@ -92,10 +92,14 @@ export class RedisWebhookQueue implements WebhookQueue {
   async ack(key: ApiKey, ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
     const stream = this.keys.webhookEvents(key);
-    await guard(this.client, async () => {
-      await this.client.xack(stream, GROUP, ...ids);
-      await this.client.xdel(stream, ...ids);
-    });
+    // One transaction (one slot), so an acknowledged entry is never left counted in the depth.
+    await guard(this.client, () =>
+      this.client
+        .multi()
+        .xack(stream, GROUP, ...ids)
+        .xdel(stream, ...ids)
+        .exec(),
+    );
   }
 
   async depth(key: ApiKey): Promise<number> {
