@@ -342,3 +342,59 @@ describe('usage', () => {
     ]);
   });
 });
+
+describe('keys webhook', () => {
+  test('sets a webhook, with the default or the given events, and removes it', async () => {
+    const { key } = await createKey();
+    const set = await keys('webhook', key, 'https://backend.example/hooks');
+    expect(set.result).toBe(0);
+    expect(set.stdout).toContain(
+      'https://backend.example/hooks (channel_occupied,channel_vacated,member_added,member_removed)',
+    );
+    expect(storedKeys()[0]?.webhook).toEqual({ url: 'https://backend.example/hooks' });
+
+    const some = await keys(
+      'webhook',
+      key,
+      'http://127.0.0.1:9000/h',
+      '--events',
+      'client_event,member_added',
+    );
+    expect(some.result).toBe(0);
+    expect(storedKeys()[0]?.webhook).toEqual({
+      url: 'http://127.0.0.1:9000/h',
+      events: ['client_event', 'member_added'],
+    });
+
+    const removed = await keys('webhook', key, '--remove', '--json');
+    expect(removed.result).toBe(0);
+    expect(JSON.parse(removed.stdout)).not.toHaveProperty('webhook');
+    expect(storedKeys()[0]).not.toHaveProperty('webhook');
+  });
+
+  test('an unknown key is exit 1 and stores nothing', async () => {
+    const { result, stderr } = await keys('webhook', 'nope', 'https://backend.example/hooks');
+    expect(result).toBe(1);
+    expect(stderr).toContain('Unknown API key "nope"');
+  });
+
+  test.each([
+    [['webhook', 'KEY', 'ftp://backend.example/hooks'], /not a webhook URL/],
+    [['webhook', 'KEY', 'backend.example/hooks'], /not a webhook URL/],
+    [
+      ['webhook', 'KEY', 'https://b.example', '--events', 'channel_full'],
+      /"channel_full" is not a webhook event/,
+    ],
+    [['webhook', 'KEY', 'https://b.example', '--events', ','], /lists no event/],
+    [['webhook', 'KEY', 'https://b.example', '--remove'], /takes no URL/],
+    [['webhook', 'KEY'], /takes a KEY and a URL/],
+    [['webhook', 'KEY', 'https://b.example', 'extra'], /takes a KEY and a URL/],
+  ])('keys %j is exit 2 naming the problem, and changes nothing', async (argv, problem) => {
+    const record = await createKey();
+    const { result, stdout, stderr } = await keys(...argv.map((a) => (a === 'KEY' ? record.key : a)));
+    expect(result).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.split('\n')[0]).toMatch(problem);
+    expect(storedKeys()[0]).toEqual(record);
+  });
+});

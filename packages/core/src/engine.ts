@@ -16,6 +16,8 @@ import { MemoryKeyStore } from './keys/key-store-memory';
 import type { NodeRegistry } from './nodes/node-registry';
 import { MemoryNodeRegistry } from './nodes/node-registry-memory';
 import { createRedisEngine } from './redis/redis-engine';
+import type { WebhookQueue } from './webhooks/webhooks';
+import { MemoryWebhookQueue } from './webhooks/webhooks-memory';
 
 /** Every port a service needs, from one backend. */
 export interface Engine {
@@ -28,6 +30,8 @@ export interface Engine {
   readonly logs: MessageLog;
   readonly keys: KeyStore;
   readonly nodes: NodeRegistry;
+  /** Webhook events, produced by `counts` and `presence` (and `append`), read by the dispatcher. */
+  readonly webhooks: WebhookQueue;
   /** Whether the backend is reachable now (always true in memory). */
   isAvailable(): boolean;
   /** Called on every change of availability (Redis lost, Redis back). */
@@ -47,6 +51,7 @@ export interface MemoryState {
   logs: MemoryMessageLog;
   keys: MemoryKeyStore;
   nodes: MemoryNodeRegistry;
+  webhooks: MemoryWebhookQueue;
 }
 
 export interface MemoryStateOptions {
@@ -63,14 +68,17 @@ export function createMemoryState(options: MemoryStateOptions = {}): MemoryState
     ...(options.now ? { now: options.now } : {}),
     ...(options.historyTtlSeconds !== undefined ? { defaultTtlSeconds: options.historyTtlSeconds } : {}),
   });
+  const keys = new MemoryKeyStore(options.keysFile);
+  const webhooks = new MemoryWebhookQueue((key) => keys.webhookEventsOf(key));
   return {
     bus: new MemoryBus(history),
     history,
-    presence: new MemoryPresenceStore(),
-    counts: new MemoryConnectionCounts(),
+    presence: new MemoryPresenceStore(webhooks),
+    counts: new MemoryConnectionCounts(webhooks),
     logs: new MemoryMessageLog(options.logSize),
-    keys: new MemoryKeyStore(options.keysFile),
+    keys,
     nodes: new MemoryNodeRegistry(),
+    webhooks,
   };
 }
 
@@ -86,6 +94,7 @@ export function createMemoryEngine(state: MemoryState): Engine {
     logs: state.logs,
     keys: state.keys,
     nodes: state.nodes,
+    webhooks: state.webhooks,
     isAvailable: () => true,
     onAvailability: () => undefined,
     close: () => broker.close(),

@@ -52,6 +52,10 @@ const SWITCHBOARD_SERIES = [
   ['switchboard_closes_total', 'counter'],
   ['switchboard_dropped_messages_total', 'counter'],
   ['switchboard_http_requests_total', 'counter'],
+  ['switchboard_webhook_deliveries_total', 'counter'],
+  ['switchboard_webhook_queue_depth', 'gauge'],
+  ['switchboard_webhook_latency_seconds', 'histogram'],
+  ['switchboard_webhook_dropped_batches_total', 'counter'],
 ] as const;
 
 describe('metrics', () => {

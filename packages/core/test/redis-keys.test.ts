@@ -23,11 +23,15 @@ const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
   log: '<prefix>:log:{<key>}',
   apiKey: '<prefix>:apikey:{keystore}:<key>',
   apiKeyIndex: '<prefix>:apikeys:{keystore}',
+  apiKeyWebhookIndex: '<prefix>:apikeys-webhook:{keystore}',
   nodes: '<prefix>:nodes',
   fanout: '<prefix>:fanout:{<key>|<protocol>|<channel>}',
   historyStream: '<prefix>:history:{<key>|<protocol>|<channel>}:stream',
   historyMeta: '<prefix>:history:{<key>|<protocol>|<channel>}:meta',
   control: '<prefix>:control',
+  webhookSwitch: '<prefix>:webhook:{<key>}:on',
+  webhookEvents: '<prefix>:webhook:{<key>}:events',
+  webhookLease: '<prefix>:webhook:{<key>}:lease',
 };
 
 const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
@@ -45,11 +49,15 @@ const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
   log: keys.log('<key>'),
   apiKey: keys.apiKey('<key>'),
   apiKeyIndex: keys.apiKeyIndex(),
+  apiKeyWebhookIndex: keys.apiKeyWebhookIndex(),
   nodes: keys.nodes(),
   fanout: keys.fanout(topic),
   historyStream: keys.historyStream(topic),
   historyMeta: keys.historyMeta(topic),
   control: keys.control(),
+  webhookSwitch: keys.webhookSwitch('<key>'),
+  webhookEvents: keys.webhookEvents('<key>'),
+  webhookLease: keys.webhookLease('<key>'),
 };
 
 /** The full set of key and channel patterns, including the per-topic keys the scripts derive. */
@@ -98,6 +106,8 @@ describe('Redis key names', () => {
       built.countsChannels,
       built.countsTotal,
       built.countsNode,
+      built.webhookSwitch,
+      built.webhookEvents,
     ];
     expect(new Set(perKey.map(tag))).toEqual(new Set(['<key>']));
     expect(tag(built.fanout)).toBe('<key>|<protocol>|<channel>');
@@ -105,6 +115,7 @@ describe('Redis key names', () => {
     expect(tag(built.historyStream)).toBe(tag(built.fanout));
     expect(tag(built.historyMeta)).toBe(tag(built.fanout));
     expect(tag(built.apiKey)).toBe(tag(built.apiKeyIndex));
+    expect(tag(built.apiKeyWebhookIndex)).toBe(tag(built.apiKeyIndex));
   });
 
   it('refuse names that would break a hash tag or a separator', () => {

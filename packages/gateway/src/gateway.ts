@@ -1,4 +1,5 @@
-import type { Config, ControlCommand, Engine, Logger, Metrics } from '@switchboard/core';
+import { WebhookDispatcher } from '@switchboard/core';
+import type { Config, ControlCommand, DispatcherTiming, Engine, Logger, Metrics } from '@switchboard/core';
 import { bodyTooLarge, createApiHandler } from './api/router';
 import { Membership } from './cluster/membership';
 import { Recovery } from './cluster/recovery';
@@ -25,6 +26,8 @@ export interface GatewayDeps {
   readonly logger: Logger;
   /** Prometheus instruments (`createMetrics`); none when metrics are off. */
   readonly metrics?: Metrics;
+  /** Webhook dispatch timings other than the documented defaults (tests). */
+  readonly webhookTiming?: Partial<DispatcherTiming>;
 }
 
 export interface Gateway {
@@ -78,6 +81,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const recovery = new Recovery(ctx);
   const streams = new Streams(ctx);
   const membership = new Membership(ctx);
+  // Every gateway dispatches webhooks; one at a time per key (docs/webhooks.md).
+  const webhooks = new WebhookDispatcher({
+    queue: engine.webhooks,
+    keys: engine.keys,
+    owner: config.nodeId,
+    logger: deps.logger,
+    retrySeconds: config.webhooks.retrySeconds,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.webhookTiming ? { timing: deps.webhookTiming } : {}),
+  });
   const transport = createUwsTransport<SocketData>(
     {
       ...createSocketHandlers(ctx),
@@ -187,6 +200,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
         await membership.leave();
         throw error;
       });
+      webhooks.start();
       logger.info({ port, host: config.host, engine: engine.kind }, 'ready');
       return port;
     },
@@ -197,6 +211,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       for (const state of [...registry.all()]) closeConnection(state, 'SERVER_DRAINING');
       ctx.status.draining = true;
       ctx.transport.close();
+      await webhooks.stop();
     },
   };
 }

@@ -6,7 +6,7 @@ import {
   createMemoryState,
   loadConfig,
 } from '@switchboard/core';
-import type { ApiKeyRecord, Config, Engine, MemoryState, Metrics } from '@switchboard/core';
+import type { ApiKeyRecord, Config, DispatcherTiming, Engine, MemoryState, Metrics } from '@switchboard/core';
 import { createGateway } from '@switchboard/gateway';
 import type { Gateway } from '@switchboard/gateway';
 
@@ -29,6 +29,8 @@ export interface StartGatewayOptions {
   memoryState?: MemoryState;
   /** Prometheus instruments to record into. */
   metrics?: Metrics;
+  /** Webhook dispatch timings other than the defaults (shorter retries). */
+  webhookTiming?: Partial<DispatcherTiming>;
 }
 
 /** A real gateway listening on a free port of 127.0.0.1; logs are silent unless LOG_LEVEL is set. */
@@ -53,6 +55,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<T
     engine,
     logger,
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.webhookTiming ? { webhookTiming: options.webhookTiming } : {}),
   });
   const port = await gateway.listen();
   const httpUrl = `http://127.0.0.1:${port}`;
@@ -86,6 +89,7 @@ export async function createTestKey(
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
     ...(options.history ? { history: options.history } : {}),
+    ...(options.webhook ? { webhook: options.webhook } : {}),
   };
   await engine.keys.put(record);
   return record;

@@ -1,5 +1,8 @@
 import {
   ConfigError,
+  DEFAULT_WEBHOOK_EVENTS,
+  isWebhookUrl,
+  WEBHOOK_EVENTS,
   createEngine,
   createLogger,
   domainProblem,
@@ -9,7 +12,14 @@ import {
   MAX_HISTORY_SIZE,
   MAX_HISTORY_TTL_SECONDS,
 } from '@switchboard/core';
-import type { ApiKeyRecord, Config, Engine, HistoryOverride } from '@switchboard/core';
+import type {
+  ApiKeyRecord,
+  Config,
+  Engine,
+  HistoryOverride,
+  WebhookConfig,
+  WebhookEventName,
+} from '@switchboard/core';
 import type { Env } from './index';
 
 export const KEYS_USAGE = `Usage: switchboard keys <command> [--json]
@@ -23,6 +33,10 @@ Commands:
   keys history KEY N S        keep the last N publications per channel for S seconds after the
                               latest (N 0: no history); "default" for either uses the configured
                               HISTORY_SIZE / HISTORY_TTL_SECONDS
+  keys webhook KEY URL [--events E1,E2]
+                              POST the key's channel and presence events to URL (http or https),
+                              signed with the key's secret (docs/webhooks.md)
+  keys webhook KEY --remove   stop sending the key's events
 
 Options:
   --domain D                  an allowed Origin host (subdomains included), e.g. example.com, or
@@ -32,6 +46,8 @@ Options:
   --history-size N            publications kept per channel, 0 to ${MAX_HISTORY_SIZE} (default: HISTORY_SIZE)
   --history-ttl S             seconds history is kept after a channel's latest publication,
                               1 to ${MAX_HISTORY_TTL_SECONDS} (default: HISTORY_TTL_SECONDS)
+  --events E1,E2              the webhook's events, of ${WEBHOOK_EVENTS.join(', ')}
+                              (default: all but client_event)
   --json                      machine-readable output on stdout
 
 The keys live in the configured engine: Redis when REDIS_URL or REDIS_CLUSTER_NODES is set,
@@ -47,6 +63,8 @@ interface Parsed {
   domains: string[];
   /** Values of `--history-size` / `--history-ttl` as given (checked by `historyOption`). */
   history: { size?: string; ttl?: string };
+  /** The value of `--events` as given (checked by `webhookEventList`). */
+  events?: string;
   flags: Set<string>;
 }
 
@@ -56,10 +74,11 @@ const FLAGS_OF: Record<string, readonly string[]> = {
   delete: ['--json'],
   domains: ['--json'],
   history: ['--json'],
+  webhook: ['--events', '--remove', '--json'],
 };
 
 /** Options followed by a value (`--name V` or `--name=V`). */
-const VALUE_OPTIONS = new Set(['--domain', '--history-size', '--history-ttl']);
+const VALUE_OPTIONS = new Set(['--domain', '--history-size', '--history-ttl', '--events']);
 
 function parseArgs(command: string, args: readonly string[]): Parsed {
   const allowed = FLAGS_OF[command] ?? [];
@@ -80,6 +99,7 @@ function parseArgs(command: string, args: readonly string[]): Parsed {
       const value = inline ?? args[(i += 1)];
       if (value === undefined) throw new UsageError(`${name} needs a value, e.g. ${name} ${EXAMPLE[name]}`);
       if (name === '--domain') parsed.domains.push(value);
+      else if (name === '--events') parsed.events = value;
       else if (name === '--history-size') parsed.history.size = value;
       else parsed.history.ttl = value;
     } else if (inline !== undefined) {
@@ -95,6 +115,7 @@ const EXAMPLE: Record<string, string> = {
   '--domain': 'example.com',
   '--history-size': '100',
   '--history-ttl': '120',
+  '--events': 'member_added,member_removed',
 };
 
 /**
@@ -141,6 +162,50 @@ function requestedHistory(positional: readonly string[]): HistoryOverride | unde
   return historyOverride(historyValue('size', size, true), historyValue('ttl', ttl, true));
 }
 
+/** The events of `--events E1,E2`, each one of `WEBHOOK_EVENTS`, without repeats. */
+function webhookEventList(text: string): WebhookEventName[] {
+  const names = text
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  if (names.length === 0)
+    throw new UsageError(`--events lists no event; give some of ${WEBHOOK_EVENTS.join(', ')}`);
+  for (const name of names) {
+    if (!(WEBHOOK_EVENTS as readonly string[]).includes(name)) {
+      throw new UsageError(`"${name}" is not a webhook event; give some of ${WEBHOOK_EVENTS.join(', ')}`);
+    }
+  }
+  return [...new Set(names as WebhookEventName[])];
+}
+
+/** The webhook `keys webhook KEY URL [--events …]` asks for; `null` for `--remove`. */
+function requestedWebhook(parsed: Parsed): WebhookConfig | null {
+  const [key, url, ...extra] = parsed.positional;
+  const usage =
+    '"keys webhook" takes a KEY and a URL, e.g. keys webhook KEY https://example.com/hooks, or KEY --remove';
+  if (key === undefined || extra.length > 0) throw new UsageError(usage);
+  if (parsed.flags.has('--remove')) {
+    if (url !== undefined || parsed.events !== undefined) {
+      throw new UsageError('"keys webhook KEY --remove" takes no URL and no --events');
+    }
+    return null;
+  }
+  if (url === undefined) throw new UsageError(usage);
+  if (!isWebhookUrl(url)) {
+    throw new UsageError(`"${url}" is not a webhook URL; give an http:// or https:// URL`);
+  }
+  return { url, ...(parsed.events !== undefined ? { events: webhookEventList(parsed.events) } : {}) };
+}
+
+const formatWebhook = (webhook: WebhookConfig | undefined): string =>
+  webhook ? `${webhook.url} (${(webhook.events ?? DEFAULT_WEBHOOK_EVENTS).join(',')})` : '(none)';
+
+const withoutWebhook = ({ webhook: _webhook, ...rest }: ApiKeyRecord): ApiKeyRecord => rest;
+
+/**
+ * A domain is a host as browsers send it in `Origin` (optionally with a port): the gateway compares
+ * it with the Origin's host, so a scheme or path could never match and is refused here.
+ */
 /** A domain as core validates it everywhere (protocol/domain.ts), or a usage error naming it. */
 function checkDomain(domain: string): string {
   const problem = domainProblem(domain);
@@ -292,6 +357,20 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
       print(withoutSecret(updated), `History of ${key}: ${formatHistory(updated, config)}`);
       return 0;
     }
+    case 'webhook': {
+      const [key] = positional;
+      const webhook = requestedWebhook(parsed);
+      const record = key === undefined ? null : await engine.keys.get(key);
+      if (!record || key === undefined) {
+        io.err(`Unknown API key "${key}"; "switchboard keys list" shows the existing ones`);
+        return 1;
+      }
+      const updated: ApiKeyRecord = webhook ? { ...record, webhook } : withoutWebhook(record);
+      await engine.keys.put(updated);
+      await announce(engine, key, io);
+      print(withoutSecret(updated), `Webhook of ${key}: ${formatWebhook(updated.webhook)}`);
+      return 0;
+    }
     default:
       throw new UsageError(`Unknown keys command "${command}"`);
   }
@@ -337,6 +416,7 @@ export async function runKeys(argv: string[], env: Env): Promise<number> {
     if (command === 'domains') parsed.positional.slice(1).forEach(checkDomain);
     if (command === 'create') createdHistory(parsed);
     if (command === 'history') requestedHistory(parsed.positional);
+    if (command === 'webhook') requestedWebhook(parsed);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     io.err(`${error.message}\n\n${KEYS_USAGE}`);

@@ -42,6 +42,8 @@ export interface Config {
   };
   /** Topic streams (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`); keys may override both. */
   readonly history: HistoryRetention;
+  /** How long an undelivered webhook batch is retried, from its first event's storage. */
+  readonly webhooks: { readonly retrySeconds: number };
   readonly cluster: {
     readonly nodeTimeoutMs: number;
     readonly heartbeatIntervalMs: number;
@@ -117,6 +119,7 @@ export function loadConfig(
       idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     },
     history: { size: e.HISTORY_SIZE, ttlSeconds: e.HISTORY_TTL_SECONDS },
+    webhooks: { retrySeconds: e.WEBHOOK_RETRY_SECONDS },
     cluster: {
       nodeTimeoutMs: e.NODE_TIMEOUT_MS,
       heartbeatIntervalMs: e.HEARTBEAT_INTERVAL_MS,

@@ -2,6 +2,8 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { HistoryOverride } from '../keys/key-store';
+import { WEBHOOK_EVENTS } from '../webhooks/webhooks';
+import type { WebhookConfig } from '../webhooks/webhooks';
 import { isValidApiKey } from '../protocol/api-key';
 import { domainProblem } from '../protocol/domain';
 
@@ -33,6 +35,31 @@ export const historyOverride = z
     ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
   }));
 
+/** Whether `text` is an absolute `http:` or `https:` URL (the only webhook targets). */
+export function isWebhookUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** A key's webhook (`webhook` in its record and in `SWITCHBOARD_KEYS`). */
+export const webhookConfig = z
+  .object({
+    url: z.string().refine(isWebhookUrl, 'url must be an http:// or https:// URL'),
+    events: z
+      .array(z.enum(WEBHOOK_EVENTS))
+      .min(1, 'events must list at least one event (omit it for the default)')
+      .optional(),
+  })
+  .strict()
+  .transform(({ url, events }): WebhookConfig => ({
+    url,
+    ...(events ? { events: [...new Set(events)] } : {}),
+  }));
+
 const seedKey = z.object({
   key: z.string().refine(isValidApiKey, 'key must be 1 to 128 characters of A-Z a-z 0-9 _ -'),
   secret: z.string().min(8, 'secret must be at least 8 characters'),
@@ -40,6 +67,7 @@ const seedKey = z.object({
   clientMessages: z.boolean().default(true),
   forceAuth: z.boolean().default(false),
   history: historyOverride.optional(),
+  webhook: webhookConfig.optional(),
 });
 
 const seedKeys = z
@@ -150,6 +178,7 @@ export const configSchema = z
     KEY_CACHE_MS: nonNegativeInt.default(2_000),
     DRAIN_GRACE_MS: nonNegativeInt.default(10_000),
     DRAIN_BATCH_SIZE: positiveInt.default(500),
+    WEBHOOK_RETRY_SECONDS: positiveInt.default(300),
   })
   .superRefine((env, ctx) => {
     if (env.REDIS_URL && env.REDIS_CLUSTER_NODES) {

@@ -1,5 +1,6 @@
 import type { ApiKey, ChannelName, NodeId } from '../types';
 import type { ChannelCount, ConnectionCounts } from './connection-counts';
+import type { WebhookSink } from '../webhooks/webhooks-memory';
 
 const byCountThenName = (a: ChannelCount, b: ChannelCount): number =>
   b.count - a.count || (a.channel < b.channel ? -1 : a.channel > b.channel ? 1 : 0);
@@ -9,6 +10,9 @@ export class MemoryConnectionCounts implements ConnectionCounts {
   private readonly counts = new Map<ApiKey, Map<ChannelName, Map<NodeId, number>>>();
   /** key → node → sockets reserved */
   private readonly reserved = new Map<ApiKey, Map<NodeId, number>>();
+
+  /** `webhooks` hears each channel's 0 → 1 and 1 → 0 transitions, cluster-wide. */
+  constructor(private readonly webhooks?: WebhookSink) {}
 
   async increment(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
     this.add(nodeId, key, channel, 1);
@@ -64,7 +68,9 @@ export class MemoryConnectionCounts implements ConnectionCounts {
     for (const [key, channels] of this.counts) {
       for (const [channel, nodes] of channels) {
         nodes.delete(nodeId);
-        if (nodes.size === 0) channels.delete(channel);
+        if (nodes.size > 0) continue;
+        channels.delete(channel);
+        this.webhooks?.emit(key, { name: 'channel_vacated', channel });
       }
       if (channels.size === 0) this.counts.delete(key);
     }
@@ -73,9 +79,15 @@ export class MemoryConnectionCounts implements ConnectionCounts {
   private add(nodeId: NodeId, key: ApiKey, channel: ChannelName, delta: number): void {
     const channels = this.counts.get(key) ?? new Map<ChannelName, Map<NodeId, number>>();
     const nodes = channels.get(channel) ?? new Map<NodeId, number>();
-    const next = (nodes.get(nodeId) ?? 0) + delta;
+    const held = nodes.get(nodeId) ?? 0;
+    // As in Redis: a decrement below the node's own share is ignored.
+    if (held + delta < 0) return;
+    const occupied = nodes.size > 0;
+    const next = held + delta;
     if (next > 0) nodes.set(nodeId, next);
     else nodes.delete(nodeId);
+    if (!occupied && nodes.size > 0) this.webhooks?.emit(key, { name: 'channel_occupied', channel });
+    else if (occupied && nodes.size === 0) this.webhooks?.emit(key, { name: 'channel_vacated', channel });
     if (nodes.size > 0) channels.set(channel, nodes);
     else channels.delete(channel);
     if (channels.size > 0) this.counts.set(key, channels);

@@ -4,6 +4,8 @@ import { SetupError, errorCode, fileSystemReason } from '../setup-error';
 import type { ApiKey } from '../types';
 import { assertValidDomains } from './key-store';
 import type { ApiKeyRecord, KeyStore } from './key-store';
+import { webhookEvents } from '../webhooks/webhooks';
+import type { WebhookEventName } from '../webhooks/webhooks';
 
 /**
  * Keys of the in-memory engine. With a `file`, the keys persist there (mode 0600) so the
@@ -23,9 +25,27 @@ export class MemoryKeyStore implements KeyStore {
     return this.records.get(key) ?? null;
   }
 
+  /**
+   * The events of the key's webhook, or null without one: the memory engine's webhook switch,
+   * read synchronously at each transition. A keys file that cannot be read counts as none.
+   */
+  webhookEventsOf(key: ApiKey): readonly WebhookEventName[] | null {
+    try {
+      this.reload();
+    } catch {
+      return null;
+    }
+    const webhook = this.records.get(key)?.webhook;
+    return webhook ? webhookEvents(webhook) : null;
+  }
+
   async list(): Promise<ApiKeyRecord[]> {
     this.reload();
     return [...this.records.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  async listWebhooks(): Promise<ApiKeyRecord[]> {
+    return (await this.list()).filter((r) => r.webhook !== undefined);
   }
 
   async put(record: ApiKeyRecord): Promise<void> {

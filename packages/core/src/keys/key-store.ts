@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { normalizeDomain } from '../protocol/domain';
 import type { ApiKey } from '../types';
+import type { WebhookConfig } from '../webhooks/webhooks';
 
 /** An API key and what it allows (docs/account-api.md, "Key management"). */
 export interface ApiKeyRecord {
@@ -16,6 +17,8 @@ export interface ApiKeyRecord {
   readonly createdAt: string;
   /** Overrides `HISTORY_SIZE` / `HISTORY_TTL_SECONDS` for this key's topics (see `historyRetention`). */
   readonly history?: HistoryOverride;
+  /** Where the key's channel and presence events are POSTed (docs/webhooks.md). */
+  readonly webhook?: WebhookConfig;
 }
 
 /** A key's own history retention; each absent field falls back to the configuration's. */
@@ -40,6 +43,8 @@ export interface HistoryOverride {
 export interface KeyStore {
   get(key: ApiKey): Promise<ApiKeyRecord | null>;
   list(): Promise<ApiKeyRecord[]>;
+  /** The records with a webhook, ordered by key (read often by every gateway's dispatcher). */
+  listWebhooks(): Promise<ApiKeyRecord[]>;
   put(record: ApiKeyRecord): Promise<void>;
   delete(key: ApiKey): Promise<boolean>;
 }
@@ -61,6 +66,7 @@ export function generateKeyRecord(
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
     ...(options.history ? { history: options.history } : {}),
+    ...(options.webhook ? { webhook: options.webhook } : {}),
   };
 }
 

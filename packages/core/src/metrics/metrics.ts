@@ -52,6 +52,14 @@ export interface Metrics {
   readonly httpRequests: Counter<'route' | 'status'>;
   /** Failed authentications (unknown key or wrong secret), by API: `cluster` (gateway) or `account`. */
   readonly authFailures: Counter<'api'>;
+  /** Webhook requests, by result: `delivered` (2xx), `failed` (retried later), `dropped` (gave up). */
+  readonly webhookDeliveries: Counter<'result'>;
+  /** Webhook events stored and not yet delivered, for the keys this node dispatches. */
+  readonly webhookQueueDepth: Gauge;
+  /** Seconds from an event being stored to its batch's 2xx answer. */
+  readonly webhookLatency: Histogram;
+  /** Webhook batches dropped after the retry window (`WEBHOOK_RETRY_SECONDS`). */
+  readonly webhookDroppedBatches: Counter;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   /** The `Content-Type` of `render()`'s output. */
@@ -150,6 +158,28 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['api'] as const,
       registers,
     }),
+    webhookDeliveries: new Counter({
+      name: 'switchboard_webhook_deliveries_total',
+      help: 'Webhook requests by result (delivered, failed, dropped)',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    webhookQueueDepth: new Gauge({
+      name: 'switchboard_webhook_queue_depth',
+      help: 'Webhook events stored and not yet delivered, for the keys this node dispatches',
+      registers,
+    }),
+    webhookLatency: new Histogram({
+      name: 'switchboard_webhook_latency_seconds',
+      help: 'Seconds from a webhook event being stored to its delivery (2xx)',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers,
+    }),
+    webhookDroppedBatches: new Counter({
+      name: 'switchboard_webhook_dropped_batches_total',
+      help: 'Webhook batches dropped after the retry window',
+      registers,
+    }),
     render: () => registry.metrics(),
     contentType: registry.contentType,
   };
@@ -158,6 +188,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   for (const kind of DROPPED_KINDS) metrics.droppedMessages.inc({ kind }, 0);
   metrics.authFailures.inc({ api: 'cluster' }, 0);
   metrics.authFailures.inc({ api: 'account' }, 0);
+  for (const result of ['delivered', 'failed', 'dropped']) metrics.webhookDeliveries.inc({ result }, 0);
   for (const protocol of PROTOCOL_VALUES) {
     metrics.connections.set({ protocol }, 0);
     metrics.subscriptions.set({ protocol }, 0);

@@ -11,6 +11,7 @@ import type {
   PresenceEntry,
   PresenceStore,
 } from './presence-store';
+import type { WebhookSink } from '../webhooks/webhooks-memory';
 
 interface Stored {
   entry: PresenceEntry;
@@ -32,8 +33,18 @@ const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.chan
 const byActivity = (a: { activeAt: number; id: string }, b: { activeAt: number; id: string }): number =>
   b.activeAt - a.activeAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
+/** The same channel's topic of the other protocol. */
+const otherProtocol = (t: Topic): Topic => ({ ...t, protocol: t.protocol === 'v3' ? 'v4' : 'v3' });
+
 export class MemoryPresenceStore implements PresenceStore {
   private readonly topics = new Map<string, TopicState>();
+
+  /** `webhooks` hears each identity's first and last connection in a channel, both protocols counted. */
+  constructor(private readonly webhooks?: WebhookSink) {}
+
+  private inOtherProtocol(topic: Topic, identity: Identity): boolean {
+    return this.topics.get(topicId(otherProtocol(topic)))?.byIdentity.has(identity) ?? false;
+  }
 
   async join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult> {
     const id = topicId(topic);
@@ -45,11 +56,24 @@ export class MemoryPresenceStore implements PresenceStore {
     const identity = identityOf(entry.member);
     const existing = state.entries.get(entry.connId);
     if (existing) this.unindex(state, existing);
+    if (existing && existing.identity !== identity && this.webhooks) {
+      // The connection now presents another identity: the old one may have left, the new one arrived.
+      const { channel } = topic;
+      if (!state.byIdentity.has(existing.identity) && !this.inOtherProtocol(topic, existing.identity)) {
+        this.webhooks.emit(topic.key, { name: 'member_removed', channel, user_id: existing.identity });
+      }
+      if (!state.byIdentity.has(identity) && !this.inOtherProtocol(topic, identity)) {
+        this.webhooks.emit(topic.key, { name: 'member_added', channel, user_id: identity });
+      }
+    }
     const firstOfIdentity = !existing && !state.byIdentity.has(identity);
     state.entries.set(entry.connId, { entry, identity, activeAt: now });
     const conns = state.byIdentity.get(identity) ?? new Set<ConnId>();
     conns.add(entry.connId);
     state.byIdentity.set(identity, conns);
+    if (firstOfIdentity && this.webhooks && !this.inOtherProtocol(topic, identity)) {
+      this.webhooks.emit(topic.key, { name: 'member_added', channel: topic.channel, user_id: identity });
+    }
     const joined = { firstOfIdentity, identityCount: state.byIdentity.size };
     if (!listing) return joined;
     if (listing.of === 'entries') {
@@ -68,9 +92,17 @@ export class MemoryPresenceStore implements PresenceStore {
     state.entries.delete(connId);
     this.unindex(state, stored);
     if (state.entries.size === 0) this.topics.delete(id);
+    const lastOfIdentity = !state.byIdentity.has(stored.identity);
+    if (lastOfIdentity && this.webhooks && !this.inOtherProtocol(topic, stored.identity)) {
+      this.webhooks.emit(topic.key, {
+        name: 'member_removed',
+        channel: topic.channel,
+        user_id: stored.identity,
+      });
+    }
     return {
       member: stored.entry.member,
-      lastOfIdentity: !state.byIdentity.has(stored.identity),
+      lastOfIdentity,
       identityCount: state.byIdentity.size,
     };
   }

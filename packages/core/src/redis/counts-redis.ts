@@ -45,7 +45,11 @@ export class RedisConnectionCounts implements ConnectionCounts {
       if (args.length === 0) return Promise.resolve();
       const add = async () => {
         for (let i = 0; i < args.length; i += MAX_ARGS) {
-          await countsAdd.run(this.client, this.keyTriple(key, nodeId), args.slice(i, i + MAX_ARGS));
+          await countsAdd.run(
+            this.client,
+            [...this.keyTriple(key, nodeId), ...this.hookKeys(key)],
+            args.slice(i, i + MAX_ARGS),
+          );
         }
       };
       if (!grows) return guard(this.client, add);
@@ -110,7 +114,7 @@ export class RedisConnectionCounts implements ConnectionCounts {
   async removeNode(nodeId: NodeId): Promise<void> {
     const nodeKeys = this.keys.countsNodeKeys(nodeId);
     for (const key of await guard(this.client, () => this.client.smembers(nodeKeys))) {
-      const keys = [...this.keyTriple(key, nodeId), ...this.socketKeys(key)];
+      const keys = [...this.keyTriple(key, nodeId), ...this.socketKeys(key), ...this.hookKeys(key)];
       // Each call takes out about REMOVE_PER_CALL channels; other clients' commands run in between.
       let cursor = '0';
       do {
@@ -131,6 +135,10 @@ export class RedisConnectionCounts implements ConnectionCounts {
       );
       if (share || sockets) await guard(this.client, () => this.client.sadd(nodeKeys, key));
     }
+  }
+
+  private hookKeys(key: ApiKey): string[] {
+    return [this.keys.webhookSwitch(key), this.keys.webhookEvents(key)];
   }
 
   private socketKeys(key: ApiKey): string[] {

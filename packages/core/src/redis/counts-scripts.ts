@@ -1,4 +1,5 @@
 import { LuaScript } from './clients';
+import { WEBHOOK_LIB } from './webhook-scripts';
 
 /**
  * Connection count scripts; every key carries the API key's hash tag. The channel ZSET stores
@@ -6,17 +7,26 @@ import { LuaScript } from './clients';
  */
 
 /**
- * KEYS[1] channel ZSET, KEYS[2] total, KEYS[3] the node's HASH channel → count
+ * KEYS[1] channel ZSET, KEYS[2] total, KEYS[3] the node's HASH channel → count, KEYS[4] the
+ * key's webhook switch, KEYS[5] its event stream
  * ARGV channel, delta pairs: each the net change of one event-loop turn to one channel (non-zero)
  * A decrement below the node's own share of its channel is ignored, so counts never go negative.
+ * A channel's cluster-wide count going 0 → positive emits `channel_occupied`, back to 0
+ * `channel_vacated` (webhook-scripts.ts).
  */
-export const countsAdd = new LuaScript(`
+export const countsAdd = new LuaScript(`${WEBHOOK_LIB}
+hooksOn(KEYS[4], KEYS[5])
 local total = 0
 for i = 1, #ARGV, 2 do
   local channel, delta = ARGV[i], tonumber(ARGV[i + 1])
   if delta > 0 or tonumber(redis.call('HGET', KEYS[3], channel) or '0') + delta >= 0 then
     if redis.call('HINCRBY', KEYS[3], channel, delta) <= 0 then redis.call('HDEL', KEYS[3], channel) end
-    if tonumber(redis.call('ZINCRBY', KEYS[1], -delta, channel)) >= 0 then redis.call('ZREM', KEYS[1], channel) end
+    local score = tonumber(redis.call('ZINCRBY', KEYS[1], -delta, channel))
+    if score >= 0 then redis.call('ZREM', KEYS[1], channel) end
+    if HOOKS then
+      if score < 0 and score + delta >= 0 then emit('channel_occupied', channel)
+      elseif score >= 0 and score + delta < 0 then emit('channel_vacated', channel) end
+    end
     total = total + delta
   end
 end
@@ -26,14 +36,16 @@ return 1
 
 /**
  * KEYS[1] channel ZSET, KEYS[2] total, KEYS[3] the node's HASH, KEYS[4] socket HASH,
- * KEYS[5] socket total; ARGV[1] nodeId, ARGV[2] HSCAN cursor, ARGV[3] HSCAN COUNT
+ * KEYS[5] socket total, KEYS[6] webhook switch, KEYS[7] event stream; ARGV[1] nodeId, ARGV[2]
+ * HSCAN cursor, ARGV[3] HSCAN COUNT
  * Subtracts the channels of the node's share that one HSCAN step returns (about ARGV[3]; all of
  * a small hash) and its socket reservations, deleting what it subtracted: a concurrent caller
  * never subtracts the same share twice. The caller repeats with the returned cursor until it is
  * "0" (a whole scan: every channel present throughout is returned once at least), so no call
  * holds Redis long. Returns the next cursor.
  */
-export const countsRemoveNode = new LuaScript(`
+export const countsRemoveNode = new LuaScript(`${WEBHOOK_LIB}
+hooksOn(KEYS[6], KEYS[7])
 local sockets = tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')
 if sockets > 0 then
   redis.call('HDEL', KEYS[4], ARGV[1])
@@ -45,7 +57,11 @@ local sum = 0
 for i = 1, #share, 2 do
   local n = tonumber(share[i + 1])
   redis.call('HDEL', KEYS[3], share[i])
-  if tonumber(redis.call('ZINCRBY', KEYS[1], n, share[i])) >= 0 then redis.call('ZREM', KEYS[1], share[i]) end
+  local score = tonumber(redis.call('ZINCRBY', KEYS[1], n, share[i]))
+  if score >= 0 then
+    redis.call('ZREM', KEYS[1], share[i])
+    if score - n < 0 then emit('channel_vacated', share[i]) end
+  end
   sum = sum + n
 end
 if sum > 0 and redis.call('INCRBY', KEYS[2], -sum) <= 0 then redis.call('DEL', KEYS[2]) end

@@ -1,18 +1,22 @@
-import { historyOverride } from '../config/schema';
+import { historyOverride, webhookConfig } from '../config/schema';
 import { assertValidDomains } from '../keys/key-store';
 import type { ApiKeyRecord, HistoryOverride, KeyStore } from '../keys/key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
+import { webhookEvents } from '../webhooks/webhooks';
+import type { WebhookConfig } from '../webhooks/webhooks';
 import { guard } from './clients';
 import type { RedisClient } from './clients';
 import type { RedisKeys } from './keys';
 
 /**
  * Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0", `history` (only
- * when the key overrides the retention) as JSON `{"size":n,"ttlSeconds":s}`.
+ * when the key overrides the retention) as JSON `{"size":n,"ttlSeconds":s}`, `webhook` (only
+ * with one) as JSON `{"url":…,"events":[…]}`.
  */
 type KeyHash = Record<'secret' | 'domains' | 'clientMessages' | 'forceAuth' | 'createdAt', string> & {
   history?: string;
+  webhook?: string;
 };
 
 function toHash(record: ApiKeyRecord): KeyHash {
@@ -24,7 +28,19 @@ function toHash(record: ApiKeyRecord): KeyHash {
     createdAt: record.createdAt,
   };
   if (record.history) hash.history = JSON.stringify(record.history);
+  if (record.webhook) hash.webhook = JSON.stringify(record.webhook);
   return hash;
+}
+
+/** The stored webhook; one that does not parse (never written so) is none. */
+function webhookOf(text: string | undefined): WebhookConfig | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const parsed = webhookConfig.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The stored override; one that does not parse (never written so) is ignored: the config applies. */
@@ -43,6 +59,7 @@ function historyOf(text: string | undefined): HistoryOverride | undefined {
 function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | null {
   if (hash.secret === undefined) return null;
   const history = historyOf(hash.history);
+  const webhook = webhookOf(hash.webhook);
   return {
     key,
     secret: hash.secret,
@@ -51,10 +68,15 @@ function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | nul
     forceAuth: hash.forceAuth === '1',
     createdAt: hash.createdAt ?? '',
     ...(history ? { history } : {}),
+    ...(webhook ? { webhook } : {}),
   };
 }
 
-/** All records and the index share the `{keystore}` tag, so writes are one MULTI on a cluster too. */
+/**
+ * All records and the index share the `{keystore}` tag, so writes are one MULTI on a cluster too.
+ * A key's webhook switch (in the key's own slot, read by the counts and presence scripts) is
+ * written right after its record.
+ */
 export class RedisKeyStore implements KeyStore {
   constructor(
     private readonly client: RedisClient,
@@ -66,7 +88,16 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async list(): Promise<ApiKeyRecord[]> {
-    const names = (await guard(this.client, () => this.client.smembers(this.keys.apiKeyIndex()))).sort();
+    return this.records(this.keys.apiKeyIndex());
+  }
+
+  async listWebhooks(): Promise<ApiKeyRecord[]> {
+    return (await this.records(this.keys.apiKeyWebhookIndex())).filter((r) => r.webhook !== undefined);
+  }
+
+  /** The records of the keys an index holds, ordered by key. */
+  private async records(index: string): Promise<ApiKeyRecord[]> {
+    const names = (await guard(this.client, () => this.client.smembers(index))).sort();
     if (names.length === 0) return [];
     const pipeline = this.client.pipeline();
     for (const name of names) pipeline.hgetall(this.keys.apiKey(name));
@@ -84,15 +115,30 @@ export class RedisKeyStore implements KeyStore {
   async put(record: ApiKeyRecord): Promise<void> {
     assertValidDomains(record);
     const hash = this.keys.apiKey(record.key);
-    await this.exec(
-      this.client.multi().del(hash).hset(hash, toHash(record)).sadd(this.keys.apiKeyIndex(), record.key),
+    const multi = this.client
+      .multi()
+      .del(hash)
+      .hset(hash, toHash(record))
+      .sadd(this.keys.apiKeyIndex(), record.key);
+    if (record.webhook) multi.sadd(this.keys.apiKeyWebhookIndex(), record.key);
+    else multi.srem(this.keys.apiKeyWebhookIndex(), record.key);
+    await this.exec(multi);
+    const onSwitch = this.keys.webhookSwitch(record.key);
+    const events = record.webhook ? ` ${webhookEvents(record.webhook).join(' ')} ` : undefined;
+    await guard(this.client, (): Promise<unknown> =>
+      events === undefined ? this.client.del(onSwitch) : this.client.set(onSwitch, events),
     );
   }
 
   async delete(key: ApiKey): Promise<boolean> {
     const results = await this.exec(
-      this.client.multi().del(this.keys.apiKey(key)).srem(this.keys.apiKeyIndex(), key),
+      this.client
+        .multi()
+        .del(this.keys.apiKey(key))
+        .srem(this.keys.apiKeyIndex(), key)
+        .srem(this.keys.apiKeyWebhookIndex(), key),
     );
+    await guard(this.client, () => this.client.del(this.keys.webhookSwitch(key)));
     return results[0]?.[1] === 1;
   }
 

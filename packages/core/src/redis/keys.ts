@@ -5,7 +5,7 @@ import type { ApiKey, NodeId, Protocol, Topic } from '../types';
  * pattern and a test keeps both in agreement.
  *
  * Hash tags (`{…}`) decide the Redis Cluster slot:
- * - presence and counts of one API key share the tag `{<apiKey>}`, so every multi-key update of a
+ * - presence, counts and webhook events of one API key share the tag `{<apiKey>}`, so every multi-key update of a
  *   key (a join touching the topic's sets, the key's channel indexes and its node index) is one
  *   atomic Lua script in one slot. Scripts receive every key they touch in KEYS; none builds a
  *   key name itself;
@@ -48,6 +48,8 @@ export interface RedisKeys {
   apiKey(key: ApiKey): string;
   /** SET of every API key. */
   apiKeyIndex(): string;
+  /** SET of the API keys with a webhook (the dispatchers' list). */
+  apiKeyWebhookIndex(): string;
   /** ZSET nodeId → last heartbeat (ms). */
   nodes(): string;
   /** Pub/sub channel of one topic's publications (sharded on Redis Cluster). */
@@ -58,6 +60,15 @@ export interface RedisKeys {
   historyMeta(topic: Topic): string;
   /** Pub/sub channel of control commands (every node). */
   control(): string;
+  /**
+   * STRING: the events of the key's webhook, space-separated with a space at each end; absent
+   * without a webhook. The counts and presence scripts store events only while it exists.
+   */
+  webhookSwitch(key: ApiKey): string;
+  /** STREAM of the key's webhook events (field `e`: the event as JSON), consumer group `dispatch`. */
+  webhookEvents(key: ApiKey): string;
+  /** STRING with a PX: the owner of the key's webhook dispatch. */
+  webhookLease(key: ApiKey): string;
 }
 
 const SAFE = /^[^{}|]+$/;
@@ -100,11 +111,15 @@ export function redisKeys(prefix: string): RedisKeys {
     log: (key) => byKey('log', key),
     apiKey: (key) => `${p}:apikey:{keystore}:${checked('API key', key)}`,
     apiKeyIndex: () => `${p}:apikeys:{keystore}`,
+    apiKeyWebhookIndex: () => `${p}:apikeys-webhook:{keystore}`,
     nodes: () => `${p}:nodes`,
     fanout: (t) => `${p}:fanout:${topicTag(t)}`,
     historyStream: (t) => `${p}:history:${topicTag(t)}:stream`,
     historyMeta: (t) => `${p}:history:${topicTag(t)}:meta`,
     control: () => `${p}:control`,
+    webhookSwitch: (key) => `${byKey('webhook', key)}:on`,
+    webhookEvents: (key) => `${byKey('webhook', key)}:events`,
+    webhookLease: (key) => `${byKey('webhook', key)}:lease`,
   };
 }
 

@@ -110,7 +110,7 @@ export class RedisPresenceStore implements PresenceStore {
     const args: (string | number)[] = [];
     for (const write of pending) {
       const { topic } = write;
-      keys.push(...this.keys.presenceTopicKeys(topic));
+      keys.push(...this.writeTopicKeys(topic));
       if (write.kind === 'leave') {
         args.push('leave', topic.protocol, topic.channel, write.connId, '', '', '', '', '', '');
         continue;
@@ -141,14 +141,25 @@ export class RedisPresenceStore implements PresenceStore {
     });
   }
 
-  /** The keys every write script takes first: the key's channel indexes and its node index. */
+  /**
+   * The keys every write script takes first: the key's channel indexes, its node index, its
+   * webhook switch and event stream.
+   */
   private sharedKeys(key: ApiKey): string[] {
     return [
       this.keys.presenceChannels(key),
       this.keys.presenceChannels(key, 'v3'),
       this.keys.presenceChannels(key, 'v4'),
       this.keys.presenceByNode(key),
+      this.keys.webhookSwitch(key),
+      this.keys.webhookEvents(key),
     ];
+  }
+
+  /** A topic's keys in a write script: its own, then the other protocol's identities of the channel. */
+  private writeTopicKeys(topic: Topic): string[] {
+    const other: Topic = { ...topic, protocol: topic.protocol === 'v3' ? 'v4' : 'v3' };
+    return [...this.keys.presenceTopicKeys(topic), this.keys.presenceTopicKeys(other)[2]!];
   }
 
   async touch(topic: Topic, connId: ConnId, now: number): Promise<void> {
@@ -288,7 +299,7 @@ export class RedisPresenceStore implements PresenceStore {
       if (number === undefined) {
         number = topicNumber.size + 1;
         topicNumber.set(id, number);
-        keys.push(...this.keys.presenceTopicKeys(topic));
+        keys.push(...this.writeTopicKeys(topic));
       }
       args.push(number, topic.protocol, topic.channel, connId);
       entries.push(topic);

@@ -1,13 +1,19 @@
 import { LuaScript } from './clients';
+import { WEBHOOK_LIB } from './webhook-scripts';
 
 /**
  * Presence scripts. Every key a script touches comes in KEYS (none is built inside Lua), and all
  * carry the API key's hash tag, so one script is one slot on Redis Cluster.
  *
  * Shared KEYS of the write scripts: KEYS[1] the key's channel names (either protocol), KEYS[2]
- * its V3 channel names, KEYS[3] its V4 channel names, KEYS[4] its entries by node; then
- * `TOPIC_KEYS` keys per topic, in `PRESENCE_TOPIC_SUFFIXES` order (keys.ts): conns, byconn,
- * byident, identconn, idententries.
+ * its V3 channel names, KEYS[3] its V4 channel names, KEYS[4] its entries by node, KEYS[5] its
+ * webhook switch, KEYS[6] its webhook event stream; then `WRITE_TOPIC_KEYS` keys per topic: the
+ * `TOPIC_KEYS` in `PRESENCE_TOPIC_SUFFIXES` order (keys.ts: conns, byconn, byident, identconn,
+ * idententries), then the `byident` of the same channel's topic of the other protocol.
+ *
+ * Webhooks: an identity's first entry in a topic is `member_added` unless the identity has an
+ * entry in the other protocol's topic of the channel (and likewise its last entry and
+ * `member_removed`), so both protocols count together (webhook-scripts.ts).
  *
  * Scores are −(last active ms): ascending ZRANGE gives most recent first and, on equal scores,
  * members in ascending byte order (the contract's tie-break). `idententries` holds one member
@@ -19,10 +25,16 @@ import { LuaScript } from './clients';
 /** Keys per topic in the scripts' KEYS. */
 export const TOPIC_KEYS = 5;
 
-const LIB = `
+/** Keys per topic in the write scripts' KEYS: the topic's, then the other protocol's `byident`. */
+export const WRITE_TOPIC_KEYS = TOPIC_KEYS + 1;
+
+/** KEYS before the first topic's in the write scripts. */
+export const SHARED_KEYS = 6;
+
+const LIB = `${WEBHOOK_LIB}
 local function topicAt(i)
   return {conns = KEYS[i], byconn = KEYS[i + 1], byident = KEYS[i + 2], identconn = KEYS[i + 3],
-    entries = KEYS[i + 4]}
+    entries = KEYS[i + 4], other = KEYS[i + 5]}
 end
 
 local COMPLEMENT = {['0'] = '9', ['1'] = '8', ['2'] = '7', ['3'] = '6', ['4'] = '5', ['5'] = '4',
@@ -66,6 +78,7 @@ local function leaveEntry(t, protocol, channel, connId)
   redis.call('HDEL', t.conns, connId)
   redis.call('ZREM', t.byconn, connId)
   local last = refreshIdentity(t, e.i)
+  if last and HOOKS and not redis.call('ZSCORE', t.other, e.i) then emit('member_removed', channel, e.i) end
   redis.call('ZREM', KEYS[4], nodeItem(e.n, protocol, channel, connId))
   if redis.call('EXISTS', t.conns) == 0 then
     local own, other = KEYS[2], KEYS[3]
@@ -93,7 +106,7 @@ export const WRITE_ARGS = 10;
 
 /**
  * Joins and leaves of one API key, applied in the order given (as if run one by one).
- * KEYS: the shared four, then the `TOPIC_KEYS` keys of write j's topic.
+ * KEYS: the `SHARED_KEYS`, then the `WRITE_TOPIC_KEYS` keys of write j's topic.
  * ARGV, `WRITE_ARGS` per write:
  * - a join: 'join', protocol, channel, connId, nodeId, identity, entry JSON, score (−now),
  *   listing ('' none, 'entries', 'identities'), listing limit;
@@ -110,10 +123,18 @@ local function join(t, protocol, channel, connId, nodeId, identity, json, score,
   if old then
     local e = cjson.decode(old)
     redis.call('ZREM', t.entries, entryMember(e.i, redis.call('ZSCORE', t.byconn, connId), connId))
-    refreshIdentity(t, e.i)
+    local gone = refreshIdentity(t, e.i)
     if e.n ~= nodeId then redis.call('ZREM', KEYS[4], nodeItem(e.n, protocol, channel, connId)) end
+    -- The connection now presents another identity: the old one may have left, the new one arrived.
+    if HOOKS and e.i ~= identity then
+      if gone and not redis.call('ZSCORE', t.other, e.i) then emit('member_removed', channel, e.i) end
+      if not redis.call('ZSCORE', t.byident, identity) and not redis.call('ZSCORE', t.other, identity) then
+        emit('member_added', channel, identity)
+      end
+    end
   elseif not redis.call('ZSCORE', t.byident, identity) then
     first = 1
+    if HOOKS and not redis.call('ZSCORE', t.other, identity) then emit('member_added', channel, identity) end
   end
   redis.call('HSET', t.conns, connId, json)
   redis.call('ZADD', t.byconn, score, connId)
@@ -137,9 +158,10 @@ local function join(t, protocol, channel, connId, nodeId, identity, json, score,
   return {first, identities, total, entries}
 end
 
+hooksOn(KEYS[5], KEYS[6])
 local out = {}
-for j = 1, (#KEYS - 4) / ${TOPIC_KEYS} do
-  local t = topicAt(5 + (j - 1) * ${TOPIC_KEYS})
+for j = 1, (#KEYS - ${SHARED_KEYS}) / ${WRITE_TOPIC_KEYS} do
+  local t = topicAt(${SHARED_KEYS} + 1 + (j - 1) * ${WRITE_TOPIC_KEYS})
   local a = 1 + (j - 1) * ${WRITE_ARGS}
   if ARGV[a] == 'join' then
     out[#out + 1] = join(t, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5],
@@ -196,19 +218,20 @@ export const REMOVE_ARGS = 4;
 
 /**
  * Removes some entries of one node (a bounded chunk of its `by-node` items; the caller repeats
- * until none is left). KEYS: the shared four, then `TOPIC_KEYS` keys per topic of the chunk.
+ * until none is left). KEYS: the `SHARED_KEYS`, then `WRITE_TOPIC_KEYS` keys per topic of the chunk.
  * ARGV[1] nodeId; then `REMOVE_ARGS` per entry: topic number (1-based, in KEYS order), protocol,
  * channel, connId. An entry is removed only by the call that takes its item out of `by-node`,
  * so concurrent callers each see an entry once at most.
  * Returns {{entry number (1-based), entry JSON, lastOfIdentity 0|1, identityCount}…}.
  */
 export const presenceRemoveEntries = new LuaScript(`${LIB}
+hooksOn(KEYS[5], KEYS[6])
 local out = {}
 for j = 1, (#ARGV - 1) / ${REMOVE_ARGS} do
   local a = 2 + (j - 1) * ${REMOVE_ARGS}
   local protocol, channel, connId = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   if redis.call('ZREM', KEYS[4], nodeItem(ARGV[1], protocol, channel, connId)) == 1 then
-    local t = topicAt(5 + (tonumber(ARGV[a]) - 1) * ${TOPIC_KEYS})
+    local t = topicAt(${SHARED_KEYS} + 1 + (tonumber(ARGV[a]) - 1) * ${WRITE_TOPIC_KEYS})
     local old = redis.call('HGET', t.conns, connId)
     if old and cjson.decode(old).n == ARGV[1] then
       local left = leaveEntry(t, protocol, channel, connId)

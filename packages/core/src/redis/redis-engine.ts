@@ -10,6 +10,7 @@ import { redisKeys } from './keys';
 import { RedisMessageLog } from './message-log-redis';
 import { RedisNodeRegistry } from './node-registry-redis';
 import { RedisPresenceStore } from './presence-redis';
+import { RedisWebhookQueue } from './webhooks-redis';
 
 /** How long start-up waits for Redis before it carries on unavailable (and recovers later). */
 const STARTUP_WAIT_MS = 5000;
@@ -63,6 +64,7 @@ export async function createRedisEngine(
     logs: new RedisMessageLog(command, keys, config.limits.logSize),
     keys: new RedisKeyStore(command, keys),
     nodes: new RedisNodeRegistry(command, keys),
+    webhooks: new RedisWebhookQueue(command, keys),
     isAvailable: () => available,
     onAvailability: (listener) => {
       listeners.push(listener);

@@ -41,6 +41,25 @@ export function describeKeyStoreContract(name: string, createStore: () => Promis
       expect(await store.get(whole.key)).not.toHaveProperty('history');
     });
 
+    it('keeps a webhook, with or without its events, and drops it when a record comes without', async () => {
+      const all: ApiKeyRecord = { ...generateKeyRecord(), webhook: { url: 'https://b.example/hook' } };
+      const some: ApiKeyRecord = {
+        ...generateKeyRecord(),
+        webhook: { url: 'http://b.example:8080/h?x=1', events: ['client_event', 'member_added'] },
+      };
+      await store.put(all);
+      await store.put(some);
+      await store.put(generateKeyRecord());
+      expect(await store.get(all.key)).toEqual(all);
+      expect(await store.listWebhooks()).toEqual([all, some].sort((a, b) => (a.key < b.key ? -1 : 1)));
+      expect((await store.list()).find((r) => r.key === some.key)).toEqual(some);
+      const plain = (({ webhook: _webhook, ...rest }: ApiKeyRecord): ApiKeyRecord => rest)(some);
+      await store.put(plain);
+      expect(await store.get(some.key)).not.toHaveProperty('webhook');
+      await store.delete(all.key);
+      expect(await store.listWebhooks()).toEqual([]);
+    });
+
     it('lists every record ordered by key', async () => {
       const records = ['k-b', 'k-c', 'k-a', 'K-z'].map((key) => ({ ...generateKeyRecord(), key }));
       for (const r of records) await store.put(r);

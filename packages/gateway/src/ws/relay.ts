@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { historyRetention } from '@switchboard/core';
+import { historyRetention, identityOf } from '@switchboard/core';
 import type { LogRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
@@ -38,4 +38,32 @@ export function relayClientMessage(
     ctx.logger.warn({ err: error }, 'message log append failed');
   });
   touchPresence(ctx, state, sub);
+  if (options.to === undefined && !options.binary && state.record.webhook?.events?.includes('client_event')) {
+    emitClientEvent(ctx, state, sub, body);
+  }
+}
+
+/** A `client_event` webhook event for a relayed JSON message with a string `event`; others are not events. */
+function emitClientEvent(ctx: GatewayContext, state: ConnectionState, sub: Subscription, body: string): void {
+  let message: unknown;
+  try {
+    message = JSON.parse(body);
+  } catch {
+    return;
+  }
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return;
+  const { event, data } = message as { event?: unknown; data?: unknown };
+  if (typeof event !== 'string') return;
+  ctx.engine.webhooks
+    .append(state.key, {
+      name: 'client_event',
+      channel: sub.channel,
+      event,
+      ...(data !== undefined ? { data } : {}),
+      socket_id: sub.uuid,
+      ...(sub.user !== undefined ? { user_id: identityOf({ uuid: sub.uuid, user: sub.user }) } : {}),
+    })
+    .catch((error: unknown) => {
+      ctx.logger.warn({ err: error }, 'webhook client_event could not be stored');
+    });
 }

@@ -1,0 +1,257 @@
+import { createHash, createHmac } from 'node:crypto';
+import type { KeyStore } from '../keys/key-store';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics/metrics';
+import type { ApiKey } from '../types';
+import type { QueuedEvent, WebhookConfig, WebhookQueue } from './webhooks';
+
+/** Timings of the dispatcher; the defaults are the documented behaviour (docs/webhooks.md). */
+export interface DispatcherTiming {
+  /** Events per request, at most. */
+  readonly batchSize: number;
+  /** How often an idle key's queue is read: events leave within about this long. */
+  readonly pollMs: number;
+  /** A key's lease lasts this long after its owner's last renewal. */
+  readonly leaseMs: number;
+  /** How often the keys with a webhook are listed again. */
+  readonly refreshMs: number;
+  /** A request without an answer in this time has failed. */
+  readonly timeoutMs: number;
+  /** Backoff: the n-th retry waits a random time below min(maxDelayMs, baseDelayMs × 2^n). */
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+export const DEFAULT_DISPATCHER_TIMING: DispatcherTiming = {
+  batchSize: 100,
+  pollMs: 50,
+  leaseMs: 2000,
+  refreshMs: 1000,
+  timeoutMs: 5000,
+  baseDelayMs: 500,
+  maxDelayMs: 30_000,
+};
+
+export interface WebhookDispatcherOptions {
+  readonly queue: WebhookQueue;
+  readonly keys: KeyStore;
+  /** This process's name as a lease owner and stream consumer (the node id). */
+  readonly owner: string;
+  readonly logger: Logger;
+  readonly metrics?: Metrics;
+  /** A batch is retried until this long after its first event was stored, then dropped. */
+  readonly retrySeconds: number;
+  readonly timing?: Partial<DispatcherTiming>;
+}
+
+/** What a key's worker needs of its record: where to send and how to sign. */
+interface Target {
+  readonly secret: string;
+  readonly webhook: WebhookConfig;
+}
+
+/** The id of a batch: the same for the same events, whoever delivers it and however often. */
+export function deliveryId(key: ApiKey, batch: readonly QueuedEvent[]): string {
+  const first = batch[0]?.id ?? '';
+  const last = batch[batch.length - 1]?.id ?? '';
+  return createHash('sha256').update(`${key}\n${first}\n${last}`).digest('hex').slice(0, 32);
+}
+
+/** `X-Pusher-Signature`: hex HMAC-SHA256 of the raw body, keyed by the key's secret. */
+export function webhookSignature(secret: string, body: string): string {
+  return createHmac('sha256', secret).update(body).digest('hex');
+}
+
+/**
+ * Delivers webhook events. Every gateway runs one; for each key with a webhook, the holder of
+ * the key's lease reads its queue and sends one batch at a time (so events keep their order),
+ * retrying a failed batch with full-jitter exponential backoff until `retrySeconds` after its
+ * first event was stored, then dropping it (logged and counted). A batch is acknowledged only
+ * after a 2xx or a drop: if this process dies first, the next lease holder sends it again with
+ * the same delivery id.
+ */
+export class WebhookDispatcher {
+  private readonly timing: DispatcherTiming;
+  private readonly log: Logger;
+  private readonly targets = new Map<ApiKey, Target>();
+  private readonly workers = new Map<ApiKey, Promise<void>>();
+  private readonly depths = new Map<ApiKey, number>();
+  private readonly stopping = new AbortController();
+  private refreshing: Promise<void> | undefined;
+  private refreshTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: WebhookDispatcherOptions) {
+    this.timing = { ...DEFAULT_DISPATCHER_TIMING, ...options.timing };
+    this.log = options.logger.child({ component: 'webhooks' });
+  }
+
+  start(): void {
+    if (this.refreshTimer) return;
+    const tick = (): void => {
+      this.refreshing = this.refresh().finally(() => {
+        this.refreshing = undefined;
+      });
+    };
+    tick();
+    this.refreshTimer = setInterval(tick, this.timing.refreshMs);
+    this.refreshTimer.unref();
+  }
+
+  /** Stops reading; a batch in flight is left unacknowledged for the next lease holder. */
+  async stop(): Promise<void> {
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    this.stopping.abort();
+    await this.refreshing;
+    await Promise.all(this.workers.values());
+  }
+
+  private get stopped(): boolean {
+    return this.stopping.signal.aborted;
+  }
+
+  private async refresh(): Promise<void> {
+    let records;
+    try {
+      records = await this.options.keys.listWebhooks();
+    } catch (error) {
+      this.log.debug({ err: error }, 'cannot list keys for webhooks; trying again');
+      return;
+    }
+    const seen = new Set<ApiKey>();
+    for (const record of records) {
+      if (!record.webhook) continue;
+      seen.add(record.key);
+      this.targets.set(record.key, { secret: record.secret, webhook: record.webhook });
+    }
+    for (const key of [...this.targets.keys()]) if (!seen.has(key)) this.targets.delete(key);
+    for (const key of this.targets.keys()) {
+      if (this.stopped || this.workers.has(key)) continue;
+      this.workers.set(
+        key,
+        this.work(key).finally(() => this.workers.delete(key)),
+      );
+    }
+    let depth = 0;
+    for (const [key, value] of this.depths) {
+      if (this.targets.has(key)) depth += value;
+      else this.depths.delete(key);
+    }
+    this.options.metrics?.webhookQueueDepth.set(depth);
+  }
+
+  /** One key: wait for its lease, then deliver batch after batch while holding it. */
+  private async work(key: ApiKey): Promise<void> {
+    const { queue, owner } = this.options;
+    let renewedAt = 0;
+    while (!this.stopped && this.targets.has(key)) {
+      try {
+        if (Date.now() - renewedAt > this.timing.leaseMs / 3) {
+          if (!(await queue.lease(key, owner, this.timing.leaseMs))) {
+            renewedAt = 0;
+            this.depths.delete(key);
+            await this.sleep(this.timing.leaseMs / 2);
+            continue;
+          }
+          renewedAt = Date.now();
+          this.depths.set(key, await queue.depth(key));
+        }
+        const batch = await queue.next(key, owner, this.timing.batchSize);
+        if (batch.length === 0) {
+          await this.sleep(this.timing.pollMs);
+          continue;
+        }
+        await this.deliver(key, batch);
+        renewedAt = 0;
+      } catch (error) {
+        this.log.debug({ err: error, key }, 'webhook queue unavailable; trying again');
+        renewedAt = 0;
+        await this.sleep(this.timing.refreshMs);
+      }
+    }
+  }
+
+  /** Sends one batch until a 2xx, the end of the retry window, a lost lease, or stop. */
+  private async deliver(key: ApiKey, batch: QueuedEvent[]): Promise<void> {
+    const { queue, owner, metrics, retrySeconds } = this.options;
+    const id = deliveryId(key, batch);
+    const deadline = (batch[0]?.storedAt ?? Date.now()) + retrySeconds * 1000;
+    const ids = batch.map((e) => e.id);
+    for (let attempt = 0; ; attempt += 1) {
+      const target = this.targets.get(key);
+      if (!target) return;
+      const problem = await this.post(key, target, id, batch);
+      if (problem === undefined) {
+        metrics?.webhookDeliveries.inc({ result: 'delivered' });
+        const now = Date.now();
+        for (const e of batch) metrics?.webhookLatency.observe(Math.max(0, now - e.storedAt) / 1000);
+        await queue.ack(key, ids);
+        return;
+      }
+      metrics?.webhookDeliveries.inc({ result: 'failed' });
+      const url = target.webhook.url;
+      if (attempt === 0)
+        this.log.warn({ key, url, delivery: id, problem }, 'webhook delivery failed; retrying');
+      else this.log.debug({ key, url, delivery: id, problem, attempt }, 'webhook delivery failed again');
+      if (Date.now() >= deadline) {
+        metrics?.webhookDeliveries.inc({ result: 'dropped' });
+        metrics?.webhookDroppedBatches.inc();
+        this.log.error(
+          { key, url, delivery: id, events: batch.length, problem, retrySeconds },
+          'webhook batch dropped: no 2xx answer within WEBHOOK_RETRY_SECONDS',
+        );
+        await queue.ack(key, ids);
+        return;
+      }
+      const cap = Math.min(this.timing.maxDelayMs, this.timing.baseDelayMs * 2 ** Math.min(attempt, 30));
+      await this.sleep(Math.min(Math.random() * cap, Math.max(0, deadline - Date.now())));
+      if (this.stopped) return;
+      // Another node took the key over: it will send this batch itself, with the same id.
+      if (!(await queue.lease(key, owner, this.timing.leaseMs))) return;
+    }
+  }
+
+  /** One request; resolves undefined on a 2xx, else what went wrong. */
+  private async post(
+    key: ApiKey,
+    target: Target,
+    id: string,
+    batch: readonly QueuedEvent[],
+  ): Promise<string | undefined> {
+    const body = JSON.stringify({ time_ms: Date.now(), events: batch.map((e) => e.event) });
+    try {
+      const response = await fetch(target.webhook.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-pusher-key': key,
+          'x-pusher-signature': webhookSignature(target.secret, body),
+          'x-switchboard-delivery': id,
+        },
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.any([AbortSignal.timeout(this.timing.timeoutMs), this.stopping.signal]),
+      });
+      await response.body?.cancel().catch(() => undefined);
+      return response.status >= 200 && response.status < 300 ? undefined : `HTTP ${response.status}`;
+    } catch (error) {
+      // fetch's own message is "fetch failed"; its cause says what (ECONNREFUSED, a DNS failure, a timeout).
+      const { message, cause } = (error ?? {}) as { message?: unknown; cause?: { message?: unknown } };
+      const reason = cause?.message ?? message;
+      return typeof reason === 'string' ? reason : String(error);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    const signal = this.stopping.signal;
+    if (signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done);
+    });
+  }
+}

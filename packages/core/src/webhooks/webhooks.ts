@@ -1,0 +1,75 @@
+import type { ApiKey, ChannelName } from '../types';
+
+/** Every webhook event a key can subscribe to (docs/webhooks.md). */
+export const WEBHOOK_EVENTS = [
+  'channel_occupied',
+  'channel_vacated',
+  'member_added',
+  'member_removed',
+  'client_event',
+] as const;
+
+export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
+
+/** The events of a webhook without `events`: all but `client_event` (opt-in). */
+export const DEFAULT_WEBHOOK_EVENTS: readonly WebhookEventName[] = [
+  'channel_occupied',
+  'channel_vacated',
+  'member_added',
+  'member_removed',
+];
+
+/** A key's webhook, as its record holds it. */
+export interface WebhookConfig {
+  /** An `http:` or `https:` URL. */
+  readonly url: string;
+  /** The events sent; absent: `DEFAULT_WEBHOOK_EVENTS`. */
+  readonly events?: readonly WebhookEventName[];
+}
+
+/** One event as the backend receives it in a batch's `events` (Pusher's field names). */
+export interface WebhookEvent {
+  readonly name: WebhookEventName;
+  readonly channel: ChannelName;
+  readonly user_id?: string;
+  readonly event?: string;
+  readonly data?: unknown;
+  readonly socket_id?: string;
+}
+
+/** An event stored for delivery. */
+export interface QueuedEvent {
+  /** Increases with storage order within a key; a delivery id is derived from a batch's ids. */
+  readonly id: string;
+  /** When the event was stored (ms since the epoch): the retry window counts from it. */
+  readonly storedAt: number;
+  readonly event: WebhookEvent;
+}
+
+/** The events a webhook sends. */
+export const webhookEvents = (webhook: WebhookConfig): readonly WebhookEventName[] =>
+  webhook.events ?? DEFAULT_WEBHOOK_EVENTS;
+
+/**
+ * WebhookQueue: the events stored for each key's webhook, read by the dispatcher.
+ *
+ * Contract, for every implementation:
+ * - Channel and presence events are produced by `ConnectionCounts` and `PresenceStore` of the same
+ *   engine, atomically with the transition that causes them, and only for keys whose record has a
+ *   webhook listing the event (the key store switches production on and off with the record).
+ *   `append` adds an event the gateway produces itself (`client_event`).
+ * - Events of one key keep their storage order in every read.
+ * - `lease` grants a key to one owner at a time until `ttlMs` after the owner's last successful
+ *   call; the owner renews it with the same call. Only the lease holder should read.
+ * - `next` returns, first, the events read earlier by any consumer and not acknowledged (a dead
+ *   dispatcher's batch, unchanged), otherwise up to `max` new ones; `ack` removes events for good.
+ * - `depth` counts stored, unacknowledged events of a key.
+ * - Failures reject with `EngineUnavailableError`.
+ */
+export interface WebhookQueue {
+  append(key: ApiKey, event: WebhookEvent): Promise<void>;
+  lease(key: ApiKey, owner: string, ttlMs: number): Promise<boolean>;
+  next(key: ApiKey, consumer: string, max: number): Promise<QueuedEvent[]>;
+  ack(key: ApiKey, ids: readonly string[]): Promise<void>;
+  depth(key: ApiKey): Promise<number>;
+}

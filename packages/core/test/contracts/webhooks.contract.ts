@@ -1,0 +1,184 @@
+import type { ConnectionCounts } from '../../src/counts/connection-counts';
+import type { KeyStore } from '../../src/keys/key-store';
+import { generateKeyRecord } from '../../src/keys/key-store';
+import type { PresenceStore } from '../../src/presence/presence-store';
+import type { Member, Topic } from '../../src/types';
+import type { WebhookConfig, WebhookEvent, WebhookQueue } from '../../src/webhooks/webhooks';
+import { unique } from '../support/wait';
+
+/** One engine's ports that produce and hold webhook events. */
+export interface WebhookPorts {
+  readonly counts: ConnectionCounts;
+  readonly presence: PresenceStore;
+  readonly webhooks: WebhookQueue;
+  readonly keys: KeyStore;
+}
+
+/**
+ * The WebhookQueue port's contract (webhooks.ts), with the events the counts and presence of the
+ * same engine produce: exactly one per transition, both protocols and all nodes counted together.
+ */
+export function describeWebhooksContract(name: string, createPorts: () => Promise<WebhookPorts>): void {
+  describe(`WebhookQueue contract: ${name}`, () => {
+    let ports: WebhookPorts;
+    let key: string;
+
+    const enable = async (webhook?: WebhookConfig): Promise<void> => {
+      await ports.keys.put({
+        ...generateKeyRecord(),
+        key,
+        ...(webhook ? { webhook } : {}),
+      });
+    };
+    /** Every stored event, acknowledged so the next call sees only newer ones. */
+    const drain = async (): Promise<WebhookEvent[]> => {
+      const out: WebhookEvent[] = [];
+      for (;;) {
+        const batch = await ports.webhooks.next(key, 'test', 100);
+        if (batch.length === 0) return out;
+        out.push(...batch.map((e) => e.event));
+        await ports.webhooks.ack(
+          key,
+          batch.map((e) => e.id),
+        );
+      }
+    };
+    const topic = (protocol: 'v3' | 'v4', channel = 'room'): Topic => ({ key, protocol, channel });
+    const entry = (connId: string, member: Member, nodeId = 'node-a') => ({ connId, nodeId, member });
+
+    beforeEach(async () => {
+      ports = await createPorts();
+      key = unique('key');
+    });
+
+    it('stores nothing for a key without a webhook', async () => {
+      await enable();
+      await ports.counts.increment('node-a', key, 'room');
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'alice' }), 1);
+      await ports.counts.decrement('node-a', key, 'room');
+      await ports.presence.leave(topic('v4'), 'a/1');
+      expect(await ports.webhooks.depth(key)).toBe(0);
+      expect(await drain()).toEqual([]);
+    });
+
+    it('emits channel_occupied and channel_vacated once per transition, across nodes', async () => {
+      await enable({ url: 'http://example.test/hook' });
+      await ports.counts.increment('node-a', key, 'room');
+      await ports.counts.increment('node-b', key, 'room');
+      await ports.counts.increment('node-a', key, 'other');
+      await ports.counts.decrement('node-a', key, 'room');
+      await ports.counts.decrement('node-b', key, 'room');
+      await ports.counts.increment('node-b', key, 'room');
+      // A decrement the node does not hold changes nothing and emits nothing.
+      await ports.counts.decrement('node-a', key, 'room');
+      expect(await drain()).toEqual([
+        { name: 'channel_occupied', channel: 'room' },
+        { name: 'channel_occupied', channel: 'other' },
+        { name: 'channel_vacated', channel: 'room' },
+        { name: 'channel_occupied', channel: 'room' },
+      ]);
+    });
+
+    it("emits channel_vacated when a dead node's share was the channel's last", async () => {
+      await enable({ url: 'http://example.test/hook' });
+      await ports.counts.increment('node-a', key, 'room');
+      await ports.counts.increment('node-b', key, 'room');
+      await ports.counts.increment('node-b', key, 'solo');
+      await drain();
+      await ports.counts.removeNode('node-b');
+      expect(await drain()).toEqual([{ name: 'channel_vacated', channel: 'solo' }]);
+      await ports.counts.removeNode('node-b');
+      expect(await drain()).toEqual([]);
+    });
+
+    it('emits one member_added and one member_removed per identity, over tabs, nodes and protocols', async () => {
+      await enable({ url: 'http://example.test/hook' });
+      const alice = (uuid: string): Member => ({ uuid, user: 'alice' });
+      await ports.presence.join(topic('v4'), entry('a/1', alice('u1')), 1);
+      await ports.presence.join(topic('v4'), entry('b/1', alice('u2'), 'node-b'), 2);
+      await ports.presence.join(topic('v3'), entry('a/2', alice('u3')), 3);
+      await ports.presence.join(topic('v3'), entry('a/3', { uuid: 'u4' }), 4);
+      expect(await drain()).toEqual([
+        { name: 'member_added', channel: 'room', user_id: 'alice' },
+        { name: 'member_added', channel: 'room', user_id: 'u4' },
+      ]);
+      await ports.presence.leave(topic('v4'), 'a/1');
+      await ports.presence.leave(topic('v4'), 'b/1');
+      expect(await drain()).toEqual([]);
+      await ports.presence.leave(topic('v3'), 'a/2');
+      await ports.presence.leave(topic('v3'), 'a/2');
+      expect(await drain()).toEqual([{ name: 'member_removed', channel: 'room', user_id: 'alice' }]);
+    });
+
+    it('treats a connection that joins again as another identity as one leaving and one arriving', async () => {
+      await enable({ url: 'http://example.test/hook' });
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'erin' }), 1);
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'erin' }), 2);
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'fay' }), 3);
+      await ports.presence.leave(topic('v4'), 'a/1');
+      expect(await drain()).toEqual([
+        { name: 'member_added', channel: 'room', user_id: 'erin' },
+        { name: 'member_removed', channel: 'room', user_id: 'erin' },
+        { name: 'member_added', channel: 'room', user_id: 'fay' },
+        { name: 'member_removed', channel: 'room', user_id: 'fay' },
+      ]);
+    });
+
+    it("emits member_removed for a dead node's last entries of an identity, once", async () => {
+      await enable({ url: 'http://example.test/hook' });
+      await ports.presence.join(topic('v4'), entry('b/1', { uuid: 'u1', user: 'bob' }, 'node-b'), 1);
+      await ports.presence.join(topic('v3'), entry('b/2', { uuid: 'u2', user: 'bob' }, 'node-b'), 2);
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u3', user: 'carol' }), 3);
+      await ports.presence.join(topic('v4'), entry('b/3', { uuid: 'u4', user: 'carol' }, 'node-b'), 4);
+      await drain();
+      await Promise.all([ports.presence.removeNode('node-b'), ports.presence.removeNode('node-b')]);
+      expect(await drain()).toEqual([{ name: 'member_removed', channel: 'room', user_id: 'bob' }]);
+    });
+
+    it('stores only the events the webhook lists, and client events through append', async () => {
+      await enable({ url: 'http://example.test/hook', events: ['member_added', 'client_event'] });
+      await ports.counts.increment('node-a', key, 'room');
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'dave' }), 1);
+      await ports.webhooks.append(key, {
+        name: 'client_event',
+        channel: 'room',
+        event: 'typing',
+        data: { on: true },
+        socket_id: 'u1',
+      });
+      expect(await drain()).toEqual([
+        { name: 'member_added', channel: 'room', user_id: 'dave' },
+        { name: 'client_event', channel: 'room', event: 'typing', data: { on: true }, socket_id: 'u1' },
+      ]);
+    });
+
+    it('gives an unacknowledged batch back whole, to any consumer, until it is acknowledged', async () => {
+      await enable({ url: 'http://example.test/hook' });
+      for (const channel of ['c1', 'c2', 'c3']) await ports.counts.increment('node-a', key, channel);
+      const first = await ports.webhooks.next(key, 'dead', 2);
+      expect(first.map((e) => e.event.channel)).toEqual(['c1', 'c2']);
+      expect(first[0]!.storedAt).toBeGreaterThan(Date.now() - 60_000);
+      const again = await ports.webhooks.next(key, 'survivor', 100);
+      expect(again).toEqual(first);
+      expect(await ports.webhooks.depth(key)).toBe(3);
+      await ports.webhooks.ack(
+        key,
+        again.map((e) => e.id),
+      );
+      expect((await ports.webhooks.next(key, 'survivor', 100)).map((e) => e.event.channel)).toEqual(['c3']);
+      expect(await ports.webhooks.depth(key)).toBe(1);
+    });
+
+    it('leases a key to one owner at a time until it expires', async () => {
+      expect(await ports.webhooks.lease(key, 'gw1', 200)).toBe(true);
+      expect(await ports.webhooks.lease(key, 'gw2', 200)).toBe(false);
+      expect(await ports.webhooks.lease(key, 'gw1', 200)).toBe(true);
+      const until = Date.now() + 2000;
+      while (!(await ports.webhooks.lease(key, 'gw2', 200))) {
+        if (Date.now() > until) throw new Error('the lease never expired');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(await ports.webhooks.lease(key, 'gw1', 200)).toBe(false);
+    });
+  });
+}

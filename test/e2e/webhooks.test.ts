@@ -1,0 +1,356 @@
+import { randomBytes } from 'node:crypto';
+import { createMemoryState, createMetrics } from '@switchboard/core';
+import type { ApiKeyRecord, WebhookConfig } from '@switchboard/core';
+import { connectClient, createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
+import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { WebhookReceiver } from './support/webhook-receiver';
+import type { ReceivedHook } from './support/webhook-receiver';
+import { startNodeProcess, testKey, waitUntil } from './support-nodes';
+import type { NodeProcess } from './support-nodes';
+
+/** Webhooks end to end: real gateways, real Redis, a receiver that verifies with the Pusher SDK. */
+const NODE_TIMEOUT_MS = 3000;
+/** Retries (and key listing) fast enough for a test; the schedule's shape (full jitter, doubling) is unchanged. */
+const FAST_RETRIES = { baseDelayMs: 20, maxDelayMs: 200, refreshMs: 100 };
+
+let redis: RedisServer;
+const gateways: TestGateway[] = [];
+const processes: NodeProcess[] = [];
+const clients: TestClient[] = [];
+const receivers: WebhookReceiver[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  for (const node of processes.splice(0)) node.proc.kill('SIGKILL');
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await Promise.all(receivers.splice(0).map((r) => r.down()));
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+const prefix = (): string => `w${randomBytes(4).toString('hex')}`;
+
+async function receiverFor(key: ApiKeyRecord): Promise<WebhookReceiver> {
+  const receiver = new WebhookReceiver(key.key, key.secret);
+  receivers.push(receiver);
+  await receiver.up();
+  return receiver;
+}
+
+async function gatewayOn(env: Record<string, string>): Promise<TestGateway> {
+  const gateway = await startGateway({ env, webhookTiming: FAST_RETRIES });
+  gateways.push(gateway);
+  return gateway;
+}
+
+async function client(url: string): Promise<TestClient> {
+  const c = await connectClient(url);
+  clients.push(c);
+  return c;
+}
+
+/** A key with a webhook to `receiver`, stored through `gateway`'s engine. */
+async function hookedKey(gateway: TestGateway, webhook: (r: WebhookReceiver) => WebhookConfig) {
+  const key = await createTestKey(gateway.engine);
+  const receiver = await receiverFor(key);
+  const record = { ...key, webhook: webhook(receiver) };
+  await gateway.engine.keys.put(record);
+  return { key: record, receiver };
+}
+
+const names = (events: ReceivedHook['events']): string[] =>
+  events.map((e) => `${e.name} ${e.channel}${e.user_id !== undefined ? ` ${e.user_id}` : ''}`);
+
+describe('webhooks on Redis, two gateways', () => {
+  it('sends one member_added and one member_removed for a user with tabs on both nodes and protocols, signed for the Pusher SDK', async () => {
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix() };
+    const [a, b] = [await gatewayOn(env), await gatewayOn(env)];
+    const { key, receiver } = await hookedKey(a, (r) => ({ url: r.url }));
+    const tab1 = await client(a.wsUrl('/v4/room', { api_key: key.key, presence: '1', user: 'alice' }));
+    await tab1.nextEvent('system::member_list');
+    const tab2 = await client(b.wsUrl('/v3/room', { api_key: key.key, presence: '1', user: 'alice' }));
+    await tab2.nextEvent('system:member_list');
+    await waitUntil(() => receiver.events().length >= 2, 5000, 'occupied and member_added');
+
+    tab1.close();
+    tab2.close();
+    await waitUntil(() => receiver.events().length >= 4, 5000, 'vacated and member_removed');
+    expect(receiver.requests.every((r) => r.valid)).toBe(true);
+    expect(names(receiver.events()).sort()).toEqual([
+      'channel_occupied room',
+      'channel_vacated room',
+      'member_added room alice',
+      'member_removed room alice',
+    ]);
+    const order = names(receiver.events());
+    expect(order.indexOf('channel_occupied room')).toBeLessThan(order.indexOf('channel_vacated room'));
+    expect(order.indexOf('member_added room alice')).toBeLessThan(order.indexOf('member_removed room alice'));
+    await a.gateway.close();
+    expect(receiver.events()).toHaveLength(4);
+  });
+
+  it('sends channel_occupied and channel_vacated once per transition under random joins and leaves on both nodes', async () => {
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix() };
+    const nodes = [await gatewayOn(env), await gatewayOn(env)];
+    const { key, receiver } = await hookedKey(nodes[0]!, (r) => ({ url: r.url }));
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const open: TestClient[] = [];
+    const channels = ['c0', 'c1', 'c2'];
+    for (let step = 0; step < 60; step += 1) {
+      if (open.length === 0 || random(3) > 0) {
+        const node = nodes[random(2)]!;
+        const channel = channels[random(channels.length)]!;
+        const protocol = random(2) === 0 ? 'v3' : 'v4';
+        const c = await client(node.wsUrl(`/${protocol}/${channel}`, { api_key: key.key }));
+        open.push(c);
+      } else {
+        open.splice(random(open.length), 1)[0]!.close();
+      }
+    }
+    for (const c of open) c.close();
+    const settled = (): boolean =>
+      channels.every((channel) => {
+        const mine = receiver.events().filter((e) => e.channel === channel);
+        return mine.length > 0 && mine[mine.length - 1]!.name === 'channel_vacated';
+      });
+    await waitUntil(
+      async () => settled() && (await nodes[0]!.engine.counts.sum(key.key)) === 0,
+      10_000,
+      'every channel vacated',
+    );
+    for (const channel of channels) {
+      const sequence = receiver
+        .events()
+        .filter((e) => e.channel === channel)
+        .map((e) => e.name);
+      // The true state's transitions alternate, starting empty and ending empty.
+      sequence.forEach((name, i) => expect(name).toBe(i % 2 === 0 ? 'channel_occupied' : 'channel_vacated'));
+    }
+    expect(receiver.requests.every((r) => r.valid)).toBe(true);
+  });
+});
+
+describe('kicks and drains', () => {
+  it('send member_removed and channel_vacated once for kicked and drained connections', async () => {
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix(), DRAIN_GRACE_MS: '2000' };
+    const [a, b] = [await gatewayOn(env), await gatewayOn(env)];
+    const { key, receiver } = await hookedKey(a, (r) => ({ url: r.url }));
+    const kicked = await client(a.wsUrl('/v4/k', { api_key: key.key, presence: '1', user: 'kim' }));
+    await kicked.nextEvent('system::member_list');
+    const drained = await client(b.wsUrl('/v4/d', { api_key: key.key, presence: '1', user: 'dan' }));
+    await drained.nextEvent('system::member_list');
+    await waitUntil(() => receiver.events().length >= 4, 5000, 'the joins');
+
+    const kick = await postJson(`${a.httpUrl}/api/v4/kick`, {
+      key: key.key,
+      secret: key.secret,
+      user: 'kim',
+    });
+    expect(kick.status).toBe(200);
+    await b.gateway.drain();
+    await waitUntil(() => receiver.events().length >= 8, 5000, 'the leaves');
+    expect(names(receiver.events().slice(4)).sort()).toEqual([
+      'channel_vacated d',
+      'channel_vacated k',
+      'member_removed d dan',
+      'member_removed k kim',
+    ]);
+    await a.gateway.close();
+    expect(receiver.events()).toHaveLength(8);
+  });
+});
+
+describe('client events', () => {
+  it('sends relayed client JSON messages with an event, and only the events the key lists (memory engine)', async () => {
+    const gateway = await startGateway({ memoryState: createMemoryState(), webhookTiming: FAST_RETRIES });
+    gateways.push(gateway);
+    const { key, receiver } = await hookedKey(gateway, (r) => ({ url: r.url, events: ['client_event'] }));
+    const sender = await client(
+      gateway.wsUrl('/v3/chat', { api_key: key.key, presence: '1', user: 'erin', notify_self: '1' }),
+    );
+    await sender.nextEvent('system:member_list');
+    sender.send({ event: 'typing', data: { on: true } });
+    sender.send('plain text, not an event');
+    sender.send({ event: 'said', data: 'hi' });
+    await waitUntil(() => receiver.events().length >= 2, 5000, 'two client events');
+    const [typing, said] = receiver.events();
+    expect(typing).toEqual({
+      name: 'client_event',
+      channel: 'chat',
+      event: 'typing',
+      data: { on: true },
+      socket_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      user_id: 'erin',
+    });
+    expect(said).toMatchObject({ name: 'client_event', event: 'said', data: 'hi' });
+    // No channel_occupied or member_added: the key lists client_event only.
+    expect(receiver.events()).toHaveLength(2);
+    expect(receiver.requests.every((r) => r.valid)).toBe(true);
+  });
+});
+
+describe('a crashed gateway', () => {
+  it("delivers its channels' member_removed and channel_vacated once, after the node timeout", async () => {
+    const key = testKey();
+    const receiver = await receiverFor(key);
+    const env = {
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: prefix(),
+      SWITCHBOARD_KEYS: JSON.stringify([
+        { key: key.key, secret: key.secret, webhook: { url: receiver.url } },
+      ]),
+      NODE_TIMEOUT_MS: String(NODE_TIMEOUT_MS),
+      HEARTBEAT_INTERVAL_MS: '500',
+      LOG_LEVEL: 'info',
+    };
+    const start = async (): Promise<NodeProcess> => {
+      const node = await startNodeProcess(env);
+      processes.push(node);
+      return node;
+    };
+    const [a, b] = [await start(), await start()];
+    const stay = await client(a.wsUrl('/v4/stay', { api_key: key.key, presence: '1', user: 'bob' }));
+    await stay.nextEvent('system::member_list');
+    const doomed = await client(b.wsUrl('/v4/crash', { api_key: key.key, presence: '1', user: 'alice' }));
+    await doomed.nextEvent('system::member_list');
+    await waitUntil(() => receiver.events().length >= 4, 5000, 'the joins');
+
+    const killedAt = Date.now();
+    b.proc.kill('SIGKILL');
+    await waitUntil(() => receiver.events().length >= 6, NODE_TIMEOUT_MS + 3000, 'the crash events');
+    process.stdout.write(`crash webhooks: ${Date.now() - killedAt} ms after SIGKILL\n`);
+    expect(names(receiver.events().slice(4)).sort()).toEqual([
+      'channel_vacated crash',
+      'member_removed crash alice',
+    ]);
+    // Whatever more arrives (there should be nothing), the crash events are not repeated.
+    await stay.expectSilence(() => true, 1000);
+    expect(names(receiver.events()).filter((n) => n.endsWith('crash') || n.endsWith('alice'))).toHaveLength(
+      4,
+    );
+  });
+});
+
+describe('a dispatcher that dies mid-batch', () => {
+  it('has its batch delivered by another gateway, under the same delivery id', async () => {
+    const key = testKey();
+    const receiver = await receiverFor(key);
+    let failing = true;
+    receiver.answer = () => (failing ? 500 : 200);
+    const env = {
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: prefix(),
+      SWITCHBOARD_KEYS: JSON.stringify([
+        { key: key.key, secret: key.secret, webhook: { url: receiver.url } },
+      ]),
+    };
+    const first = await startNodeProcess(env);
+    processes.push(first);
+    // Alone, the first node holds the key's lease and keeps retrying the batch.
+    await client(first.wsUrl('/v4/batch', { api_key: key.key }));
+    await waitUntil(() => receiver.requests.length >= 2, 5000, 'retries of the first node');
+    const delivery = receiver.requests[0]!.delivery;
+    processes.push(await startNodeProcess(env));
+    first.proc.kill('SIGKILL');
+    await first.proc.exited;
+    failing = false;
+    await waitUntil(() => receiver.accepted.length >= 1, 8000, 'the batch from the second node');
+    expect(receiver.accepted[0]!.delivery).toBe(delivery);
+    expect(names(receiver.accepted[0]!.events)).toEqual(['channel_occupied batch']);
+  });
+});
+
+describe('an unavailable receiver', () => {
+  it('gets every event after being down, in order per channel, each batch under one delivery id', async () => {
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix() };
+    const gateway = await gatewayOn(env);
+    const { key, receiver } = await hookedKey(gateway, (r) => ({ url: r.url }));
+    let failing = true;
+    receiver.answer = () => (failing ? 500 : 200);
+    const expected = new Map<string, string[]>();
+    const cycle = async (channel: string): Promise<void> => {
+      const c = await client(gateway.wsUrl(`/v4/${channel}`, { api_key: key.key }));
+      await waitUntil(async () => (await gateway.engine.counts.sum(key.key)) > 0, 2000, 'counted');
+      c.close();
+      await waitUntil(async () => (await gateway.engine.counts.sum(key.key)) === 0, 2000, 'uncounted');
+      expected.set(channel, [...(expected.get(channel) ?? []), 'channel_occupied', 'channel_vacated']);
+    };
+    await cycle('x');
+    await waitUntil(() => receiver.requests.length >= 2, 3000, 'failed attempts');
+    await receiver.down();
+    await cycle('y');
+    await cycle('x');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    failing = false;
+    await receiver.up();
+    await waitUntil(() => receiver.events().length >= 6, 5000, 'every event');
+
+    for (const [channel, sequence] of expected) {
+      expect(
+        receiver
+          .events()
+          .filter((e) => e.channel === channel)
+          .map((e) => e.name),
+      ).toEqual(sequence);
+    }
+    const byDelivery = new Map<string, string>();
+    for (const request of receiver.requests) {
+      const body = JSON.stringify(request.events);
+      expect(byDelivery.get(request.delivery) ?? body).toBe(body);
+      byDelivery.set(request.delivery, body);
+    }
+    const failed = receiver.requests.filter((r) => r.status === 500).map((r) => r.delivery);
+    expect(failed.length).toBeGreaterThan(1);
+    for (const id of failed) expect(receiver.accepted.map((r) => r.delivery)).toContain(id);
+    // Acknowledged once the 2xx reaches the dispatcher, just after the receiver recorded it.
+    await waitUntil(
+      async () => (await gateway.engine.webhooks.depth(key.key)) === 0,
+      2000,
+      'all acknowledged',
+    );
+  });
+
+  it('drops and counts a batch after WEBHOOK_RETRY_SECONDS, and never slows publishing (memory engine)', async () => {
+    const metrics = createMetrics({ service: 'gateway', defaultMetrics: false });
+    const gateway = await startGateway({
+      env: { WEBHOOK_RETRY_SECONDS: '1' },
+      memoryState: createMemoryState(),
+      metrics,
+      webhookTiming: FAST_RETRIES,
+    });
+    gateways.push(gateway);
+    const key = await createTestKey(gateway.engine);
+    const receiver = await receiverFor(key);
+    receiver.answer = () => 500;
+    await gateway.engine.keys.put({ ...key, webhook: { url: receiver.url } });
+    const listener = await client(gateway.wsUrl('/v3/busy', { api_key: key.key }));
+    const started = Date.now();
+    const published = await postJson(`${gateway.httpUrl}/api/publish`, {
+      key: key.key,
+      secret: key.secret,
+      channel: 'busy',
+      message: 'still fast',
+    });
+    expect(published.status).toBe(200);
+    await listener.next((f) => f.text.includes('still fast'));
+    expect(Date.now() - started).toBeLessThan(500);
+    const dropped = async (): Promise<number> =>
+      (await metrics.webhookDroppedBatches.get()).values[0]?.value ?? 0;
+    await waitUntil(async () => (await dropped()) === 1, 5000, 'a dropped batch');
+    expect(receiver.requests.length).toBeGreaterThan(1);
+    expect(receiver.requests.every((r) => r.valid && r.events[0]?.name === 'channel_occupied')).toBe(true);
+    await waitUntil(
+      async () => (await gateway.engine.webhooks.depth(key.key)) === 0,
+      2000,
+      'dropped from the queue',
+    );
+  });
+});
