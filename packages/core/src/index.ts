@@ -40,3 +40,4 @@ export * from './redis/history-redis';
 export * from './redis/key-store-redis';
 export * from './redis/node-registry-redis';
 export * from './redis/redis-engine';
+export * from './actions/channel-actions';
