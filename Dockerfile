@@ -22,7 +22,7 @@ COPY packages/cli/package.json packages/cli/
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./
 COPY packages/ packages/
-RUN npx tsc -b
+RUN npm run build
 
 # ---- runtime: production dependencies and compiled output only ---------------------------------
 FROM ${NODE_IMAGE} AS runtime

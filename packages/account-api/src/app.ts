@@ -9,7 +9,7 @@ import { parseBody, parseQuery } from './http/query';
 import { serveConsole } from './console';
 import { historyEndpoint, kickEndpoint, publishEndpoint } from './routes/channel-actions';
 import { connectionsEndpoint, connectionsSumEndpoint } from './routes/connections';
-import { domainsEndpoint } from './routes/domains';
+import { domainsEndpoint, settingsEndpoint } from './routes/domains';
 import type { Endpoint, EndpointContext, PostEndpoint } from './routes/endpoint';
 import { health, live } from './routes/health';
 import { logsEndpoint } from './routes/logs';
@@ -30,6 +30,7 @@ const ENDPOINTS: ReadonlyArray<Endpoint<z.ZodTypeAny>> = [
   logsEndpoint,
   membersEndpoint,
   historyEndpoint,
+  settingsEndpoint,
 ];
 
 const POST_ENDPOINTS: ReadonlyArray<PostEndpoint<z.ZodTypeAny>> = [publishEndpoint, kickEndpoint];
