@@ -13,7 +13,7 @@ import { domainsEndpoint, settingsEndpoint } from './routes/domains';
 import type { Endpoint, EndpointContext, PostEndpoint } from './routes/endpoint';
 import { health, live } from './routes/health';
 import { logsEndpoint } from './routes/logs';
-import { membersEndpoint } from './routes/members';
+import { channelMembersEndpoint, membersEndpoint } from './routes/members';
 
 export interface AccountApiDeps {
   readonly engine: Engine;
@@ -31,6 +31,7 @@ const ENDPOINTS: ReadonlyArray<Endpoint<z.ZodTypeAny>> = [
   membersEndpoint,
   historyEndpoint,
   settingsEndpoint,
+  channelMembersEndpoint,
 ];
 
 const POST_ENDPOINTS: ReadonlyArray<PostEndpoint<z.ZodTypeAny>> = [publishEndpoint, kickEndpoint];

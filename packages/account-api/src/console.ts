@@ -41,6 +41,12 @@ export function serveConsole(app: Express, named: (route: string) => RequestHand
     '/console',
     named('/console'),
     secured,
-    express.static(CONSOLE_DIR, { index: false, etag: false, lastModified: false, fallthrough: true }),
+    express.static(CONSOLE_DIR, {
+      index: false,
+      redirect: false,
+      etag: false,
+      lastModified: false,
+      fallthrough: true,
+    }),
   );
 }

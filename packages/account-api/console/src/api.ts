@@ -82,7 +82,7 @@ export interface Member {
   protocol: 'v3' | 'v4';
 }
 export interface MembersPage {
-  data: Record<string, Member[]>;
+  data: Member[];
   total: number;
   page: number;
   limit: number;

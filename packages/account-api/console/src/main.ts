@@ -15,6 +15,8 @@ import { h, replace } from './dom';
 const POLL_MS = 1000;
 /** The chart's window: the last five minutes. */
 const CHART_POINTS = 300;
+/** Members listed per protocol and page on a channel page. */
+const MEMBERS_PER_PAGE = 50;
 
 const main = document.getElementById('main') as HTMLElement;
 const status = document.getElementById('status') as HTMLElement;
@@ -329,69 +331,80 @@ function channelView(creds: Credentials, channel: string): void {
     ),
   );
 
-  let membersPage = 1;
-  const stop = poll(async () => {
-    const [page, logs, stream] = await Promise.all([
-      api<MembersPage>(creds, `/api/members?page=${membersPage}&limit=100`),
-      api<LogEntry[]>(creds, '/api/logs'),
-      api<HistoryAnswer>(creds, `/api/history?channel=${encodeURIComponent(channel)}&protocol=v4&limit=20`),
-    ]);
-    const list = page.data[channel] ?? [];
-    replace(
-      members,
-      table(
-        `Members of ${channel}`,
-        ['Protocol', 'User', 'Connection', 'Actions'],
-        list.map((member) =>
+  const pages = { v4: 1, v3: 1 };
+  const memberRows = (list: Member[]): Node[] =>
+    list.map((member) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, member.protocol.toUpperCase()),
+        h('td', {}, member.user === undefined ? '—' : identity(member)),
+        h('td', { class: 'mono' }, member.uuid),
+        h(
+          'td',
+          {},
           h(
-            'tr',
-            {},
-            h('td', {}, member.protocol.toUpperCase()),
-            h('td', {}, member.user === undefined ? '—' : identity(member)),
-            h('td', { class: 'mono' }, member.uuid),
-            h(
-              'td',
-              {},
-              h(
+            'button',
+            { type: 'button', onclick: () => kick({ uuid: member.uuid }, `Kick connection ${member.uuid}`) },
+            'Kick connection',
+          ),
+          member.user === undefined
+            ? null
+            : h(
                 'button',
                 {
                   type: 'button',
-                  onclick: () => kick({ uuid: member.uuid }, `Kick connection ${member.uuid}`),
+                  onclick: () => kick({ user: identity(member) }, `Kick user ${identity(member)}`),
                 },
-                'Kick connection',
+                'Kick user',
               ),
-              member.user === undefined
-                ? null
-                : h(
-                    'button',
-                    {
-                      type: 'button',
-                      onclick: () => kick({ user: identity(member) }, `Kick user ${identity(member)}`),
-                    },
-                    'Kick user',
-                  ),
-            ),
-          ),
         ),
+      ),
+    );
+  const pager = (protocol: 'v3' | 'v4', page: MembersPage): Node | null =>
+    page.totalPages > 1
+      ? h(
+          'p',
+          { class: 'pager' },
+          h(
+            'button',
+            { type: 'button', disabled: pages[protocol] <= 1, onclick: () => (pages[protocol] -= 1) },
+            `Previous ${protocol.toUpperCase()} page`,
+          ),
+          ` page ${page.page} of ${page.totalPages} (${page.total} members) `,
+          h(
+            'button',
+            {
+              type: 'button',
+              disabled: pages[protocol] >= page.totalPages,
+              onclick: () => (pages[protocol] += 1),
+            },
+            `Next ${protocol.toUpperCase()} page`,
+          ),
+        )
+      : null;
+  const membersOf = (protocol: 'v3' | 'v4'): Promise<MembersPage> =>
+    api<MembersPage>(
+      creds,
+      `/api/channel-members?channel=${encodeURIComponent(channel)}&protocol=${protocol}&page=${pages[protocol]}&limit=${MEMBERS_PER_PAGE}`,
+    );
+  const stop = poll(async () => {
+    const [v4, v3, logs, stream] = await Promise.all([
+      membersOf('v4'),
+      membersOf('v3'),
+      api<LogEntry[]>(creds, '/api/logs'),
+      api<HistoryAnswer>(creds, `/api/history?channel=${encodeURIComponent(channel)}&protocol=v4&limit=20`),
+    ]);
+    replace(
+      members,
+      table(
+        `Members of ${channel}: V4 by user, V3 by connection, most recently active first`,
+        ['Protocol', 'User', 'Connection', 'Actions'],
+        [...memberRows(v4.data), ...memberRows(v3.data)],
         'No presence members here (members appear for clients that join with presence).',
       ),
-      page.totalPages > 1
-        ? h(
-            'p',
-            { class: 'pager' },
-            h(
-              'button',
-              { type: 'button', disabled: membersPage <= 1, onclick: () => (membersPage -= 1) },
-              'Previous channels',
-            ),
-            ` page ${page.page} of ${page.totalPages} `,
-            h(
-              'button',
-              { type: 'button', disabled: membersPage >= page.totalPages, onclick: () => (membersPage += 1) },
-              'Next channels',
-            ),
-          )
-        : null,
+      pager('v4', v4),
+      pager('v3', v3),
     );
     const recent = logs.filter((entry) => entry.channel === channel).slice(0, 50);
     replace(

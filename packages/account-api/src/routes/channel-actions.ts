@@ -15,8 +15,8 @@ import { defineEndpoint, definePostEndpoint } from './endpoint';
 /** Most publications one history read returns, as on the cluster API. */
 export const HISTORY_LIMIT = 100;
 
-const channel = z.string().refine(isValidChannelName, { message: `must be ${CHANNEL_NAME_RULE}` });
-const protocol = z.enum(['v3', 'v4'], { message: 'must be "v3" or "v4"' });
+export const channelName = z.string().refine(isValidChannelName, { message: `must be ${CHANNEL_NAME_RULE}` });
+export const protocolParam = z.enum(['v3', 'v4'], { message: 'must be "v3" or "v4"' });
 
 /**
  * `GET /api/history?channel=&protocol=&limit=`: the channel's stream position and its latest
@@ -26,8 +26,8 @@ const protocol = z.enum(['v3', 'v4'], { message: 'must be "v3" or "v4"' });
 export const historyEndpoint = defineEndpoint({
   path: '/history',
   query: querySchema({
-    channel: z.string({ message: 'channel is required (a channel name)' }).pipe(channel),
-    protocol: protocol.optional(),
+    channel: z.string({ message: 'channel is required (a channel name)' }).pipe(channelName),
+    protocol: protocolParam.optional(),
     limit: positiveIntegerParam('limit'),
   }),
   handle: (key, query, context): Promise<HistoryAnswer> =>
@@ -48,7 +48,7 @@ export const historyEndpoint = defineEndpoint({
  */
 export const publishEndpoint = definePostEndpoint({
   path: '/messages',
-  body: z.object({ channel, protocol: protocol.optional(), message: z.unknown() }).strict(),
+  body: z.object({ channel: channelName, protocol: protocolParam.optional(), message: z.unknown() }).strict(),
   handle: async (key, body, context): Promise<object> =>
     publishAnswer(
       await publishMessage(context, {
@@ -71,7 +71,7 @@ export const kickEndpoint = definePostEndpoint({
   path: '/kicks',
   body: z
     .object({
-      channel: channel.optional(),
+      channel: channelName.optional(),
       uuid: z.string().min(1).max(256).optional(),
       user: z.string().min(1).max(1024).optional(),
       reason: z.string().max(1024).optional(),
