@@ -233,6 +233,7 @@ describe('web console against Redis with two gateways and the account API', () =
     await page.getByRole('textbox', { name: 'Message' }).fill('plain text to everyone');
     await page.getByRole('button', { name: 'Publish' }).click();
     for (const client of [onA, onB]) await client.next((frame) => frame.text === 'plain text to everyone');
+    await cell(page, 'API', 'plain text to everyone').waitFor({ timeout: 2500 });
 
     watched.expected.add(503);
     await redis.kill();
