@@ -6,7 +6,6 @@
  * the secret must never appear in a URL it requests. The screenshots of docs/console.md are
  * taken here, so they always show the current page.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,7 @@ import type { Engine } from '@switchboard/core';
 import { startAccountApi } from '@switchboard/account-api';
 import type { RunningAccountApi } from '@switchboard/account-api';
 import {
+  chromiumPath,
   connectClient,
   createTestKey,
   startGateway,
@@ -25,22 +25,10 @@ import {
   startSwitchboardProcess,
 } from '@switchboard/testing';
 import type { RedisServer, SwitchboardProcess, TestClient, TestGateway } from '@switchboard/testing';
+import { waitUntil } from './support-nodes';
 
 const CONSOLE_BUILD = join(__dirname, '..', '..', 'packages', 'account-api', 'dist', 'console', 'console.js');
 const SCREENSHOTS = join(__dirname, '..', '..', 'docs', 'console');
-
-function chromiumPath(): string {
-  const candidates = [process.env['CHROMIUM_PATH'], '/usr/bin/chromium', '/usr/bin/chromium-browser'];
-  const found = candidates.find((path) => path && existsSync(path));
-  if (found) return found;
-  const which = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], {
-    encoding: 'utf8',
-  });
-  if (which.status === 0 && which.stdout.trim()) return which.stdout.trim();
-  throw new Error(
-    'Chromium was not found: `apt-get install chromium` (.ci/run does it), or set CHROMIUM_PATH',
-  );
-}
 
 /**
  * A page that records every problem: console errors, uncaught exceptions, failed requests, and
@@ -242,14 +230,15 @@ describe('web console against Redis with two gateways and the account API', () =
 
     await redis.restart();
     // The restarted Redis is empty (no persistence): the key is put back, as a persisted store keeps it.
-    await waitFor(async () => {
-      try {
-        await engine.keys.put(key);
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    await waitUntil(
+      () =>
+        engine.keys.put(key).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+      'the key put back',
+    );
     await page
       .locator('#status')
       .getByText('The engine is unavailable')
@@ -262,11 +251,3 @@ describe('web console against Redis with two gateways and the account API', () =
     await context.close();
   });
 });
-
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
