@@ -164,7 +164,7 @@ describe('web console against an all-in-one node', () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'channel.png'), fullPage: true });
 
     // A kick from the page closes the client with 4509.
-    await page.getByRole('button', { name: 'Kick connection' }).click();
+    await page.getByRole('button', { name: 'Kick connection conn-alice' }).click();
     expect((await client.closed).code).toBe(4509);
     await page.getByText('No presence members here').waitFor({ timeout: 2500 });
 
@@ -245,6 +245,11 @@ describe('web console against Redis with two gateways and the account API', () =
       .waitFor({ state: 'detached', timeout: 15_000 });
     await cell(page, 'on-a', 'on-a').waitFor({ timeout: 10_000 });
     watched.expected.delete(503);
+
+    // Kicking the channel from the page closes its connections on both gateways.
+    await page.getByRole('button', { name: 'Kick every connection of this channel' }).click();
+    for (const client of [onA, onB]) expect((await client.closed).code).toBe(4509);
+    await page.getByText('No presence members here').waitFor({ timeout: 2500 });
 
     expect(watched.problems).toEqual([]);
     expect(watched.urls.filter((url) => url.includes(key.secret))).toEqual([]);

@@ -345,7 +345,11 @@ function channelView(creds: Credentials, channel: string): void {
           {},
           h(
             'button',
-            { type: 'button', onclick: () => kick({ uuid: member.uuid }, `Kick connection ${member.uuid}`) },
+            {
+              type: 'button',
+              'aria-label': `Kick connection ${member.uuid}`,
+              onclick: () => kick({ uuid: member.uuid }, `Kick connection ${member.uuid}`),
+            },
             'Kick connection',
           ),
           member.user === undefined
@@ -354,6 +358,7 @@ function channelView(creds: Credentials, channel: string): void {
                 'button',
                 {
                   type: 'button',
+                  'aria-label': `Kick user ${identity(member)}`,
                   onclick: () => kick({ user: identity(member) }, `Kick user ${identity(member)}`),
                 },
                 'Kick user',
