@@ -4,7 +4,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { createAccountApi } from '../src';
 import { CONSOLE_DIR } from '../src/console';
-import { authA, populatedEngine, silentLogger, testConfig } from './fixtures';
+import { authA, KEY_A, populatedEngine, silentLogger, testConfig } from './fixtures';
 
 let app: Express;
 
@@ -74,5 +74,24 @@ describe('the web console is served by the account API', () => {
     expect(preflight.status).toBeGreaterThanOrEqual(400);
     expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
     expect(preflight.headers['access-control-allow-headers']).toBeUndefined();
+  });
+});
+
+describe('GET /api/settings (the console settings view)', () => {
+  test('shows webhook settings as the key record holds them, secrets hidden, never the key secret', async () => {
+    const engine = await populatedEngine();
+    // Webhooks are not part of every key record yet: whatever the record holds is shown.
+    const record = {
+      ...KEY_A,
+      webhooks: [{ url: 'https://hooks.example/in', signingSecret: 's3cr3t', events: ['x'] }],
+    };
+    await engine.keys.put(record as typeof KEY_A);
+    const withHooks = createAccountApi({ engine, logger: silentLogger(), config: testConfig() });
+    const res = await request(withHooks).get('/api/settings').set(authA).expect(200);
+    expect(JSON.stringify(res.body)).not.toContain(KEY_A.secret);
+    expect(res.body.webhooks).toEqual([
+      { url: 'https://hooks.example/in', signingSecret: '(hidden)', events: ['x'] },
+    ]);
+    expect(res.body).toMatchObject({ key: KEY_A.key, domains: KEY_A.domains });
   });
 });
