@@ -80,18 +80,20 @@ describe('the web console is served by the account API', () => {
 describe('GET /api/settings (the console settings view)', () => {
   test('shows webhook settings as the key record holds them, secrets hidden, never the key secret', async () => {
     const engine = await populatedEngine();
-    // Webhooks are not part of every key record yet: whatever the record holds is shown.
+    // Whatever the record's webhook holds is shown, a secret-like field hidden.
     const record = {
       ...KEY_A,
-      webhooks: [{ url: 'https://hooks.example/in', signingSecret: 's3cr3t', events: ['x'] }],
+      webhook: { url: 'https://hooks.example/in', signingSecret: 's3cr3t', events: ['member_added'] },
     };
     await engine.keys.put(record as typeof KEY_A);
     const withHooks = createAccountApi({ engine, logger: silentLogger(), config: testConfig() });
     const res = await request(withHooks).get('/api/settings').set(authA).expect(200);
     expect(JSON.stringify(res.body)).not.toContain(KEY_A.secret);
-    expect(res.body.webhooks).toEqual([
-      { url: 'https://hooks.example/in', signingSecret: '(hidden)', events: ['x'] },
-    ]);
+    expect(res.body.webhook).toEqual({
+      url: 'https://hooks.example/in',
+      signingSecret: '(hidden)',
+      events: ['member_added'],
+    });
     expect(res.body).toMatchObject({ key: KEY_A.key, domains: KEY_A.domains });
   });
 });

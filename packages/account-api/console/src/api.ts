@@ -96,5 +96,5 @@ export interface HistoryAnswer {
 export interface KeySettings {
   key: string;
   domains: string[];
-  webhooks: unknown;
+  webhook: unknown;
 }

@@ -147,10 +147,10 @@ function settingsCard(settings: KeySettings): HTMLElement {
     settings.domains.length === 0
       ? h('p', { class: 'empty' }, 'Any origin may connect (no domains set).')
       : h('ul', {}, ...settings.domains.map((d) => h('li', {}, d))),
-    h('h3', {}, 'Webhooks'),
-    settings.webhooks === null || settings.webhooks === undefined
-      ? h('p', { class: 'empty' }, 'No webhooks set for this key.')
-      : h('pre', {}, JSON.stringify(settings.webhooks, null, 2)),
+    h('h3', {}, 'Webhook'),
+    settings.webhook === null || settings.webhook === undefined
+      ? h('p', { class: 'empty' }, 'No webhook set for this key.')
+      : h('pre', {}, JSON.stringify(settings.webhook, null, 2)),
   );
 }
 
