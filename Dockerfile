@@ -22,7 +22,7 @@ COPY packages/cli/package.json packages/cli/
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./
 COPY packages/ packages/
-RUN npx tsc -b
+RUN npx tsc -b && node packages/account-api/scripts/build-console.mjs
 
 # ---- runtime: production dependencies and compiled output only ---------------------------------
 FROM ${NODE_IMAGE} AS runtime

@@ -4,7 +4,6 @@
  * bundle from dist/browser (built by `npm run build`, which `npm ci` runs), connects to a real
  * gateway, receives and publishes, sees presence, and recovers after the gateway restarts.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
@@ -15,7 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import WebSocket from 'ws';
 import { createMemoryState } from '@switchboard/core';
 import type { ApiKeyRecord, MemoryState } from '@switchboard/core';
-import { createTestKey, postJson, startGateway } from '@switchboard/testing';
+import { chromiumPath, createTestKey, postJson, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import { Switchboard } from '@switchboard/client';
 import type { Member } from '@switchboard/client';
@@ -30,19 +29,6 @@ const BUNDLE = join(
   'browser',
   'switchboard.iife.min.js',
 );
-
-function chromiumPath(): string {
-  const candidates = [process.env['CHROMIUM_PATH'], '/usr/bin/chromium', '/usr/bin/chromium-browser'];
-  const found = candidates.find((path) => path && existsSync(path));
-  if (found) return found;
-  const which = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], {
-    encoding: 'utf8',
-  });
-  if (which.status === 0 && which.stdout.trim()) return which.stdout.trim();
-  throw new Error(
-    'Chromium was not found: `apt-get install chromium` (.ci/run does it), or set CHROMIUM_PATH',
-  );
-}
 
 let state: MemoryState;
 let gateway: TestGateway;

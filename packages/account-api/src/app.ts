@@ -5,13 +5,15 @@ import { AuthFailureLimiter, EngineUnavailableError } from '@switchboard/core';
 import type { Config, Engine, Logger, Metrics } from '@switchboard/core';
 import { authenticate, authenticatedKey } from './http/authenticate';
 import { errorHandler, methodNotAllowed, notFound } from './http/error-handler';
-import { parseQuery } from './http/query';
+import { parseBody, parseQuery } from './http/query';
+import { serveConsole } from './console';
+import { historyEndpoint, kickEndpoint, publishEndpoint } from './routes/channel-actions';
 import { connectionsEndpoint, connectionsSumEndpoint } from './routes/connections';
-import { domainsEndpoint } from './routes/domains';
-import type { Endpoint, EndpointContext } from './routes/endpoint';
+import { domainsEndpoint, settingsEndpoint } from './routes/domains';
+import type { Endpoint, EndpointContext, PostEndpoint } from './routes/endpoint';
 import { health, live } from './routes/health';
 import { logsEndpoint } from './routes/logs';
-import { membersEndpoint } from './routes/members';
+import { channelMembersEndpoint, membersEndpoint } from './routes/members';
 
 export interface AccountApiDeps {
   readonly engine: Engine;
@@ -27,17 +29,26 @@ const ENDPOINTS: ReadonlyArray<Endpoint<z.ZodTypeAny>> = [
   connectionsSumEndpoint,
   logsEndpoint,
   membersEndpoint,
+  historyEndpoint,
+  settingsEndpoint,
+  channelMembersEndpoint,
 ];
 
-/** Every path the account API serves (all GET), for documentation checks. */
+const POST_ENDPOINTS: ReadonlyArray<PostEndpoint<z.ZodTypeAny>> = [publishEndpoint, kickEndpoint];
+
+/** Every GET path of the JSON API, for documentation checks. */
 export const ACCOUNT_API_PATHS: readonly string[] = [
   '/api/health',
   '/api/live',
   ...ENDPOINTS.map((e) => `/api${e.path}`),
 ];
 
+/** Every POST path of the JSON API (the console's actions), for documentation checks. */
+export const ACCOUNT_API_POST_PATHS: readonly string[] = POST_ENDPOINTS.map((e) => `/api${e.path}`);
+
 /** Express answers HEAD for every GET route. */
 const ALLOW = ['GET', 'HEAD'] as const;
+const ALLOW_POST = ['POST'] as const;
 
 /** Fails fast while the engine is known to be down, instead of waiting on a store call. */
 const requireEngine =
@@ -71,10 +82,31 @@ function mount<S extends z.ZodTypeAny>(
     .all(methodNotAllowed(ALLOW));
 }
 
+function mountPost<B extends z.ZodTypeAny>(
+  router: Router,
+  endpoint: PostEndpoint<B>,
+  guards: RequestHandler[],
+  context: EndpointContext,
+): void {
+  // Read after authentication, so an unauthenticated request gets its 401 whatever its body.
+  // The limit leaves room for the other fields around a message of the gateways' largest frame.
+  const json = express.json({ limit: context.config.limits.maxMessageBytes + 4096, strict: true });
+  router
+    .route(endpoint.path)
+    .all(named(`/api${endpoint.path}`))
+    .post(...guards, json, async (req, res) => {
+      const body = parseBody(endpoint.body, req.body);
+      res.json(await endpoint.handle(authenticatedKey(res), body, context));
+    })
+    .all(methodNotAllowed(ALLOW_POST));
+}
+
 /**
- * The account API (docs/account-api.md): read-only views of one API key's domains, connection counts, logs and
- * members, served from the engine's shared stores without asking any gateway. Every route is
- * under `/api`; every response, errors included, is JSON.
+ * The account API (docs/account-api.md): views of one API key's domains, connection counts, logs,
+ * members and history, served from the engine's shared stores without asking any gateway, and
+ * the console's actions (publish, kick) through the engine. Every JSON route is under `/api`;
+ * every response there, errors included, is JSON. The web console (docs/console.md) is served
+ * at `/` and `/console/…`.
  */
 export function createAccountApi(deps: AccountApiDeps): Express {
   const { engine, config } = deps;
@@ -108,10 +140,12 @@ export function createAccountApi(deps: AccountApiDeps): Express {
   const failures = new AuthFailureLimiter(config.limits.authFailures);
   const authFailed = (): void => deps.metrics?.authFailures.inc({ api: 'account' });
   const guards = [requireEngine(engine), authenticate(engine.keys, failures, authFailed)];
-  const context: EndpointContext = { engine, config };
+  const context: EndpointContext = { engine, config, logger, origin: `account-api:${config.nodeId}` };
   for (const endpoint of ENDPOINTS) mount(api, endpoint, guards, context);
+  for (const endpoint of POST_ENDPOINTS) mountPost(api, endpoint, guards, context);
 
   app.use('/api', api);
+  serveConsole(app, named);
   app.use(notFound);
   app.use(errorHandler(logger));
   return app;

@@ -1,4 +1,4 @@
-export { ACCOUNT_API_PATHS, createAccountApi } from './app';
+export { ACCOUNT_API_PATHS, ACCOUNT_API_POST_PATHS, createAccountApi } from './app';
 export type { AccountApiDeps } from './app';
 export { startAccountApi } from './server';
 export type { RunningAccountApi } from './server';

@@ -153,7 +153,9 @@ describe('400: query parameters', () => {
 
 describe('404: unknown paths', () => {
   test.each([
-    '/',
+    '/console',
+    '/console/',
+    '/console/nope.js',
     '/api',
     '/api/',
     '/api/nope',

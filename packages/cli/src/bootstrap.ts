@@ -203,6 +203,8 @@ export async function ensureDevelopmentKey(
       `    -d '{"key":"${record.key}","secret":"${record.secret}","channel":"room-1","message":{"event":"hello","data":"world"}}'`,
       'Ask the account API:',
       `  curl -s localhost:${accountPort}/api/connections -H 'key: ${record.key}' -H 'secret: ${record.secret}'`,
+      'Or look in the web console (sign in with the key and secret above):',
+      `  http://localhost:${accountPort}/`,
       '',
     ].join('\n'),
   );

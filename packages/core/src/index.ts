@@ -12,6 +12,7 @@ export * from './broker/broker';
 export * from './history/history';
 export * from './history/history-memory';
 export * from './history/retention';
+export * from './actions/channel-actions';
 export { isValidEpoch, MAX_EPOCH_LENGTH } from './history/epochs';
 export * from './broker/broker-memory';
 export * from './presence/presence-store';

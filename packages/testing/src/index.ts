@@ -2,3 +2,4 @@ export * from './redis-server';
 export * from './gateway';
 export * from './ws-client';
 export * from './process';
+export * from './chromium';

@@ -11,7 +11,7 @@ export interface ErrorBody {
 /** Not in the catalog on purpose: it is never a client's mistake, and its details stay in the log. */
 const INTERNAL: ErrorBody = { error: 'Internal server error', code: 'SB_INTERNAL' };
 
-/** Express's own client errors (`http-errors`, e.g. a malformed URL) carry a 4xx status. */
+/** Express's own client errors (`http-errors`, e.g. a malformed URL or JSON body) carry a 4xx status. */
 function clientStatus(error: unknown): number | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const status = (error as { status?: unknown }).status;
@@ -49,6 +49,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       if (error instanceof EngineUnavailableError) {
         logger.warn({ method: req.method, path: req.path, err: error.cause }, 'engine unavailable');
       }
+    } else if ((error as { type?: unknown } | null)?.type === 'entity.parse.failed') {
+      status = 400;
+      body = { error: 'Request body is not valid JSON; send a JSON object', code: 'SB_BAD_JSON' };
     } else if (clientStatus(error) !== undefined) {
       status = clientStatus(error) ?? 400;
       body = clientErrorBody(status);

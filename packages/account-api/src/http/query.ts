@@ -34,19 +34,35 @@ export const querySchema = <T extends z.ZodRawShape>(shape: T) => z.object(shape
 
 /** Validates a query against `schema`; every problem becomes one 400 naming the parameters. */
 export function parseQuery<S extends z.ZodTypeAny>(schema: S, query: unknown): z.output<S> {
-  const parsed = schema.safeParse(query ?? {});
+  return parseFields(schema, query ?? {}, 'query parameter');
+}
+
+/** Validates a JSON request body against `schema`; every problem becomes one 400 naming the fields. */
+export function parseBody<S extends z.ZodTypeAny>(schema: S, body: unknown): z.output<S> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new AppError('SB_BAD_JSON', 'Request body must be a JSON object (Content-Type: application/json)');
+  return parseFields(schema, body, 'field');
+}
+
+function parseFields<S extends z.ZodTypeAny>(schema: S, value: unknown, noun: string): z.output<S> {
+  const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data as z.output<S>;
-  const accepted = schema instanceof z.ZodObject ? Object.keys(schema.shape as z.ZodRawShape) : [];
+  const object: unknown = schema instanceof z.ZodEffects ? schema.innerType() : schema;
+  const accepted = object instanceof z.ZodObject ? Object.keys(object.shape as z.ZodRawShape) : [];
   const problems = parsed.error.issues.map((issue) =>
-    issue.code === z.ZodIssueCode.unrecognized_keys ? unknownParameters(issue.keys, accepted) : issue.message,
+    issue.code === z.ZodIssueCode.unrecognized_keys
+      ? unknownNames(issue.keys, accepted, noun)
+      : issue.path.length > 0 && !issue.message.includes(String(issue.path[0]))
+        ? `Invalid ${noun} "${String(issue.path[0])}": ${issue.message}`
+        : issue.message,
   );
   throw new AppError('SB_INVALID_FIELD', problems.join('; '));
 }
 
-function unknownParameters(names: string[], accepted: string[]): string {
+function unknownNames(names: string[], accepted: string[], noun: string): string {
   const list = names.map(echo).join(', ');
-  const noun = names.length === 1 ? 'query parameter' : 'query parameters';
+  const nouns = names.length === 1 ? noun : `${noun}s`;
   const allowed =
-    accepted.length === 0 ? 'this endpoint takes no query parameters' : `accepted: ${accepted.join(', ')}`;
-  return `Unknown ${noun} ${list} (${allowed})`;
+    accepted.length === 0 ? `this endpoint takes no ${noun}s` : `accepted: ${accepted.join(', ')}`;
+  return `Unknown ${nouns} ${list} (${allowed})`;
 }

@@ -7,3 +7,31 @@ export const domainsEndpoint = defineEndpoint({
   query: querySchema({}),
   handle: async (key): Promise<string[]> => [...key.domains],
 });
+
+/** Redacts every field named like a secret, however deep, so a settings view can never leak one. */
+function redacted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redacted);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([name, inner]) => [
+      name,
+      /secret|token|password/i.test(name) ? '(hidden)' : redacted(inner),
+    ]),
+  );
+}
+
+/**
+ * `GET /api/settings`: the key's settings as the console shows them, read-only: its allowed
+ * domains and its webhook (`webhook`: URL and events) as the key record holds it (`null` when it holds none), any
+ * secret-like field hidden. The key's own secret is never part of it. No parameters.
+ */
+export const settingsEndpoint = defineEndpoint({
+  path: '/settings',
+  query: querySchema({}),
+  handle: async (key): Promise<{ key: string; domains: string[]; webhook: unknown }> => ({
+    key: key.key,
+    domains: [...key.domains],
+    // Read by name: the record's `webhook` (docs/webhooks.md) as stored, whatever fields it grows.
+    webhook: redacted((key as unknown as Record<string, unknown>)['webhook'] ?? null),
+  }),
+});

@@ -1,4 +1,7 @@
-import type { ChannelMembers, JsonValue, Protocol } from '@switchboard/core';
+import { z } from 'zod';
+import { AppError } from '@switchboard/core';
+import type { ChannelMembers, JsonValue, Member, Protocol } from '@switchboard/core';
+import { channelName, protocolParam } from './channel-actions';
 import { positiveIntegerParam, querySchema } from '../http/query';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from './connections';
 import { defineEndpoint } from './endpoint';
@@ -61,3 +64,64 @@ function grouped(channels: ChannelMembers[]): Record<string, AccountMember[]> {
   // fromEntries defines own properties, so a channel named "__proto__" stays an ordinary entry.
   return Object.fromEntries(byChannel);
 }
+
+/** V3 pages are read from the most recently active end of the roster, up to this many entries deep. */
+export const MAX_V3_MEMBER_DEPTH = 10_000;
+
+export interface ChannelMembersPage {
+  data: AccountMember[];
+  total: number;
+  page: number;
+  limit: number;
+  totalPages: number;
+}
+
+/**
+ * `GET /api/channel-members?channel=&protocol=&page=&limit=`: one channel's presence members of
+ * one protocol (default `v4`), most recently active first, a page at a time (`limit` default and
+ * cap 100). V4 lists each identity once (its most recent connection), as `POST /api/v4/members`
+ * does; V3 lists every connection, and pages reach `MAX_V3_MEMBER_DEPTH` entries deep. `total`
+ * is the true count either way.
+ */
+export const channelMembersEndpoint = defineEndpoint({
+  path: '/channel-members',
+  query: querySchema({
+    channel: z.string({ message: 'channel is required (a channel name)' }).pipe(channelName),
+    protocol: protocolParam.optional(),
+    page: positiveIntegerParam('page'),
+    limit: positiveIntegerParam('limit'),
+  }),
+  handle: async (key, query, { engine }): Promise<ChannelMembersPage> => {
+    const protocol = query.protocol ?? 'v4';
+    const page = query.page ?? 1;
+    const limit = Math.min(query.limit ?? DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT);
+    const topic = { key: key.key, protocol, channel: query.channel };
+    const offset = (page - 1) * limit;
+    let members: Member[];
+    let total: number;
+    if (protocol === 'v4') {
+      const result = await engine.presence.identities(
+        topic,
+        Math.min(offset, Number.MAX_SAFE_INTEGER),
+        limit,
+      );
+      members = result.members;
+      total = result.count;
+    } else {
+      if (offset + limit > MAX_V3_MEMBER_DEPTH)
+        throw new AppError(
+          'SB_INVALID_FIELD',
+          `V3 member pages reach the ${MAX_V3_MEMBER_DEPTH} most recently active connections; page ${page} of ${limit} is beyond`,
+        );
+      const roster = await engine.presence.roster(topic, offset + limit);
+      members = roster.members.slice(offset);
+      total = roster.total;
+    }
+    const data = members.map((member): AccountMember =>
+      member.user === undefined
+        ? { uuid: member.uuid, protocol }
+        : { uuid: member.uuid, user: member.user, protocol },
+    );
+    return { data, total, page, limit, totalPages: Math.ceil(total / limit) };
+  },
+});

@@ -1,4 +1,4 @@
-import { historyRetention } from '@switchboard/core';
+import { readHistory } from '@switchboard/core';
 import type { Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { HISTORY_PAGE } from '../history/streams';
@@ -16,19 +16,5 @@ export async function history(ctx: GatewayContext, protocol: Protocol, body: Bod
   const since = nonNegativeInt(body, 'since');
   const limit = Math.min(nonNegativeInt(body, 'limit') ?? HISTORY_PAGE, HISTORY_PAGE);
   const topic = { key: record.key, protocol, channel };
-  const { ttlSeconds } = historyRetention(record, ctx.config);
-  const page = await ctx.engine.history.read(
-    topic,
-    since === undefined ? { limit, ttlSeconds } : { since, limit, ttlSeconds },
-  );
-  return {
-    success: true,
-    epoch: page.epoch,
-    offset: page.offset,
-    publications: page.publications.map((publication) => ({
-      offset: publication.offset,
-      message: publication.body,
-      timestamp: new Date(publication.acceptedAt ?? 0).toISOString(),
-    })),
-  };
+  return readHistory(ctx, record, topic, since === undefined ? { limit } : { since, limit });
 }

@@ -1,4 +1,4 @@
-import { AppError, CLOSE_CODES } from '@switchboard/core';
+import { AppError, CLOSE_CODES, kickConnections } from '@switchboard/core';
 import type { KickSelector, Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { authenticate, channelField, optionalString } from './request';
@@ -34,6 +34,6 @@ export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body):
       ...(channel !== undefined ? { channel } : {}),
     };
   }
-  await ctx.engine.broker.publishControl({ type: 'kick', selector });
+  await kickConnections(ctx.engine, selector);
   return { success: true };
 }

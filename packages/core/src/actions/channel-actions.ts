@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../config/load';
+import type { Engine } from '../engine';
+import { AppError } from '../errors';
+import type { StreamPosition } from '../history/history';
+import { historyRetention } from '../history/retention';
+import type { ApiKeyRecord } from '../keys/key-store';
+import type { Logger } from '../logger';
+import type { KickSelector, Publication } from '../broker/broker';
+import type { NodeId, Protocol, Topic } from '../types';
+
+/**
+ * What a REST publish, a kick and a history read do, whichever API they came through: the
+ * gateways' cluster API (docs/openapi.yaml) and the account API (docs/console.md) call these,
+ * so a message published from the console takes exactly the path of one published with curl.
+ */
+
+const isPlainObject = (value: unknown): boolean =>
+  !!value && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * The message as delivered (docs/openapi.yaml): a string is the exact text, anything else its compact JSON
+ * text. `stampable` when that text is a JSON object (V4 secondaries get `system::channel` added).
+ */
+export function messageText(message: unknown): { text: string; stampable: boolean } {
+  if (message === undefined || message === null) throw new AppError('SB_MISSING_MESSAGE');
+  if (typeof message === 'string') {
+    let stampable = false;
+    if (message.startsWith('{')) {
+      try {
+        stampable = isPlainObject(JSON.parse(message));
+      } catch {
+        stampable = false;
+      }
+    }
+    return { text: message, stampable };
+  }
+  try {
+    return { text: JSON.stringify(message), stampable: isPlainObject(message) };
+  } catch {
+    throw new AppError('SB_INVALID_FIELD', 'Invalid field "message": nests too deeply');
+  }
+}
+
+export interface PublishRequest {
+  readonly record: ApiKeyRecord;
+  readonly protocol: Protocol;
+  readonly channel: string;
+  readonly message: unknown;
+  /** The node the message enters on; a node ignores its own publications when the engine hands them back. */
+  readonly origin: NodeId;
+}
+
+export interface Published {
+  readonly publication: Publication;
+  /** Its place in the topic's stream, when the key keeps history. */
+  readonly position: StreamPosition | undefined;
+}
+
+/**
+ * Publishes a REST message to every node and logs it. Accepted by the engine first: a 503 means
+ * nobody, on any node, received it. The origin delivers to its own connections itself (the
+ * gateway does, after this resolves); every other node gets it from the engine.
+ */
+export async function publishMessage(
+  deps: { engine: Engine; config: Config; logger: Logger },
+  request: PublishRequest,
+): Promise<Published> {
+  const { record, protocol, channel } = request;
+  const { text, stampable } = messageText(request.message);
+  const publication: Publication = {
+    topic: { key: record.key, protocol, channel },
+    body: text,
+    origin: request.origin,
+    source: 'api',
+    acceptedAt: Date.now(),
+    ...(stampable && protocol === 'v4' ? { stampable: true } : {}),
+  };
+  const position = await deps.engine.broker.publish(publication, historyRetention(record, deps.config));
+  // The log is bookkeeping: the answer does not wait for it (one Redis round trip less per
+  // publish); it goes out after the PUBLISH on the same connection, so a later read sees it.
+  void deps.engine.logs
+    .append(record.key, {
+      id: randomUUID(),
+      channel,
+      protocol,
+      source: 'api',
+      message: text,
+      timestamp: new Date().toISOString(),
+    })
+    .catch((error: unknown) => deps.logger.warn({ err: error }, 'message log append failed'));
+  return { publication, position };
+}
+
+/** The answer to a publish: the stream position when the key keeps history. */
+export const publishAnswer = ({ position }: Published): object =>
+  position ? { success: true, offset: position.offset, epoch: position.epoch } : { success: true };
+
+/** Kicks the selected connections on every node, through the broker's control channel (docs/protocol.md, "Kicks"). */
+export async function kickConnections(engine: Engine, selector: KickSelector): Promise<void> {
+  await engine.broker.publishControl({ type: 'kick', selector });
+}
+
+/** A history answer (docs/openapi.yaml, `POST /api/v4/history`). */
+export interface HistoryAnswer {
+  success: true;
+  epoch: string;
+  offset: number;
+  /** Each carries its offset (`HistoryPage`: stored publications always do). */
+  publications: Array<{ offset: number | undefined; message: string; timestamp: string }>;
+}
+
+/**
+ * The topic's position and its stored publications in ascending offset order: those after
+ * `since` when given, else the latest `limit` (0 reads the position only).
+ */
+export async function readHistory(
+  deps: { engine: Engine; config: Config },
+  record: ApiKeyRecord,
+  topic: Topic,
+  options: { since?: number; limit: number },
+): Promise<HistoryAnswer> {
+  const { ttlSeconds } = historyRetention(record, deps.config);
+  const page = await deps.engine.history.read(
+    topic,
+    options.since === undefined
+      ? { limit: options.limit, ttlSeconds }
+      : { since: options.since, limit: options.limit, ttlSeconds },
+  );
+  return {
+    success: true,
+    epoch: page.epoch,
+    offset: page.offset,
+    publications: page.publications.map((publication) => ({
+      offset: publication.offset,
+      message: publication.body,
+      timestamp: new Date(publication.acceptedAt ?? 0).toISOString(),
+    })),
+  };
+}
