@@ -16,6 +16,8 @@ import { MemoryKeyStore } from './keys/key-store-memory';
 import type { NodeRegistry } from './nodes/node-registry';
 import { MemoryNodeRegistry } from './nodes/node-registry-memory';
 import { createRedisEngine } from './redis/redis-engine';
+import type { Quotas } from './quotas/quotas';
+import { createMemoryQuotas } from './quotas/quotas';
 
 /** Every port a service needs, from one backend. */
 export interface Engine {
@@ -28,6 +30,8 @@ export interface Engine {
   readonly logs: MessageLog;
   readonly keys: KeyStore;
   readonly nodes: NodeRegistry;
+  /** Per-key quotas counted across the cluster (docs/security.md, "Limits"). */
+  readonly quotas: Quotas;
   /** Whether the backend is reachable now (always true in memory). */
   isAvailable(): boolean;
   /** Called on every change of availability (Redis lost, Redis back). */
@@ -47,6 +51,7 @@ export interface MemoryState {
   logs: MemoryMessageLog;
   keys: MemoryKeyStore;
   nodes: MemoryNodeRegistry;
+  quotas: Quotas;
 }
 
 export interface MemoryStateOptions {
@@ -54,7 +59,7 @@ export interface MemoryStateOptions {
   keysFile?: string;
   /** How long a stream a history read starts is kept (`HISTORY_TTL_SECONDS`). */
   historyTtlSeconds?: number;
-  /** Clock of the streams' expiry, in ms (tests inject one). */
+  /** Clock of the streams' expiry and of the daily quota's day, in ms (tests inject one). */
   now?: () => number;
 }
 
@@ -71,6 +76,7 @@ export function createMemoryState(options: MemoryStateOptions = {}): MemoryState
     logs: new MemoryMessageLog(options.logSize),
     keys: new MemoryKeyStore(options.keysFile),
     nodes: new MemoryNodeRegistry(),
+    quotas: createMemoryQuotas(options.now),
   };
 }
 
@@ -86,6 +92,7 @@ export function createMemoryEngine(state: MemoryState): Engine {
     logs: state.logs,
     keys: state.keys,
     nodes: state.nodes,
+    quotas: state.quotas,
     isAvailable: () => true,
     onAvailability: () => undefined,
     close: () => broker.close(),

@@ -1,6 +1,6 @@
-import { historyOverride } from '../config/schema';
+import { historyOverride, keyLimits } from '../config/schema';
 import { assertValidDomains } from '../keys/key-store';
-import type { ApiKeyRecord, HistoryOverride, KeyStore } from '../keys/key-store';
+import type { ApiKeyRecord, HistoryOverride, KeyLimits, KeyStore } from '../keys/key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
 import { guard } from './clients';
@@ -9,10 +9,12 @@ import type { RedisKeys } from './keys';
 
 /**
  * Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0", `history` (only
- * when the key overrides the retention) as JSON `{"size":n,"ttlSeconds":s}`.
+ * when the key overrides the retention) as JSON `{"size":n,"ttlSeconds":s}`, `limits` (only when
+ * the key overrides a quota) as JSON `{"connections":n,…}`.
  */
 type KeyHash = Record<'secret' | 'domains' | 'clientMessages' | 'forceAuth' | 'createdAt', string> & {
   history?: string;
+  limits?: string;
 };
 
 function toHash(record: ApiKeyRecord): KeyHash {
@@ -24,6 +26,7 @@ function toHash(record: ApiKeyRecord): KeyHash {
     createdAt: record.createdAt,
   };
   if (record.history) hash.history = JSON.stringify(record.history);
+  if (record.limits) hash.limits = JSON.stringify(record.limits);
   return hash;
 }
 
@@ -40,9 +43,23 @@ function historyOf(text: string | undefined): HistoryOverride | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
+/** The stored quotas; ones that do not parse (never written so) are ignored: the config applies. */
+function limitsOf(text: string | undefined): KeyLimits | undefined {
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = keyLimits.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
 function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | null {
   if (hash.secret === undefined) return null;
   const history = historyOf(hash.history);
+  const limits = limitsOf(hash.limits);
   return {
     key,
     secret: hash.secret,
@@ -51,6 +68,7 @@ function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | nul
     forceAuth: hash.forceAuth === '1',
     createdAt: hash.createdAt ?? '',
     ...(history ? { history } : {}),
+    ...(limits ? { limits } : {}),
   };
 }
 

@@ -10,6 +10,7 @@ import { redisKeys } from './keys';
 import { RedisMessageLog } from './message-log-redis';
 import { RedisNodeRegistry } from './node-registry-redis';
 import { RedisPresenceStore } from './presence-redis';
+import { createRedisQuotas } from '../quotas/quotas';
 
 /** How long start-up waits for Redis before it carries on unavailable (and recovers later). */
 const STARTUP_WAIT_MS = 5000;
@@ -63,6 +64,9 @@ export async function createRedisEngine(
     logs: new RedisMessageLog(command, keys, config.limits.logSize),
     keys: new RedisKeyStore(command, keys),
     nodes: new RedisNodeRegistry(command, keys),
+    quotas: createRedisQuotas(command, keys, (error) =>
+      log.debug({ err: error }, 'quota check failed; admitted (fail open)'),
+    ),
     isAvailable: () => available,
     onAvailability: (listener) => {
       listeners.push(listener);

@@ -4,6 +4,7 @@ import { historyRetention } from '@switchboard/core';
 import type { Protocol, Publication } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { deliverLocal } from '../ws/delivery';
+import { takeRestPublish } from './rate-limit';
 import { authenticate, channelField } from './request';
 import type { Body } from './request';
 
@@ -39,6 +40,7 @@ export async function publish(ctx: GatewayContext, protocol: Protocol, body: Bod
   const record = await authenticate(ctx, body);
   const channel = channelField(body, true);
   const { text, stampable } = messageText(body['message']);
+  await takeRestPublish(ctx, record);
   const publication: Publication = {
     topic: { key: record.key, protocol, channel },
     body: text,
