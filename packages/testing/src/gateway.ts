@@ -86,6 +86,7 @@ export async function createTestKey(
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
     ...(options.history ? { history: options.history } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
   };
   await engine.keys.put(record);
   return record;
