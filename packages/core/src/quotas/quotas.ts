@@ -1,7 +1,7 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config/load';
-import type { ApiKeyRecord } from '../keys/key-store';
+import type { KeyLimits } from '../keys/key-store';
 import type { RedisClient } from '../redis/clients';
 import type { RedisKeys } from '../redis/keys';
 import type { ApiKey } from '../types';
@@ -15,7 +15,7 @@ export interface EffectiveLimits {
 }
 
 export function keyLimits(
-  record: Pick<ApiKeyRecord, 'limits'>,
+  record: { readonly limits?: KeyLimits | undefined },
   config: Pick<Config, 'limits'>,
 ): EffectiveLimits {
   const own = record.limits;
