@@ -26,9 +26,11 @@ export function relayClientMessage(
 ): void {
   const quota = takePublish(ctx, state.record);
   if (quota === null) return relay(ctx, state, sub, body, options);
+  // A refusal can come back before earlier messages' admissions (a key refused once is refused
+  // from memory); those were accepted before the close and still go out.
   void quota.then((refusal) => {
-    if (state.closed) return;
     if (!refusal) return relay(ctx, state, sub, body, options);
+    if (state.closed) return;
     state.conn?.send(errorFrame(refusal.message));
     closeConnection(state, 'RATE_LIMITED', refusal.message);
   });
@@ -61,5 +63,5 @@ function relay(
   ctx.engine.logs.append(state.key, record).catch((error: unknown) => {
     ctx.logger.warn({ err: error }, 'message log append failed');
   });
-  touchPresence(ctx, state, sub);
+  if (!state.closed) touchPresence(ctx, state, sub);
 }
