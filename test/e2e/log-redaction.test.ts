@@ -38,7 +38,7 @@ beforeAll(async () => {
     SWITCHBOARD_KEYS: JSON.stringify([{ key: KEY, secret: SECRET }]),
     LOG_LEVEL: 'trace',
   };
-  gateway = await startNodeProcess({ ...env, TRUST_PROXY: '1' }, 'gw1');
+  gateway = await startNodeProcess({ ...env, TRUSTED_PROXIES: '127.0.0.1' }, 'gw1');
   account = startSwitchboardProcess(['account-api'], { ...env, ACCOUNT_PORT: '0', HOST: '127.0.0.1' });
   await account.waitForLog({ msg: 'ready', service: 'account-api' });
   haproxy = await startHaproxy({

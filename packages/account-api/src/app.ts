@@ -115,8 +115,9 @@ export function createAccountApi(deps: AccountApiDeps): Express {
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('case sensitive routing', true);
-  // `req.ip`: the last X-Forwarded-For entry when one proxy in front is trusted, else the peer.
-  app.set('trust proxy', config.trustProxy ? 1 : false);
+  // `req.ip`: behind a peer in TRUSTED_PROXIES, the rightmost X-Forwarded-For entry that is not
+  // itself a trusted proxy (the gateway's rule, docs/security.md); else the peer.
+  app.set('trust proxy', config.trustedProxies.length > 0 ? [...config.trustedProxies] : false);
 
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();

@@ -37,11 +37,11 @@ describe('failed authentications on the account API', () => {
     );
   });
 
-  it('refuses a key past AUTH_FAILURES_PER_KEY from any address; other keys are served (TRUST_PROXY)', async () => {
+  it('refuses a key past AUTH_FAILURES_PER_KEY from any address; other keys are served (TRUSTED_PROXIES)', async () => {
     const { app: api } = await app({
       AUTH_FAILURES_PER_KEY: '2',
       AUTH_FAILURES_PER_ADDRESS: '2',
-      TRUST_PROXY: '1',
+      TRUSTED_PROXIES: '127.0.0.1,::1',
     });
     const from = (address: string) => ({ 'x-forwarded-for': `10.9.9.9, ${address}` });
     await request(api)

@@ -18,6 +18,8 @@ import { MemoryNodeRegistry } from './nodes/node-registry-memory';
 import { createRedisEngine } from './redis/redis-engine';
 import type { WebhookQueue } from './webhooks/webhooks';
 import { MemoryWebhookQueue } from './webhooks/webhooks-memory';
+import type { Quotas } from './quotas/quotas';
+import { createMemoryQuotas } from './quotas/quotas';
 
 /** Every port a service needs, from one backend. */
 export interface Engine {
@@ -32,6 +34,8 @@ export interface Engine {
   readonly nodes: NodeRegistry;
   /** Webhook events, produced by `counts` and `presence` (and `append`), read by the dispatcher. */
   readonly webhooks: WebhookQueue;
+  /** Per-key quotas counted across the cluster (docs/security.md, "Limits"). */
+  readonly quotas: Quotas;
   /** Whether the backend is reachable now (always true in memory). */
   isAvailable(): boolean;
   /** Called on every change of availability (Redis lost, Redis back). */
@@ -52,6 +56,7 @@ export interface MemoryState {
   keys: MemoryKeyStore;
   nodes: MemoryNodeRegistry;
   webhooks: MemoryWebhookQueue;
+  quotas: Quotas;
 }
 
 export interface MemoryStateOptions {
@@ -59,7 +64,7 @@ export interface MemoryStateOptions {
   keysFile?: string;
   /** How long a stream a history read starts is kept (`HISTORY_TTL_SECONDS`). */
   historyTtlSeconds?: number;
-  /** Clock of the streams' expiry, in ms (tests inject one). */
+  /** Clock of the streams' expiry and of the daily quota's day, in ms (tests inject one). */
   now?: () => number;
 }
 
@@ -79,6 +84,7 @@ export function createMemoryState(options: MemoryStateOptions = {}): MemoryState
     keys,
     nodes: new MemoryNodeRegistry(),
     webhooks,
+    quotas: createMemoryQuotas(options.now),
   };
 }
 
@@ -95,6 +101,7 @@ export function createMemoryEngine(state: MemoryState): Engine {
     keys: state.keys,
     nodes: state.nodes,
     webhooks: state.webhooks,
+    quotas: state.quotas,
     isAvailable: () => true,
     onAvailability: () => undefined,
     close: () => broker.close(),

@@ -5,7 +5,7 @@ import type { BrokerSubscriptions } from './ws/broker-subscriptions';
 import type { KeyCache } from './key-cache';
 import type { Recovery } from './cluster/recovery';
 import type { Meters } from './meters';
-import type { ApiRateLimit } from './api/rate-limit';
+import type { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
 import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './history/streams';
 
@@ -23,7 +23,10 @@ export interface GatewayContext {
   readonly keys: KeyCache;
   readonly recovery: Recovery;
   readonly meters: Meters;
-  readonly apiRateLimit: ApiRateLimit;
+  /** Client addresses behind `TRUSTED_PROXIES`. */
+  readonly addresses: ClientAddresses;
+  /** `NEW_CONNECTIONS_PER_SECOND_PER_IP`, on this node. */
+  readonly connectionRate: ConnectionRateLimit;
   readonly authFailures: AuthFailureLimiter;
   readonly status: { draining: boolean; admitting: number };
   nextConnId(): string;

@@ -6,7 +6,7 @@ import { Recovery } from './cluster/recovery';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
-import { ApiRateLimit } from './api/rate-limit';
+import { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
 import { AuthFailureLimiter } from '@switchboard/core';
 import type { Transport } from './transport/types';
 import { createUwsTransport } from './transport/uws';
@@ -74,7 +74,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),
-    apiRateLimit: new ApiRateLimit(config.limits.apiRequestsPerSecond),
+    addresses: new ClientAddresses(config.trustedProxies),
+    connectionRate: new ConnectionRateLimit(config.limits.newConnectionsPerSecondPerIp),
     authFailures: new AuthFailureLimiter(config.limits.authFailures),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };

@@ -76,11 +76,11 @@ describe('cluster API authentication', () => {
     );
   });
 
-  it('refuses a key past AUTH_FAILURES_PER_KEY from any address; other keys are served (TRUST_PROXY)', async () => {
+  it('refuses a key past AUTH_FAILURES_PER_KEY from any address; other keys are served (TRUSTED_PROXIES)', async () => {
     const node = await start({
       AUTH_FAILURES_PER_KEY: '3',
       AUTH_FAILURES_PER_ADDRESS: '3',
-      TRUST_PROXY: '1',
+      TRUSTED_PROXIES: '127.0.0.1,::1',
     });
     const target = await createTestKey(node.engine);
     const other = await createTestKey(node.engine);

@@ -315,7 +315,8 @@ describe('API rate limit', () => {
       expect(refused?.headers.get('retry-after')).toBe('1');
       expect(refused?.body).toEqual({
         success: false,
-        error: 'Rate limit exceeded: more than 1 requests per second for this API key',
+        error:
+          'Rate limit exceeded: more than 1 cluster API requests per second for this API key (apiRequestsPerSecond)',
         code: 'SB_RATE_LIMITED',
       });
       const accepted = responses.filter((r) => r.status === 200).length;

@@ -90,6 +90,7 @@ export async function createTestKey(
     createdAt: new Date().toISOString(),
     ...(options.history ? { history: options.history } : {}),
     ...(options.webhook ? { webhook: options.webhook } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
   };
   await engine.keys.put(record);
   return record;

@@ -8,6 +8,7 @@ import {
   domainProblem,
   generateKeyRecord,
   historyRetention,
+  keyLimits,
   loadConfig,
   MAX_HISTORY_SIZE,
   MAX_HISTORY_TTL_SECONDS,
@@ -17,6 +18,7 @@ import type {
   Config,
   Engine,
   HistoryOverride,
+  KeyLimits,
   WebhookConfig,
   WebhookEventName,
 } from '@switchboard/core';
@@ -37,6 +39,12 @@ Commands:
                               POST the key's channel and presence events to URL (http or https),
                               signed with the key's secret (docs/webhooks.md)
   keys webhook KEY --remove   stop sending the key's events
+  keys limits KEY [--connections N] [--api-requests-per-second N] [--publishes-per-second N]
+                  [--messages-per-day N]
+                              set the key's quotas, counted across the cluster (0: unlimited;
+                              "default": the configured MAX_CONNECTIONS_PER_KEY,
+                              API_REQUESTS_PER_SECOND, PUBLISHES_PER_SECOND_PER_KEY,
+                              MESSAGES_PER_DAY_PER_KEY); without options, shows them
 
 Options:
   --domain D                  an allowed Origin host (subdomains included), e.g. example.com, or
@@ -66,7 +74,17 @@ interface Parsed {
   /** The value of `--events` as given (checked by `webhookEventList`). */
   events?: string;
   flags: Set<string>;
+  /** `keys limits` options as given, by record field (checked by `requestedLimits`). */
+  limits: Partial<Record<keyof KeyLimits, string>>;
 }
+
+/** `keys limits` options and the record fields they set. */
+const LIMIT_OPTIONS: Record<string, keyof KeyLimits> = {
+  '--connections': 'connections',
+  '--api-requests-per-second': 'apiRequestsPerSecond',
+  '--publishes-per-second': 'publishesPerSecond',
+  '--messages-per-day': 'messagesPerDay',
+};
 
 const FLAGS_OF: Record<string, readonly string[]> = {
   create: ['--domain', '--no-client-messages', '--force-auth', '--history-size', '--history-ttl', '--json'],
@@ -75,14 +93,21 @@ const FLAGS_OF: Record<string, readonly string[]> = {
   domains: ['--json'],
   history: ['--json'],
   webhook: ['--events', '--remove', '--json'],
+  limits: [...Object.keys(LIMIT_OPTIONS), '--json'],
 };
 
 /** Options followed by a value (`--name V` or `--name=V`). */
-const VALUE_OPTIONS = new Set(['--domain', '--history-size', '--history-ttl', '--events']);
+const VALUE_OPTIONS = new Set([
+  '--domain',
+  '--history-size',
+  '--history-ttl',
+  '--events',
+  ...Object.keys(LIMIT_OPTIONS),
+]);
 
 function parseArgs(command: string, args: readonly string[]): Parsed {
   const allowed = FLAGS_OF[command] ?? [];
-  const parsed: Parsed = { positional: [], domains: [], history: {}, flags: new Set() };
+  const parsed: Parsed = { positional: [], domains: [], history: {}, flags: new Set(), limits: {} };
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i] ?? '';
     if (arg === '--') {
@@ -100,6 +125,7 @@ function parseArgs(command: string, args: readonly string[]): Parsed {
       if (value === undefined) throw new UsageError(`${name} needs a value, e.g. ${name} ${EXAMPLE[name]}`);
       if (name === '--domain') parsed.domains.push(value);
       else if (name === '--events') parsed.events = value;
+      else if (LIMIT_OPTIONS[name]) parsed.limits[LIMIT_OPTIONS[name]] = value;
       else if (name === '--history-size') parsed.history.size = value;
       else parsed.history.ttl = value;
     } else if (inline !== undefined) {
@@ -116,7 +142,39 @@ const EXAMPLE: Record<string, string> = {
   '--history-size': '100',
   '--history-ttl': '120',
   '--events': 'member_added,member_removed',
+  '--connections': '1000',
+  '--api-requests-per-second': '50',
+  '--publishes-per-second': '100',
+  '--messages-per-day': '1000000',
 };
+
+/**
+ * The key's limits after `keys limits`: each option given sets its field (a non-negative integer,
+ * 0 unlimited) or drops it ("default"); the others stay. `undefined` when none is left.
+ */
+function requestedLimits(parsed: Parsed, current: KeyLimits | undefined): KeyLimits | undefined {
+  const next: Record<string, number> = { ...current };
+  for (const [field, text] of Object.entries(parsed.limits)) {
+    if (text === 'default') delete next[field];
+    else if (/^\d{1,15}$/.test(text)) next[field] = Number(text);
+    else {
+      const option = Object.keys(LIMIT_OPTIONS).find((name) => LIMIT_OPTIONS[name] === field);
+      throw new UsageError(`${option} must be a whole number (0: unlimited) or "default", got "${text}"`);
+    }
+  }
+  return Object.keys(next).length > 0 ? (next as KeyLimits) : undefined;
+}
+
+/** The quotas the key gets, each marked when it is the configuration's default. */
+function formatLimits(record: ApiKeyRecord, config: Config): string {
+  const effective = keyLimits(record, config);
+  return (Object.keys(effective) as Array<keyof KeyLimits>)
+    .map((field) => {
+      const value = effective[field] === 0 ? 'unlimited' : String(effective[field]);
+      return `${field}=${value}${record.limits?.[field] === undefined ? ' (default)' : ''}`;
+    })
+    .join(' ');
+}
 
 /**
  * A history size (0 to MAX_HISTORY_SIZE) or TTL (1 to MAX_HISTORY_TTL_SECONDS) in decimal;
@@ -228,6 +286,8 @@ function formatHistory(record: ApiKeyRecord, config: Config): string {
 const withoutSecret = ({ secret: _secret, ...rest }: ApiKeyRecord): Omit<ApiKeyRecord, 'secret'> => rest;
 
 const withoutHistory = ({ history: _history, ...rest }: ApiKeyRecord): ApiKeyRecord => rest;
+
+const withoutLimits = ({ limits: _limits, ...rest }: ApiKeyRecord): ApiKeyRecord => rest;
 
 function table(rows: string[][]): string {
   const widths =
@@ -371,6 +431,25 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
       print(withoutSecret(updated), `Webhook of ${key}: ${formatWebhook(updated.webhook)}`);
       return 0;
     }
+    case 'limits': {
+      const [key, ...extra] = positional;
+      if (key === undefined || extra.length > 0)
+        throw new UsageError('"keys limits" takes one KEY, e.g. keys limits KEY --connections 1000');
+      const record = await engine.keys.get(key);
+      if (!record) {
+        io.err(`Unknown API key "${key}"; "switchboard keys list" shows the existing ones`);
+        return 1;
+      }
+      let updated = record;
+      if (Object.keys(parsed.limits).length > 0) {
+        const limits = requestedLimits(parsed, record.limits);
+        updated = limits ? { ...record, limits } : withoutLimits(record);
+        await engine.keys.put(updated);
+        await announce(engine, key, io);
+      }
+      print(withoutSecret(updated), `Limits of ${key}: ${formatLimits(updated, config)}`);
+      return 0;
+    }
     default:
       throw new UsageError(`Unknown keys command "${command}"`);
   }
@@ -417,6 +496,7 @@ export async function runKeys(argv: string[], env: Env): Promise<number> {
     if (command === 'create') createdHistory(parsed);
     if (command === 'history') requestedHistory(parsed.positional);
     if (command === 'webhook') requestedWebhook(parsed);
+    if (command === 'limits') requestedLimits(parsed, undefined);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     io.err(`${error.message}\n\n${KEYS_USAGE}`);

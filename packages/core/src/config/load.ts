@@ -20,15 +20,19 @@ export interface Config {
   readonly nodeId: string;
   readonly logLevel: Env['LOG_LEVEL'];
   /**
-   * One proxy (HAProxy, an Ingress) stands in front and appends the client's address to
-   * `X-Forwarded-For`: the last entry is the client address, else the socket's peer.
+   * Proxies (IP addresses, CIDR blocks) whose `X-Forwarded-For` is believed: a request whose peer
+   * is one of them comes from the last entry that is not (see `clientAddress`). Empty: the peer.
    */
-  readonly trustProxy: boolean;
+  readonly trustedProxies: readonly string[];
   readonly limits: {
     readonly maxMessageBytes: number;
     readonly clientMessagesPerSecond: number;
-    /** Cluster API requests per second per key on one node; 0 means unlimited. */
+    /** Per-key quota defaults across the cluster (a key's `limits` overrides them); 0 means unlimited. */
     readonly apiRequestsPerSecond: number;
+    readonly publishesPerSecondPerKey: number;
+    readonly messagesPerDayPerKey: number;
+    /** New WebSocket connections per second from one client address, on each node; 0 means unlimited. */
+    readonly newConnectionsPerSecondPerIp: number;
     /** Failed authentications per key and per client address on one process (cluster and account API). */
     readonly authFailures: AuthFailureLimits;
     readonly rosterLimit: number;
@@ -100,11 +104,14 @@ export function loadConfig(
     dataDir: e.SWITCHBOARD_DATA_DIR,
     nodeId: e.NODE_ID,
     logLevel: e.LOG_LEVEL,
-    trustProxy: e.TRUST_PROXY,
+    trustedProxies: e.TRUSTED_PROXIES,
     limits: {
       maxMessageBytes: e.MAX_MESSAGE_BYTES,
       clientMessagesPerSecond: e.CLIENT_MESSAGES_PER_SECOND,
       apiRequestsPerSecond: e.API_REQUESTS_PER_SECOND,
+      publishesPerSecondPerKey: e.PUBLISHES_PER_SECOND_PER_KEY,
+      messagesPerDayPerKey: e.MESSAGES_PER_DAY_PER_KEY,
+      newConnectionsPerSecondPerIp: e.NEW_CONNECTIONS_PER_SECOND_PER_IP,
       authFailures: {
         perKey: e.AUTH_FAILURES_PER_KEY,
         perAddress: e.AUTH_FAILURES_PER_ADDRESS,

@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { HistoryOverride } from '../keys/key-store';
+import { isIP } from 'node:net';
+import type { HistoryOverride, KeyLimits } from '../keys/key-store';
 import { WEBHOOK_EVENTS } from '../webhooks/webhooks';
 import type { WebhookConfig } from '../webhooks/webhooks';
 import { isValidApiKey } from '../protocol/api-key';
@@ -60,6 +61,40 @@ export const webhookConfig = z
     ...(events ? { events: [...new Set(events)] } : {}),
   }));
 
+const quota = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** A key's quotas (`limits` in its record); absent fields use the config's defaults, 0 is unlimited. */
+export const keyLimits = z
+  .object({
+    connections: quota.optional(),
+    apiRequestsPerSecond: quota.optional(),
+    publishesPerSecond: quota.optional(),
+    messagesPerDay: quota.optional(),
+  })
+  .strict()
+  .transform((limits): KeyLimits => {
+    const out: Record<string, number> = {};
+    for (const [name, value] of Object.entries(limits)) if (value !== undefined) out[name] = value;
+    return out as KeyLimits;
+  });
+
+/** `TRUSTED_PROXIES`: comma-separated IP addresses or CIDR blocks (`10.0.0.0/8`, `::1`). */
+const trustedProxies = z.string().transform((text, ctx) => {
+  const entries = text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    const [address = '', bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const badBits = bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > maxBits);
+    if (family === 0 || badBits || extra !== undefined)
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `"${entry}" is not an IP address or CIDR block` });
+  }
+  return entries;
+});
+
 const seedKey = z.object({
   key: z.string().refine(isValidApiKey, 'key must be 1 to 128 characters of A-Z a-z 0-9 _ -'),
   secret: z.string().min(8, 'secret must be at least 8 characters'),
@@ -68,6 +103,7 @@ const seedKey = z.object({
   forceAuth: z.boolean().default(false),
   history: historyOverride.optional(),
   webhook: webhookConfig.optional(),
+  limits: keyLimits.optional(),
 });
 
 const seedKeys = z
@@ -160,10 +196,12 @@ export const configSchema = z
     AUTH_FAILURES_PER_KEY: nonNegativeInt.default(20),
     AUTH_FAILURES_PER_ADDRESS: nonNegativeInt.default(20),
     AUTH_FAILURE_WINDOW_SECONDS: positiveInt.default(60),
-    TRUST_PROXY: z
-      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
-      .transform((flag) => flag === '1' || flag === 'true')
-      .default('0'),
+    PUBLISHES_PER_SECOND_PER_KEY: nonNegativeInt.default(0),
+    MESSAGES_PER_DAY_PER_KEY: nonNegativeInt.default(0),
+    NEW_CONNECTIONS_PER_SECOND_PER_IP: nonNegativeInt.default(0),
+    TRUSTED_PROXIES: trustedProxies.default(''),
+    /** Replaced by `TRUSTED_PROXIES`; refused so an old setting is not silently dropped. */
+    TRUST_PROXY: z.string().optional(),
     ROSTER_LIMIT: positiveInt.default(200),
     LOG_SIZE: positiveInt.default(500),
     HISTORY_SIZE: historySize.default(100),
@@ -193,6 +231,14 @@ export const configSchema = z
       if (problem)
         ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['SWITCHBOARD_KEYS', index], message: problem });
     });
+    if (env.TRUST_PROXY !== undefined) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['TRUST_PROXY'],
+        message:
+          'was replaced by TRUSTED_PROXIES: list the addresses of the proxies in front (e.g. TRUSTED_PROXIES=10.0.0.0/8)',
+      });
+    }
     if (env.HEARTBEAT_INTERVAL_MS * 2 > env.NODE_TIMEOUT_MS) {
       ctx.addIssue({
         code: z.ZodIssueCode.custom,

@@ -19,6 +19,23 @@ export interface ApiKeyRecord {
   readonly history?: HistoryOverride;
   /** Where the key's channel and presence events are POSTed (docs/webhooks.md). */
   readonly webhook?: WebhookConfig;
+  /** Overrides the per-key quotas of the configuration (see `keyLimits`). */
+  readonly limits?: KeyLimits;
+}
+
+/**
+ * A key's own quotas, counted across every gateway (docs/security.md, "Limits"); each absent field
+ * takes the configuration's default, and 0 means unlimited.
+ */
+export interface KeyLimits {
+  /** Open sockets (`MAX_CONNECTIONS_PER_KEY`). */
+  readonly connections?: number;
+  /** Cluster API requests per second (`API_REQUESTS_PER_SECOND`). */
+  readonly apiRequestsPerSecond?: number;
+  /** REST publishes and relayed client messages per second (`PUBLISHES_PER_SECOND_PER_KEY`). */
+  readonly publishesPerSecond?: number;
+  /** REST publishes and relayed client messages per UTC day (`MESSAGES_PER_DAY_PER_KEY`). */
+  readonly messagesPerDay?: number;
 }
 
 /** A key's own history retention; each absent field falls back to the configuration's. */
@@ -67,6 +84,7 @@ export function generateKeyRecord(
     createdAt: new Date().toISOString(),
     ...(options.history ? { history: options.history } : {}),
     ...(options.webhook ? { webhook: options.webhook } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
   };
 }
 

@@ -4,7 +4,7 @@ import type { ApiKeyRecord, KeyStore } from './key-store';
 
 /**
  * Upserts the keys of `SWITCHBOARD_KEYS` at start: a seed replaces the secret, domains, options,
- * history override and webhook
+ * history override, webhook and limits
  * of a stored key of the same name and keeps its `createdAt`. Resolves the keys whose stored
  * record changed, so the caller can announce them (`key-changed`); an unchanged seed is not
  * rewritten, which keeps restarts of many nodes from churning the store.
@@ -26,6 +26,7 @@ export async function seedKeys(
       createdAt: existing?.createdAt ?? now.toISOString(),
       ...(seed.history ? { history: seed.history } : {}),
       ...(seed.webhook ? { webhook: seed.webhook } : {}),
+      ...(seed.limits ? { limits: seed.limits } : {}),
     };
     if (existing && sameRecord(existing, record)) continue;
     await store.put(record);
@@ -42,6 +43,7 @@ function sameRecord(a: ApiKeyRecord, b: ApiKeyRecord): boolean {
     a.history?.size === b.history?.size &&
     a.history?.ttlSeconds === b.history?.ttlSeconds &&
     JSON.stringify(a.webhook ?? null) === JSON.stringify(b.webhook ?? null) &&
+    JSON.stringify(a.limits ?? {}) === JSON.stringify(b.limits ?? {}) &&
     a.domains.length === b.domains.length &&
     a.domains.every((domain, i) => domain === b.domains[i])
   );

@@ -1,6 +1,6 @@
-import { historyOverride, webhookConfig } from '../config/schema';
+import { historyOverride, keyLimits, webhookConfig } from '../config/schema';
 import { assertValidDomains } from '../keys/key-store';
-import type { ApiKeyRecord, HistoryOverride, KeyStore } from '../keys/key-store';
+import type { ApiKeyRecord, HistoryOverride, KeyLimits, KeyStore } from '../keys/key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
 import { webhookEvents } from '../webhooks/webhooks';
@@ -12,11 +12,13 @@ import type { RedisKeys } from './keys';
 /**
  * Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0", `history` (only
  * when the key overrides the retention) as JSON `{"size":n,"ttlSeconds":s}`, `webhook` (only
- * with one) as JSON `{"url":…,"events":[…]}`.
+ * with one) as JSON `{"url":…,"events":[…]}`, `limits` (only when the key overrides a quota) as
+ * JSON `{"connections":n,…}`.
  */
 type KeyHash = Record<'secret' | 'domains' | 'clientMessages' | 'forceAuth' | 'createdAt', string> & {
   history?: string;
   webhook?: string;
+  limits?: string;
 };
 
 function toHash(record: ApiKeyRecord): KeyHash {
@@ -29,6 +31,7 @@ function toHash(record: ApiKeyRecord): KeyHash {
   };
   if (record.history) hash.history = JSON.stringify(record.history);
   if (record.webhook) hash.webhook = JSON.stringify(record.webhook);
+  if (record.limits) hash.limits = JSON.stringify(record.limits);
   return hash;
 }
 
@@ -56,10 +59,24 @@ function historyOf(text: string | undefined): HistoryOverride | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
+/** The stored quotas; ones that do not parse (never written so) are ignored: the config applies. */
+function limitsOf(text: string | undefined): KeyLimits | undefined {
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = keyLimits.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
 function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | null {
   if (hash.secret === undefined) return null;
   const history = historyOf(hash.history);
   const webhook = webhookOf(hash.webhook);
+  const limits = limitsOf(hash.limits);
   return {
     key,
     secret: hash.secret,
@@ -69,6 +86,7 @@ function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | nul
     createdAt: hash.createdAt ?? '',
     ...(history ? { history } : {}),
     ...(webhook ? { webhook } : {}),
+    ...(limits ? { limits } : {}),
   };
 }
 

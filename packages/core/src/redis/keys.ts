@@ -42,6 +42,12 @@ export interface RedisKeys {
   countsSocketsTotal(key: ApiKey): string;
   /** SET of API keys in which a node holds counts or socket reservations. */
   countsNodeKeys(nodeId: NodeId): string;
+  /** STRING: cluster API requests of the API key in the current one-second window (expires with it). */
+  quotaApiRequests(key: ApiKey): string;
+  /** STRING: publishes of the API key in the current one-second window (expires with it). */
+  quotaPublishes(key: ApiKey): string;
+  /** STRING: publishes of the API key on one UTC day (`YYYY-MM-DD`), expiring after that day. */
+  quotaMessagesDay(key: ApiKey, day: string): string;
   /** LIST of log records (JSON), newest first. */
   log(key: ApiKey): string;
   /** HASH: one API key record. */
@@ -108,6 +114,9 @@ export function redisKeys(prefix: string): RedisKeys {
     countsSockets: (key) => `${byKey('counts', key)}:sockets`,
     countsSocketsTotal: (key) => `${byKey('counts', key)}:sockets-total`,
     countsNodeKeys: (nodeId) => byNode('counts-node', nodeId),
+    quotaApiRequests: (key) => `${byKey('quota', key)}:api-requests`,
+    quotaPublishes: (key) => `${byKey('quota', key)}:publishes`,
+    quotaMessagesDay: (key, day) => `${byKey('quota', key)}:day:${checked('day', day)}`,
     log: (key) => byKey('log', key),
     apiKey: (key) => `${p}:apikey:{keystore}:${checked('API key', key)}`,
     apiKeyIndex: () => `${p}:apikeys:{keystore}`,

@@ -11,6 +11,7 @@ import { RedisMessageLog } from './message-log-redis';
 import { RedisNodeRegistry } from './node-registry-redis';
 import { RedisPresenceStore } from './presence-redis';
 import { RedisWebhookQueue } from './webhooks-redis';
+import { createRedisQuotas } from '../quotas/quotas';
 
 /** How long start-up waits for Redis before it carries on unavailable (and recovers later). */
 const STARTUP_WAIT_MS = 5000;
@@ -65,6 +66,9 @@ export async function createRedisEngine(
     keys: new RedisKeyStore(command, keys),
     nodes: new RedisNodeRegistry(command, keys),
     webhooks: new RedisWebhookQueue(command, keys),
+    quotas: createRedisQuotas(command, keys, (error) =>
+      log.debug({ err: error }, 'quota check failed; admitted (fail open)'),
+    ),
     isAvailable: () => available,
     onAvailability: (listener) => {
       listeners.push(listener);

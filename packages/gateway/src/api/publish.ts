@@ -2,6 +2,7 @@ import { publishAnswer, publishMessage } from '@switchboard/core';
 import type { Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { deliverLocal } from '../ws/delivery';
+import { takeRestPublish } from './rate-limit';
 import { authenticate, channelField } from './request';
 import type { Body } from './request';
 
@@ -9,6 +10,7 @@ import type { Body } from './request';
 export async function publish(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
   const record = await authenticate(ctx, body);
   const channel = channelField(body, true);
+  await takeRestPublish(ctx, record);
   const published = await publishMessage(ctx, {
     record,
     protocol,

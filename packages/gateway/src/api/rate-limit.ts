@@ -1,28 +1,106 @@
-import { AppError } from '@switchboard/core';
+import { BlockList, isIPv6 } from 'node:net';
+import { AppError, keyLimits } from '@switchboard/core';
+import type { ApiKeyRecord, QuotaRefusal } from '@switchboard/core';
+import type { GatewayContext } from '../context';
+
+const tooMany = (refusal: QuotaRefusal): AppError =>
+  new AppError('SB_RATE_LIMITED', refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds });
 
 /**
- * Cluster API requests per second per key on this node (fixed one-second windows). A limit of
- * 0 turns it off. Over the limit: 429 with `Retry-After: 1`, and nothing was carried out.
+ * Counts one cluster API request against the key's `apiRequestsPerSecond` across the cluster;
+ * over it: 429 with `Retry-After`, and nothing was carried out. Unlimited keys cost nothing.
  */
-export class ApiRateLimit {
+export async function takeApiRequest(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> {
+  const perSecond = record.limits?.apiRequestsPerSecond ?? ctx.config.limits.apiRequestsPerSecond;
+  if (perSecond === 0) return;
+  const refusal = await ctx.engine.quotas.takeApiRequest(record.key, perSecond);
+  if (refusal) throw tooMany(refusal);
+}
+
+/**
+ * The refusal of one publication (REST publish or relayed client message) by the key's
+ * `publishesPerSecond` and `messagesPerDay`, or `undefined`; `null` when the key has neither
+ * limit, so callers stay synchronous and touch no counter.
+ */
+export function takePublish(
+  ctx: GatewayContext,
+  record: ApiKeyRecord,
+): Promise<QuotaRefusal | undefined> | null {
+  const { publishesPerSecondPerKey, messagesPerDayPerKey } = ctx.config.limits;
+  if (record.limits === undefined && publishesPerSecondPerKey === 0 && messagesPerDayPerKey === 0)
+    return null;
+  const limits = keyLimits(record, ctx.config);
+  if (limits.publishesPerSecond === 0 && limits.messagesPerDay === 0) return null;
+  return ctx.engine.quotas.takePublish(record.key, limits.publishesPerSecond, limits.messagesPerDay);
+}
+
+/** `takePublish` for the cluster API: throws the 429. */
+export async function takeRestPublish(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> {
+  const refusal = await takePublish(ctx, record);
+  if (refusal) throw tooMany(refusal);
+}
+
+/**
+ * The client's address: behind a trusted proxy (the peer is in `TRUSTED_PROXIES`) the rightmost
+ * `X-Forwarded-For` entry that is not itself a trusted proxy, else the peer. Entries a client
+ * wrote itself sit left of the ones the proxies appended, so they are never believed.
+ */
+export class ClientAddresses {
+  private readonly trusted = new BlockList();
+  private readonly any: boolean;
+
+  constructor(proxies: readonly string[]) {
+    for (const entry of proxies) {
+      const [address = '', bits] = entry.split('/');
+      const family = isIPv6(address) ? 'ipv6' : 'ipv4';
+      if (bits === undefined) this.trusted.addAddress(address, family);
+      else this.trusted.addSubnet(address, Number(bits), family);
+    }
+    this.any = proxies.length > 0;
+  }
+
+  of(peer: string, forwardedFor: string | undefined): string {
+    if (!this.any || !forwardedFor || !this.isTrusted(peer)) return peer;
+    const hops = forwardedFor.split(',');
+    for (let i = hops.length - 1; i >= 0; i--) {
+      const hop = hops[i]!.trim();
+      if (!hop) continue;
+      if (!this.isTrusted(hop)) return hop;
+    }
+    return peer;
+  }
+
+  private isTrusted(address: string): boolean {
+    // uWS writes IPv4 peers as IPv4-mapped IPv6 text on a dual-stack socket.
+    const plain = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+    try {
+      return this.trusted.check(plain, isIPv6(plain) ? 'ipv6' : 'ipv4');
+    } catch {
+      return false;
+    }
+  }
+}
+
+/**
+ * New WebSocket connections per second from one client address on this node (fixed one-second
+ * windows, in memory): decided synchronously in the upgrade, before admission reads anything from
+ * the engine. Hand-written rather than a library limiter because the answer must be synchronous.
+ */
+export class ConnectionRateLimit {
   private readonly windows = new Map<string, { start: number; count: number }>();
 
   constructor(private readonly perSecond: number) {}
 
-  take(key: string, now = Date.now()): void {
-    if (this.perSecond === 0) return;
-    let window = this.windows.get(key);
+  /** The refusal text when `address` is over the limit, else `undefined` (and the connect is counted). */
+  take(address: string, now = Date.now()): string | undefined {
+    if (this.perSecond === 0) return undefined;
+    let window = this.windows.get(address);
     if (!window || now - window.start >= 1000) {
-      if (this.windows.size > 10_000) this.windows.clear();
+      if (this.windows.size >= 100_000) this.windows.clear();
       window = { start: now, count: 0 };
-      this.windows.set(key, window);
+      this.windows.set(address, window);
     }
-    if (++window.count > this.perSecond) {
-      throw new AppError(
-        'SB_RATE_LIMITED',
-        `Rate limit exceeded: more than ${this.perSecond} requests per second for this API key`,
-        { retryAfterSeconds: 1 },
-      );
-    }
+    if (++window.count <= this.perSecond) return undefined;
+    return `Too many new connections: more than ${this.perSecond} per second from this address (NEW_CONNECTIONS_PER_SECOND_PER_IP)`;
   }
 }

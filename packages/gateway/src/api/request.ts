@@ -9,6 +9,7 @@ import {
 import type { ApiKeyRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { HttpRequest } from '../transport/types';
+import { takeApiRequest } from './rate-limit';
 
 export type Body = Record<string, unknown>;
 
@@ -63,7 +64,7 @@ export async function authenticate(ctx: GatewayContext, body: Body): Promise<Api
   // Compared even for an unknown key, so the answer's timing does not tell which keys exist.
   const matches = secretMatches(secret, record?.secret ?? UNKNOWN_KEY_SECRET);
   if (!record || !matches) throw new AppError('SB_UNAUTHORIZED');
-  ctx.apiRateLimit.take(record.key);
+  await takeApiRequest(ctx, record);
   return record;
 }
 

@@ -83,7 +83,7 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
   async function authenticated(request: HttpRequest, handler: Handler): Promise<object> {
     const body = parseBody(request);
     const key = isValidApiKey(body['key']) ? body['key'] : undefined;
-    const address = clientAddress(request, ctx.config.trustProxy);
+    const address = ctx.addresses.of(request.remoteAddress, request.headers['x-forwarded-for']);
     ctx.authFailures.check(key, address);
     try {
       return await handler(ctx, body);
@@ -95,13 +95,6 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
       throw error;
     }
   }
-}
-
-/** The client's address: the last `X-Forwarded-For` entry behind a trusted proxy, else the peer. */
-function clientAddress(request: HttpRequest, trustProxy: boolean): string {
-  const forwarded = trustProxy ? request.headers['x-forwarded-for'] : undefined;
-  const last = forwarded?.split(',').pop()?.trim();
-  return last || request.remoteAddress;
 }
 
 /** Route labels for metrics: known paths only, never a raw URL (unbounded label values). */

@@ -25,6 +25,10 @@ export interface UpgradeRequest {
   readonly query: string;
   /** Lower-cased header names; only the ones the gateway reads. */
   readonly headers: { readonly origin: string; readonly jwt: string };
+  /** The socket peer's IP address as text (a proxy's, when one stands in front). */
+  readonly remoteAddress: string;
+  /** The `X-Forwarded-For` header, empty when absent. */
+  readonly forwardedFor: string;
 }
 
 export interface HttpRequest {
@@ -49,6 +53,11 @@ export interface TransportHandlers<T> {
    * error frame), or `null` for "no WebSocket here" (HTTP 404).
    */
   upgrade(request: UpgradeRequest): Promise<T | null>;
+  /**
+   * Called first, synchronously: a reply refuses the upgrade before `upgrade` runs (and before
+   * any engine work), e.g. a 429 for a handshake flood.
+   */
+  refuseUpgrade(request: UpgradeRequest): HttpReply | undefined;
   /** The client went away while `upgrade` was pending; undo what admission acquired. */
   upgradeAborted(data: T): void;
   open(conn: Conn<T>): void;

@@ -59,7 +59,14 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         path: req.getUrl(),
         query: req.getQuery(),
         headers: { origin: req.getHeader('origin'), jwt: req.getHeader('jwt') },
+        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
+        forwardedFor: req.getHeader('x-forwarded-for'),
       };
+      const refusal = handlers.refuseUpgrade(request);
+      if (refusal) {
+        writeReply(res, refusal);
+        return;
+      }
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');

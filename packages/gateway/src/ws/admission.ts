@@ -8,6 +8,7 @@ import {
   isValidApiKey,
   isValidChannelName,
 } from '@switchboard/core';
+import { keyLimits } from '@switchboard/core';
 import type { ApiKeyRecord, CloseReason, JsonValue, Protocol, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { UpgradeRequest } from '../transport/types';
@@ -125,7 +126,10 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
   // `since`/`epoch` alone opt in too: a client that resumes wants offsets.
   const recover = isFlagOn(query.get('recover')) || resume !== undefined;
 
-  const { maxConnectionsPerNode, maxConnectionsPerKey } = ctx.config.limits;
+  const { maxConnectionsPerNode } = ctx.config.limits;
+  const maxConnectionsPerKey = record.limits
+    ? keyLimits(record, ctx.config).connections
+    : ctx.config.limits.maxConnectionsPerKey;
   if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
     return reject('CONNECTION_LIMIT', 'Connection limit reached for this node');
   }

@@ -5,17 +5,43 @@ import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
 import { publishToChannel } from './events';
 import { touchPresence } from './presence-events';
+import { takePublish } from '../api/rate-limit';
+import { errorFrame } from './frames';
+import { closeConnection } from './send';
+
+type RelayOptions = { stampable: boolean; to?: string; binary?: boolean; systemBinary?: boolean };
 
 /**
  * Relays a client message to its channel (every node; the sender only with `notify_self`),
- * appends it to the key's log and records presence activity.
+ * appends it to the key's log and records presence activity. When the key has publish quotas the
+ * message waits for them (answers come back in order, so a connection's messages keep theirs);
+ * over one: an error frame naming it, then 4029, and the message is dropped.
  */
 export function relayClientMessage(
   ctx: GatewayContext,
   state: ConnectionState,
   sub: Subscription,
   body: string,
-  options: { stampable: boolean; to?: string; binary?: boolean; systemBinary?: boolean },
+  options: RelayOptions,
+): void {
+  const quota = takePublish(ctx, state.record);
+  if (quota === null) return relay(ctx, state, sub, body, options);
+  // A refusal can come back before earlier messages' admissions (a key refused once is refused
+  // from memory); those were accepted before the close and still go out.
+  void quota.then((refusal) => {
+    if (!refusal) return relay(ctx, state, sub, body, options);
+    if (state.closed) return;
+    state.conn?.send(errorFrame(refusal.message));
+    closeConnection(state, 'RATE_LIMITED', refusal.message);
+  });
+}
+
+function relay(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  sub: Subscription,
+  body: string,
+  options: RelayOptions,
 ): void {
   ctx.meters.messagesIn[sub.topic.protocol].client.inc();
   // Text messages to the whole channel join its stream; direct messages and binary frames do not.
@@ -37,7 +63,7 @@ export function relayClientMessage(
   ctx.engine.logs.append(state.key, record).catch((error: unknown) => {
     ctx.logger.warn({ err: error }, 'message log append failed');
   });
-  touchPresence(ctx, state, sub);
+  if (!state.closed) touchPresence(ctx, state, sub);
   if (options.to === undefined && !options.binary && state.record.webhook?.events?.includes('client_event')) {
     emitClientEvent(ctx, state, sub, body);
   }

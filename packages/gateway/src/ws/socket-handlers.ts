@@ -22,6 +22,15 @@ export function createSocketHandlers(
 
   return {
     upgrade: (request) => admit(ctx, request),
+    refuseUpgrade: (request) => {
+      const text = ctx.connectionRate.take(ctx.addresses.of(request.remoteAddress, request.forwardedFor));
+      if (text === undefined) return undefined;
+      return {
+        status: 429,
+        headers: { 'retry-after': '1' },
+        body: JSON.stringify({ success: false, error: text, code: 'SB_RATE_LIMITED' }),
+      };
+    },
     upgradeAborted: releaseAdmitted,
 
     open(conn: Conn<SocketData>) {
