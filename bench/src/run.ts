@@ -476,6 +476,8 @@ async function main(): Promise<void> {
         seconds: o.profileSeconds,
         workers: o.workers,
         presenceJoins: o.presencePerNode * 2,
+        publishChannels: o.channels,
+        publishRate: o.costRate * 4,
         dir: join(resultsDir, 'tmp', 'profiles'),
         log,
       });
@@ -487,6 +489,15 @@ async function main(): Promise<void> {
         log(`  ${node.node} (${node.samples} samples), top self time:`);
         for (const entry of node.top.slice(0, 15))
           log(`    ${entry.selfPercent.toFixed(1).padStart(5)}%  ${entry.function}  ${entry.location}`);
+      }
+      for (const node of result.publishPath?.nodes ?? []) {
+        log(
+          `  publish path ${node.node} (${node.idlePercent.toFixed(0)}% idle), top self time (% of all / % of busy):`,
+        );
+        for (const entry of node.top.slice(0, 30))
+          log(
+            `    ${entry.selfPercent.toFixed(1).padStart(5)}% ${entry.busyPercent.toFixed(1).padStart(5)}%  ${entry.function}  ${entry.location}`,
+          );
       }
       for (const node of result.presence?.nodes ?? []) {
         log(
