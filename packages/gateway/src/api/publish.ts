@@ -12,13 +12,14 @@ const isPlainObject = (value: unknown): boolean =>
 
 /**
  * The message as delivered (SPEC §4): a string is the exact text, anything else its compact JSON
- * text. `stampable` when that text is a JSON object (V4 secondaries get `system::channel` added).
+ * text. `stampable` when that text is a JSON object (V4 secondaries get `system::channel` added);
+ * only V4 asks (`judge`): V3 frames are never stamped, so a V3 string is not parsed.
  */
-export function messageText(message: unknown): { text: string; stampable: boolean } {
+export function messageText(message: unknown, judge = true): { text: string; stampable: boolean } {
   if (message === undefined || message === null) throw new AppError('SB_MISSING_MESSAGE');
   if (typeof message === 'string') {
     let stampable = false;
-    if (message.startsWith('{')) {
+    if (judge && message.startsWith('{')) {
       try {
         stampable = isPlainObject(JSON.parse(message));
       } catch {
@@ -28,7 +29,7 @@ export function messageText(message: unknown): { text: string; stampable: boolea
     return { text: message, stampable };
   }
   try {
-    return { text: JSON.stringify(message), stampable: isPlainObject(message) };
+    return { text: JSON.stringify(message), stampable: judge && isPlainObject(message) };
   } catch {
     throw new AppError('SB_INVALID_FIELD', 'Invalid field "message": nests too deeply');
   }
@@ -38,15 +39,16 @@ export function messageText(message: unknown): { text: string; stampable: boolea
 export async function publish(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
   const record = await authenticate(ctx, body);
   const channel = channelField(body, true);
-  const { text, stampable } = messageText(body['message']);
-  const publication: Publication = {
+  const { text, stampable } = messageText(body['message'], protocol === 'v4');
+  const publication: { -readonly [K in keyof Publication]: Publication[K] } = {
     topic: { key: record.key, protocol, channel },
     body: text,
     origin: ctx.nodeId,
     source: 'api',
     acceptedAt: Date.now(),
-    ...(stampable && protocol === 'v4' ? { stampable: true } : {}),
   };
+  // A plain assignment: a conditional spread allocates and copies on every publish.
+  if (stampable) publication.stampable = true;
   // Accepted by the engine first: a 503 means nobody, on any node, received it. The engine
   // assigns its offset in the topic's stream; opted-in subscriptions get it from there.
   const position = await ctx.engine.broker.publish(publication, historyRetention(record, ctx.config));
