@@ -1,37 +1,36 @@
 import type { LogRecord, MessageLog } from '../logs/message-log';
 import type { ApiKey } from '../types';
-import { guard, LuaScript } from './clients';
+import { guard } from './clients';
 import type { RedisClient } from './clients';
 import type { RedisKeys } from './keys';
 import { TurnBatches } from './turn-batches';
 
-/**
- * KEYS[1] the key's log LIST; ARGV[1] capacity, ARGV[2..] records, oldest first.
- * LPUSH and LTRIM atomically in one command.
- */
-const logAppend = new LuaScript(`
-redis.call('LPUSH', KEYS[1], unpack(ARGV, 2))
-redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[1]) - 1)
-return 1
-`);
-
 const MAX_BATCH = 1000;
 
 /**
+ * How far a LIST may grow past its capacity before it is trimmed back: one `LTRIM` per this many
+ * appends instead of one per append (or a script per append to do both).
+ */
+const TRIM_SLACK = 100;
+
+/**
  * A capped LIST per key, newest at the head. Appends made in the same event-loop turn for one
- * key go out as one command (a busy node publishes many messages per turn); each `append`
- * still resolves only once its record is written, and order is kept.
+ * key go out as one `LPUSH` (a busy node publishes many messages per turn); each `append`
+ * still resolves only once its record is written, and order is kept. The LIST holds up to
+ * `TRIM_SLACK` records more than the capacity between trims; `recent` never reads past the
+ * capacity, so what a reader sees is the same.
  */
 export class RedisMessageLog implements MessageLog {
   private readonly appends = new TurnBatches<ApiKey, string>(
     (key) => key,
-    (key, records) => {
-      // Only the newest `capacity` records of a batch can survive the trim; the rest need not
-      // travel (and Lua's unpack has a limit).
+    async (key, records) => {
+      // Only the newest `capacity` records of a batch can survive the trim; the rest need not travel.
       const kept = records.slice(-Math.min(this.capacity, MAX_BATCH));
-      return guard(this.client, () =>
-        logAppend.run(this.client, [this.keys.log(key)], [this.capacity, ...kept]),
-      );
+      const list = this.keys.log(key);
+      const length = await guard(this.client, () => this.client.lpush(list, ...kept));
+      if (length > this.capacity + TRIM_SLACK) {
+        await guard(this.client, () => this.client.ltrim(list, 0, this.capacity - 1));
+      }
     },
   );
 
