@@ -279,6 +279,20 @@ function costSection(r: Results): string[] {
     );
   }
   lines.push('');
+  const timed = (mid?.cases ?? []).filter((c) => c.redis && c.step?.publishRate);
+  if (timed.length)
+    lines.push(
+      "Redis' own time per publish in the median run (`INFO commandstats` over the measurement: µs inside each command, divided by the publishes; a script's time includes the commands it runs, listed after it; Redis' CPU above also counts reading, writing and its event loop):",
+      '',
+      ...timed.map((c) => {
+        const publishes = c.step!.expected / cost.subscribersPerChannel || 1;
+        const entries = Object.entries(c.redis!).sort((a, b) => b[1].usec - a[1].usec);
+        const scripts = entries.filter(([k]) => SCRIPT_CALLS.includes(k));
+        const own = (scripts.length ? scripts : entries).reduce((sum, [, t]) => sum + t.usec, 0);
+        return `- ${COST_LABEL[c.variant]}: ${(own / publishes).toFixed(1)} µs${scripts.length ? ' in scripts' : ''} (${entries.map(([k, t]) => `${k} ${(t.calls / publishes).toFixed(2)}× ${(t.usec / t.calls).toFixed(1)} µs`).join(', ')})`;
+      }),
+      '',
+    );
   const variants = (mid?.cases ?? []).map((c) => c.variant).filter((v) => v !== 'ceiling');
   if (cost.runs.length > 1)
     lines.push(
@@ -504,7 +518,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     ...metaLines('publish cost', r['publish-cost']?.meta),
     ...metaLines('recovery', r.recovery?.meta),
     '',
-    'Default run (≤ 5 minutes): `npm run bench`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`.',
+    'Default run (about 15 minutes): `npm run bench`. One scenario: `npm run bench -- --scenario publish-cost --runs 3`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`.',
     '',
     '## Targets (issues 6 and 12)',
     '',
@@ -651,6 +665,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '- **Maximum sustainable rate.** Doubling (or halving) from a start rate until the verdict flips, then bisection (`--refine` steps); a failed step is tried a second time before it counts as failed; the best passing rate is measured again for `--duration` seconds (a failure tried twice, like a search step) and, if it does not hold, rates an eighth of it lower, down to half: the highest rate that holds for the full duration is the reported maximum (listed after the search as "full duration"), and one that never held is marked ⚠. Then half of it (latency) and the fixed rate (20,000 deliveries/s for fan-out, 10,000 for many channels); Switchboard also at its ceiling\'s half-max rate, so latencies compare at the same load, and at the target share of its ceiling\'s maximum (below).',
     '- **Ceilings.** `ceiling-uws`: one uWS process, HTTP publish → `JSON.parse` → `app.publish`. `ceiling-redis`: two uWS processes; an HTTP publish is `PUBLISH`ed to Redis (ioredis) and both processes, `SUBSCRIBE`d per channel while they have subscribers, `app.publish` what they receive. Switchboard on 2 nodes + Redis is compared with `ceiling-redis`, on 1 node with the memory engine with `ceiling-uws`.',
     "- **Runs and targets.** `--runs N` repeats every case; tables show the run with the median maximum. Each Switchboard system is measured right after its ceiling (a back-to-back pair sees the same machine; drift between runs, from other tenants or thermal state, does not decide a verdict). The throughput targets are checked directly: Switchboard must hold the target share (85% fan-out, 70% many channels) of the maximum its ceiling sustained in the same pair, for the full duration with no loss, in most pairs; the ratio of the two searched maxima is shown beside it, but searched maxima are an eighth of a rate apart, too coarse to decide a threshold. The latency target is the median of the per-pair p99 ratios at the ceiling's half-max rate.",
+    '- **History.** Switchboard runs with history on (the default, `HISTORY_SIZE=100`, `HISTORY_TTL_SECONDS=120`) unless a row says off (`HISTORY_SIZE=0`). The throughput and publish-cost subscribers do not opt in to offsets (no `recover=1`) except in the publish-cost row that says so.',
     "- **Product under test.** `--product-dir <checkout>` runs another checkout's built packages (the results record its commit).",
     '',
     '## Options',

@@ -176,6 +176,14 @@ export function commandCalls(info: string): Record<string, number> {
   return calls;
 }
 
+/** `INFO commandstats` as calls and microseconds (Redis' own time in the command) per command. */
+export function commandTimes(info: string): Record<string, { calls: number; usec: number }> {
+  const out: Record<string, { calls: number; usec: number }> = {};
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm))
+    out[match[1]!] = { calls: Number(match[2]), usec: Number(match[3]) };
+  return out;
+}
+
 /** Calls per command between two `commandCalls` readings (commands with none left out). */
 export function callsBetween(
   before: Record<string, number>,

@@ -1,4 +1,6 @@
+import Redis from 'ioredis';
 import { ClientFleet, Publisher } from '../lib/fleet';
+import { commandTimes } from '../lib/recovering-client';
 import { startSystem } from '../lib/procs';
 import type { SystemName } from '../lib/procs';
 import { step } from './load';
@@ -31,6 +33,11 @@ export interface CostCase {
   system: SystemName;
   connected: number;
   step?: Step;
+  /**
+   * Redis' own time per command over the measurement (INFO commandstats: calls and µs; a
+   * script's time includes the commands it runs, which are also listed on their own).
+   */
+  redis?: Record<string, { calls: number; usec: number }>;
   error?: string;
 }
 
@@ -77,7 +84,20 @@ export async function costCase(variant: CostVariant, o: CostOptions): Promise<Co
     };
     // Warm-up at the same rate (JIT, Redis connections, every channel's first publish), not recorded.
     await step(setup, o.rate, o.warmupSeconds * 1000);
-    result.step = await step(setup, o.rate, o.seconds * 1000);
+    const redis = new Redis(system.redis!.url);
+    try {
+      const before = commandTimes(await redis.info('commandstats'));
+      result.step = await step(setup, o.rate, o.seconds * 1000);
+      const after = commandTimes(await redis.info('commandstats'));
+      result.redis = {};
+      for (const [command, t] of Object.entries(after)) {
+        const calls = t.calls - (before[command]?.calls ?? 0);
+        if (calls > 0 && command !== 'info')
+          result.redis[command] = { calls, usec: t.usec - (before[command]?.usec ?? 0) };
+      }
+    } finally {
+      redis.disconnect();
+    }
     const s = result.step;
     o.log(
       `  ${variant}: ${s.received}/${s.expected} delivered, CPU ${s.serverCpuMsPer1000.toFixed(1)} ms per 1,000 deliveries ` +
