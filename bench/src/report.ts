@@ -382,7 +382,7 @@ function recoverySection(r: Results): string[] {
     `| duplicates, out-of-order publications, epoch changes | ${int(s?.duplicates)}, ${int(s?.outOfOrder)}, ${int(s?.epochChanges)} |`,
     `| Redis commands over the drain phase / baseline for the same publications | ${int(totalCalls(m.redisCalls))} / ${int(totalCalls(m.baselineCalls))} |`,
     `| **Redis commands per recovering client** | **${m.redisCallsPerClient?.toFixed(2) ?? '–'}** (of which script calls, EVAL/EVALSHA: ${scriptsPerClient(m)}) |`,
-    `| CPU over the drain phase: gateway B / Redis | ${m.cpu ? `${m.cpu.gatewayB.toFixed(2)} s / ${m.cpu.redis.toFixed(2)} s` : '–'} |`,
+    `| CPU over the drain phase: gateway B / Redis / the client processes | ${m.cpu ? `${m.cpu.gatewayB.toFixed(2)} s / ${m.cpu.redis.toFixed(2)} s / ${m.cpu.clients?.toFixed(2) ?? '–'} s` : '–'} |`,
     '',
     `Commands (drain phase / baseline): ${commands.map((c) => `${c} ${int(m.redisCalls[c] ?? 0)} / ${int(m.baselineCalls[c] ?? 0)}`).join(' · ')}${m.error ? `\n\n⚠ ${m.error}` : ''}`,
     '',

@@ -31,8 +31,8 @@ export interface RecoveryResult {
   /** The same publications with every client connected and nobody reconnecting. */
   baselineCalls: Record<string, number>;
   redisCallsPerClient?: number;
-  /** CPU seconds over the reconnect phase: gateway B, Redis. */
-  cpu?: { gatewayB: number; redis: number };
+  /** CPU seconds over the reconnect phase: gateway B, Redis, the client processes. */
+  cpu?: { gatewayB: number; redis: number; clients: number };
   error?: string;
 }
 
@@ -156,7 +156,12 @@ export async function recoveryScenario(o: RecoveryOptions): Promise<RecoveryResu
 
     // The drain: A closes every socket with 4000; the publications go out through B meanwhile.
     const before = await calls();
-    const cpuBefore = { b: cpuSeconds(b.pid), redis: system.redisPid ? cpuSeconds(system.redisPid) : 0 };
+    const clientCpu = (): number => workers.reduce((sum, w) => sum + cpuSeconds(w.pid), 0);
+    const cpuBefore = {
+      b: cpuSeconds(b.pid),
+      redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
+      clients: clientCpu(),
+    };
     const t0 = nowUs();
     a.child.kill('SIGTERM');
     const drained = await publishAll();
@@ -169,6 +174,7 @@ export async function recoveryScenario(o: RecoveryOptions): Promise<RecoveryResu
     result.cpu = {
       gatewayB: cpuSeconds(b.pid) - cpuBefore.b,
       redis: system.redisPid ? cpuSeconds(system.redisPid) - cpuBefore.redis : 0,
+      clients: clientCpu() - cpuBefore.clients,
     };
     result.status = s;
     if (s.complete === s.clients) {
