@@ -55,7 +55,8 @@ export async function publish(ctx: GatewayContext, protocol: Protocol, body: Bod
   ctx.meters.messagesIn[protocol].api.inc();
   deliverLocal(ctx, publication, undefined, true);
   // The log is bookkeeping: the answer does not wait for it (one Redis round trip less per
-  // publish); it goes out after the PUBLISH on the same connection, so a later read sees it.
+  // publish); it goes out after the publish on the same connection, with the connection's next
+  // commands (message-log-redis.ts), so a later read on this node sees it.
   void ctx.engine.logs
     .append(record.key, {
       id: randomUUID(),
