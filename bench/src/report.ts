@@ -630,6 +630,30 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
       );
     }
   }
+  const pp = r.profile?.result.publishPath;
+  if (pp) {
+    lines.push(
+      `### Publish path under the profiler: ${int(pp.channels)} channels × 2 subscribers at ${int(pp.rate)} publishes/s over REST`,
+      '',
+      `Only the samples taken during the load count (the connections before it are left out).${pp.load ? ` ${int(pp.load.deliveriesPerSecond)} deliveries/s, p99 ${ms(pp.load.p99Ms)} ms; CPU during the load: gateways ${pp.load.cpu.servers.toFixed(1)} s, Redis ${pp.load.cpu.redis.toFixed(1)} s, in ${pp.load.cpu.wallSeconds.toFixed(1)} s.` : ''} \`writeReply\` is uWS writing the HTTP answer (its send happens inside it); \`writev\` and \`writeUtf8String\` are the command connection's writes to Redis.`,
+      '',
+    );
+    for (const node of pp.nodes) {
+      lines.push(
+        `#### ${node.node} (${node.idlePercent.toFixed(0)}% idle)`,
+        '',
+        '| Self % of all | % of busy | Function | Location |',
+        '|---|---|---|---|',
+        ...node.top
+          .slice(0, 20)
+          .map(
+            (e) =>
+              `| ${e.selfPercent.toFixed(1)} | ${e.busyPercent.toFixed(1)} | \`${e.function}\` | ${e.location} |`,
+          ),
+        '',
+      );
+    }
+  }
   if (r.profile?.result.presence) {
     const pp = r.profile.result.presence;
     lines.push(
