@@ -262,20 +262,20 @@ function costSection(r: Results): string[] {
     '',
     `${int(cost.channels)} channels × ${cost.subscribersPerChannel} subscribers (one per node), ${int(cost.rate)} publishes/s over REST (V3 \`POST /api/publish\`, round-robin over the channels and the 2 nodes) for ${cost.seconds} s after as long a warm-up at the same rate: every publish costs a REST request, a key lookup, the engine's publish (the history script on Switchboard, one \`PUBLISH\` on the ceiling) and a log append, and is delivered to only 2 sockets, so CPU per delivery is the publish path's cost. CPU is the gateways' (or ceiling servers') and redis-server's utime + stime from \`/proc/<pid>/stat\` over the measurement and its settling. Each run measures every row one after the other, the ceiling first; the table shows the run with the median CPU ratio, the ratios of every run below it.`,
     '',
-    '| System | CPU per 1,000 deliveries (ms): total = gateways + Redis | × ceiling | p50 / p95 / p99 (ms) | p99 × ceiling | delivered, loss |',
-    '|---|---|---|---|---|---|',
+    '| System | CPU per 1,000 deliveries (ms): total = gateways + Redis | × ceiling | p50 / p95 / p99 (ms) | p99 × ceiling | delivered, loss | idle before the load: gateways + Redis CPU (ms per s) |',
+    '|---|---|---|---|---|---|---|',
   ];
   const ceiling = mid && caseOf(mid, 'ceiling')?.step;
   for (const c of mid?.cases ?? []) {
     const st = c.step;
     if (!st) {
-      lines.push(`| ${COST_LABEL[c.variant]} | ⚠ ${c.error?.slice(0, 120) ?? 'not measured'} | | | | |`);
+      lines.push(`| ${COST_LABEL[c.variant]} | ⚠ ${c.error?.slice(0, 120) ?? 'not measured'} | | | | | |`);
       continue;
     }
     const per = (seconds: number): string => (st.received ? ((seconds * 1e6) / st.received).toFixed(0) : '–');
     const isCeiling = c.variant === 'ceiling';
     lines.push(
-      `| ${COST_LABEL[c.variant]} | ${cpu(st)} = ${per(st.cpu.servers)} + ${per(st.cpu.redis)} | ${isCeiling ? '(ceiling)' : `${ratio(st.serverCpuMsPer1000, ceiling?.serverCpuMsPer1000)?.toFixed(2) ?? '–'}×`} | ${ms(st.p50Ms)} / ${ms(st.p95Ms)} / ${ms(st.p99Ms)} | ${isCeiling ? '(ceiling)' : `${ratio(st.p99Ms, ceiling?.p99Ms)?.toFixed(2) ?? '–'}×`} | ${int(st.received)}, ${lossText(st)}${st.pass ? '' : ` (⚠ ${st.why ?? ''})`} |`,
+      `| ${COST_LABEL[c.variant]} | ${cpu(st)} = ${per(st.cpu.servers)} + ${per(st.cpu.redis)} | ${isCeiling ? '(ceiling)' : `${ratio(st.serverCpuMsPer1000, ceiling?.serverCpuMsPer1000)?.toFixed(2) ?? '–'}×`} | ${ms(st.p50Ms)} / ${ms(st.p95Ms)} / ${ms(st.p99Ms)} | ${isCeiling ? '(ceiling)' : `${ratio(st.p99Ms, ceiling?.p99Ms)?.toFixed(2) ?? '–'}×`} | ${int(st.received)}, ${lossText(st)}${st.pass ? '' : ` (⚠ ${st.why ?? ''})`} | ${c.idle ? `${c.idle.servers.toFixed(1)} + ${c.idle.redis.toFixed(1)}` : '–'} |`,
     );
   }
   lines.push('');

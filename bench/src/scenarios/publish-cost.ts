@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { ClientFleet, Publisher } from '../lib/fleet';
 import { commandTimes } from '../lib/recovering-client';
-import { startSystem } from '../lib/procs';
+import { cpuSeconds, startSystem } from '../lib/procs';
 import type { SystemName } from '../lib/procs';
 import { step } from './load';
 import type { LoadSetup, Step } from './load';
@@ -25,6 +25,9 @@ export const COST_SYSTEM: Record<CostVariant, SystemName> = {
 /** Subscribers' URL suffix: opted-in sockets get every publication with its offset. */
 const EXTRA: Partial<Record<CostVariant, string>> = { 'history-on-opted-in': '&recover=1' };
 
+/** How long the connected, idle system is sampled before the load. */
+const IDLE_MS = 4000;
+
 /** Issue 12's target: Switchboard (history on) at most this multiple of the ceiling's, CPU and p99. */
 export const COST_TARGET = 1.25;
 
@@ -38,6 +41,8 @@ export interface CostCase {
    * script's time includes the commands it runs, which are also listed on their own).
    */
   redis?: Record<string, { calls: number; usec: number }>;
+  /** CPU per second with every socket connected and nothing published (ms/s): the cost of being up. */
+  idle?: { servers: number; redis: number };
   error?: string;
 }
 
@@ -73,6 +78,20 @@ export async function costCase(variant: CostVariant, o: CostOptions): Promise<Co
     const opened = await fleet.connect(urls, { concurrency: 200 });
     result.connected = opened.ok;
     if (opened.ok < urls.length) throw new Error(`only ${opened.ok}/${urls.length} connected`);
+    const sampleIdle = (): { servers: number; redis: number; at: number } => ({
+      servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
+      redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
+      at: performance.now(),
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    const idleFrom = sampleIdle();
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const idleTo = sampleIdle();
+    const idleSeconds = (idleTo.at - idleFrom.at) / 1000;
+    result.idle = {
+      servers: ((idleTo.servers - idleFrom.servers) * 1000) / idleSeconds,
+      redis: ((idleTo.redis - idleFrom.redis) * 1000) / idleSeconds,
+    };
     const setup: LoadSetup = {
       system,
       fleet,
