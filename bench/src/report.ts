@@ -518,7 +518,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     ...metaLines('publish cost', r['publish-cost']?.meta),
     ...metaLines('recovery', r.recovery?.meta),
     '',
-    'Default run (about 15 minutes): `npm run bench`. One scenario: `npm run bench -- --scenario publish-cost --runs 3`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`.',
+    'Default run (about 10 minutes): `npm run bench`. One scenario: `npm run bench -- --scenario publish-cost --runs 3`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`.',
     '',
     '## Targets (issues 6 and 12)',
     '',
