@@ -5,19 +5,26 @@ import type { Step } from './scenarios/load';
 import { TARGET_SHARE } from './scenarios/throughput';
 import type { ThroughputCase } from './scenarios/throughput';
 import type { ConnectRate } from './scenarios/presence';
+import { COST_TARGET, costRatios, costVerdict } from './scenarios/publish-cost';
+import type { CostCase, CostVariant } from './scenarios/publish-cost';
+import { RECOVERY_TARGET_SECONDS } from './scenarios/recovery';
+import type { RecoveryResult } from './scenarios/recovery';
 
 const CEILING_OF: Partial<Record<SystemName, SystemName>> = {
   'switchboard-redis': 'ceiling-redis',
+  'switchboard-redis-history-off': 'ceiling-redis',
   'switchboard-memory': 'ceiling-uws',
 };
 const LABEL: Record<SystemName, string> = {
   'switchboard-redis': 'Switchboard, 2 nodes + Redis',
+  'switchboard-redis-history-off': 'Switchboard, 2 nodes + Redis, history off (`HISTORY_SIZE=0`)',
   'switchboard-memory': 'Switchboard, 1 node, memory engine',
   'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes',
   'ceiling-uws': 'Ceiling: raw uWS, 1 process',
 };
 const COLOR: Record<SystemName, string> = {
   'switchboard-redis': '#2b6cb0',
+  'switchboard-redis-history-off': '#4299e1',
   'switchboard-memory': '#63b3ed',
   'ceiling-redis': '#718096',
   'ceiling-uws': '#cbd5e0',
@@ -160,6 +167,51 @@ export function targets(r: Results): Target[] {
       gap: met ? '–' : `${ms(p.members.medianMs - 5)} ms`,
     });
   }
+  const cost = r['publish-cost'];
+  if (cost) {
+    const v = costVerdict(cost.runs);
+    const x = (q: number | undefined): string => (q === undefined ? '–' : `${q.toFixed(2)}×`);
+    const mid = medianCostRun(cost.runs);
+    const on = mid && caseOf(mid, 'history-on')?.step;
+    const ceiling = mid && caseOf(mid, 'ceiling')?.step;
+    out.push({
+      name: `Publish cost, ${int(cost.channels)} channels × ${cost.subscribersPerChannel} subscribers at ${int(cost.rate)} publishes/s over REST, 2 nodes + Redis, history on`,
+      goal: `server + Redis CPU per 1,000 deliveries and p99 each ≤ ${COST_TARGET}× the Redis-hop ceiling's`,
+      measured:
+        v.cpu === undefined
+          ? 'no complete run'
+          : `CPU ${x(v.cpu)}, p99 ${x(v.p99)} (median of ${v.ratios.length} back-to-back runs: CPU ${v.ratios.map((q) => x(q.cpu)).join(', ')}; p99 ${v.ratios.map((q) => x(q.p99)).join(', ')})${on && ceiling ? `; median run: ${cpu(on)} vs ${cpu(ceiling)} ms, p99 ${ms(on.p99Ms)} vs ${ms(ceiling.p99Ms)} ms` : ''}`,
+      met: v.met,
+      gap:
+        v.met === false
+          ? [
+              (v.cpu ?? 0) > COST_TARGET ? `CPU ${x(v.cpu)}` : '',
+              (v.p99 ?? 0) > COST_TARGET ? `p99 ${x(v.p99)}` : '',
+            ]
+              .filter(Boolean)
+              .join(', ') + ` (target ${COST_TARGET}×)`
+          : '–',
+    });
+  }
+  const rec = r.recovery?.median;
+  if (rec) {
+    const met =
+      rec.completeSeconds === undefined || rec.error ? false : rec.completeSeconds < RECOVERY_TARGET_SECONDS;
+    out.push({
+      name: `Recovery, ${int(rec.clients)} opted-in clients drained off a gateway while ${int(rec.publications)} publications go out`,
+      goal: `every client has every publication < ${RECOVERY_TARGET_SECONDS} s after the drain began`,
+      measured:
+        rec.completeSeconds !== undefined
+          ? `${rec.completeSeconds.toFixed(2)} s (${int(rec.status?.complete)}/${int(rec.clients)} clients, ${int(rec.status?.duplicates)} duplicates, ${int(rec.status?.outOfOrder)} out of order); ${rec.redisCallsPerClient?.toFixed(1) ?? '–'} Redis commands per recovering client`
+          : `not every client had every publication (${int(rec.status?.complete)}/${int(rec.clients)})${rec.error ? `: ${rec.error.slice(0, 100)}` : ''}`,
+      met,
+      gap: met
+        ? '–'
+        : rec.completeSeconds !== undefined
+          ? `${(rec.completeSeconds - RECOVERY_TARGET_SECONDS).toFixed(2)} s`
+          : 'incomplete',
+    });
+  }
   const first = r.fanout?.shapes[0];
   if (first) {
     // p99 over a short window is ruled by the longest stall in it (mostly the client processes,
@@ -180,6 +232,161 @@ export function targets(r: Results): Target[] {
     });
   }
   return out;
+}
+
+const caseOf = (run: { cases: CostCase[] }, variant: CostVariant): CostCase | undefined =>
+  run.cases.find((c) => c.variant === variant);
+
+/** The run whose history-on CPU ratio is the median one (the run the tables show). */
+function medianCostRun(runs: { cases: CostCase[] }[]): { cases: CostCase[] } | undefined {
+  const rated = runs
+    .map((run) => ({ run, q: costRatios(run, 'history-on')?.cpu }))
+    .filter((x): x is { run: { cases: CostCase[] }; q: number } => x.q !== undefined)
+    .sort((a, b) => a.q - b.q);
+  return rated[Math.floor((rated.length - 1) / 2)]?.run ?? runs[0];
+}
+
+const COST_LABEL: Record<CostVariant, string> = {
+  ceiling: 'Ceiling: raw uWS + Redis hop (`PUBLISH`), 2 processes',
+  'history-on': 'Switchboard, history on (default, `HISTORY_SIZE=100`)',
+  'history-off': 'Switchboard, history off (`HISTORY_SIZE=0`)',
+  'history-on-opted-in': 'Switchboard, history on, every subscriber opted in (`recover=1`)',
+};
+
+function costSection(r: Results): string[] {
+  const cost = r['publish-cost'];
+  if (!cost) return [];
+  const mid = medianCostRun(cost.runs);
+  const lines = [
+    '## Publish cost at a fixed rate',
+    '',
+    `${int(cost.channels)} channels × ${cost.subscribersPerChannel} subscribers (one per node), ${int(cost.rate)} publishes/s over REST (V3 \`POST /api/publish\`, round-robin over the channels and the 2 nodes) for ${cost.seconds} s after as long a warm-up at the same rate: every publish costs a REST request, a key lookup, the engine's publish (the history script on Switchboard, one \`PUBLISH\` on the ceiling) and a log append, and is delivered to only 2 sockets, so CPU per delivery is the publish path's cost. CPU is the gateways' (or ceiling servers') and redis-server's utime + stime from \`/proc/<pid>/stat\` over the measurement and its settling. Each run measures every row one after the other, the ceiling first; the table shows the run with the median CPU ratio, the ratios of every run below it.`,
+    '',
+    '| System | CPU per 1,000 deliveries (ms): total = gateways + Redis | × ceiling | p50 / p95 / p99 (ms) | p99 × ceiling | delivered, loss | idle before the load: gateways + Redis CPU (ms per s) |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  const ceiling = mid && caseOf(mid, 'ceiling')?.step;
+  for (const c of mid?.cases ?? []) {
+    const st = c.step;
+    if (!st) {
+      lines.push(`| ${COST_LABEL[c.variant]} | ⚠ ${c.error?.slice(0, 120) ?? 'not measured'} | | | | | |`);
+      continue;
+    }
+    const per = (seconds: number): string => (st.received ? ((seconds * 1e6) / st.received).toFixed(0) : '–');
+    const isCeiling = c.variant === 'ceiling';
+    lines.push(
+      `| ${COST_LABEL[c.variant]} | ${cpu(st)} = ${per(st.cpu.servers)} + ${per(st.cpu.redis)} | ${isCeiling ? '(ceiling)' : `${ratio(st.serverCpuMsPer1000, ceiling?.serverCpuMsPer1000)?.toFixed(2) ?? '–'}×`} | ${ms(st.p50Ms)} / ${ms(st.p95Ms)} / ${ms(st.p99Ms)} | ${isCeiling ? '(ceiling)' : `${ratio(st.p99Ms, ceiling?.p99Ms)?.toFixed(2) ?? '–'}×`} | ${int(st.received)}, ${lossText(st)}${st.pass ? '' : ` (⚠ ${st.why ?? ''})`} | ${c.idle ? `${c.idle.servers.toFixed(1)} + ${c.idle.redis.toFixed(1)}` : '–'} |`,
+    );
+  }
+  lines.push('');
+  const timed = (mid?.cases ?? []).filter((c) => c.redis && c.step?.publishRate);
+  if (timed.length)
+    lines.push(
+      "Redis' own time per publish in the median run (`INFO commandstats` over the measurement: µs inside each command, divided by the publishes; a script's time includes the commands it runs, listed after it; Redis' CPU above also counts reading, writing and its event loop):",
+      '',
+      ...timed.map((c) => {
+        const publishes = c.step!.expected / cost.subscribersPerChannel || 1;
+        const entries = Object.entries(c.redis!).sort((a, b) => b[1].usec - a[1].usec);
+        const scripts = entries.filter(([k]) => SCRIPT_CALLS.includes(k));
+        const own = (scripts.length ? scripts : entries).reduce((sum, [, t]) => sum + t.usec, 0);
+        return `- ${COST_LABEL[c.variant]}: ${(own / publishes).toFixed(1)} µs${scripts.length ? ' in scripts' : ''} (${entries.map(([k, t]) => `${k} ${(t.calls / publishes).toFixed(2)}× ${(t.usec / t.calls).toFixed(1)} µs`).join(', ')})`;
+      }),
+      '',
+    );
+  const variants = (mid?.cases ?? []).map((c) => c.variant).filter((v) => v !== 'ceiling');
+  if (cost.runs.length > 1)
+    lines.push(
+      "Per run (CPU ratio / p99 ratio to the same run's ceiling):",
+      '',
+      ...variants.map(
+        (v) =>
+          `- ${COST_LABEL[v]}: ${cost.runs
+            .map((run) => {
+              const q = costRatios(run, v);
+              return q ? `${q.cpu.toFixed(2)}× / ${q.p99.toFixed(2)}×` : '–';
+            })
+            .join(', ')}`,
+      ),
+      '',
+    );
+  return lines;
+}
+
+/** History on vs off, side by side, from the throughput scenarios. */
+function historySection(r: Results): string[] {
+  const shapes = [...(r.fanout?.shapes ?? []), ...(r.channels?.shapes ?? [])].filter(
+    (shape) => shape.median['switchboard-redis-history-off'],
+  );
+  if (shapes.length === 0) return [];
+  const lines = [
+    '## History on vs off',
+    '',
+    "The throughput cases above, Switchboard on 2 nodes + Redis with history on (the default, `HISTORY_SIZE=100`) and off (`HISTORY_SIZE=0`), each measured right after the same ceiling. Subscribers do not opt in (no `recover=1`): they get the frames they got before offsets existed. Off is not the publish path from before history: with size 0 the publish script still runs, counts the topic's offset (HGET, HINCRBY and EXPIRE of its meta hash) and publishes; it only stores nothing (no RPUSH, LTRIM or EXPIRE of the list, and a DEL of it). So on vs off is the price of storing history, not of offsets. The ratios here divide each system's median run by the ceiling's median run (the targets above use back-to-back pairs instead); under load they are noisy.",
+    '',
+    "| Shape | History | max deliveries/s (× ceiling) | target share of the ceiling held | p99 at the ceiling's half-max rate (× ceiling) | CPU per 1,000 deliveries at the fixed rate (ms, × ceiling) |",
+    '|---|---|---|---|---|---|',
+  ];
+  for (const shape of shapes) {
+    const ceiling = shape.median['ceiling-redis'];
+    for (const [system, label] of [
+      ['switchboard-redis', 'on'],
+      ['switchboard-redis-history-off', 'off'],
+    ] as const) {
+      const runs = shape.runs[system] ?? [];
+      const held = runs.filter((c) => c.atTarget?.pass).length;
+      const checked = runs.filter((c) => c.atTarget).length;
+      const c = shape.median[system];
+      const q = (a: number | undefined, b: number | undefined, f: (n: number) => string): string => {
+        const v = ratio(a, b);
+        return v === undefined ? '' : ` (${f(v)})`;
+      };
+      lines.push(
+        `| ${shape.label} | ${label} | ${int(c?.max?.deliveriesPerSecond)}${q(c?.max?.deliveriesPerSecond, ceiling?.max?.deliveriesPerSecond, pct)} | ${checked ? `${held} of ${checked} runs` : '–'} | ${ms(c?.sameRate?.p99Ms)}${q(c?.sameRate?.p99Ms, ceiling?.half?.p99Ms, (n) => `${n.toFixed(2)}×`)} | ${cpu(c?.fixed)}${q(c?.fixed?.serverCpuMsPer1000, ceiling?.fixed?.serverCpuMsPer1000, (n) => `${n.toFixed(2)}×`)} |`,
+      );
+    }
+  }
+  lines.push('');
+  return lines;
+}
+
+const SCRIPT_CALLS = ['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro'];
+
+/** Script calls per recovering client: each is one command, its inner commands count apart. */
+function scriptsPerClient(m: RecoveryResult): string {
+  const count = (calls: Record<string, number>): number =>
+    SCRIPT_CALLS.reduce((sum, c) => sum + (calls[c] ?? 0), 0);
+  return ((count(m.redisCalls) - count(m.baselineCalls)) / m.clients).toFixed(2);
+}
+
+function recoverySection(r: Results): string[] {
+  const rec = r.recovery;
+  if (!rec) return [];
+  const m = rec.median;
+  const s = m.status;
+  const totalCalls = (calls: Record<string, number>): number =>
+    Object.values(calls).reduce((a, b) => a + b, 0);
+  const commands = Object.keys({ ...m.redisCalls, ...m.baselineCalls }).sort(
+    (a, b) => (m.redisCalls[b] ?? 0) - (m.redisCalls[a] ?? 0),
+  );
+  return [
+    '## Recovery',
+    '',
+    `${int(m.clients)} V3 clients opted in (\`recover=1\`) on channel \`${m.channel}\` of gateway A, 2 gateways + Redis. Each follows the recovery flow of docs/protocol.md (bench/src/lib/recovering-client.ts, Node clients on raw sockets in ${rec.meta.options.workers} processes): it remembers the epoch of its latest \`system::position\` and the offset of its latest publication, and on a close from 4000 to 4499 reconnects at once (no backoff) to gateway B with \`since\` and \`epoch\`. First ${int(m.publications)} publications go out through B's REST with every client connected (the baseline: live delivery, and Redis' commands for the publications alone); then A gets SIGTERM (its drain closes every socket with 4000) and ${int(m.publications)} more go out through B, one every 5 ms, starting at the SIGTERM. Timed from the SIGTERM until every client had every one of them (arrival times taken by the clients on the shared monotonic clock). Redis commands: \`INFO commandstats\` on the redis-server (commands run by scripts included) over the drain phase, minus the baseline's for the same number of publications, divided by the clients.`,
+    '',
+    '| Measure | Value |',
+    '|---|---|',
+    `| every client has every publication, after the SIGTERM | ${m.completeSeconds !== undefined ? `${m.completeSeconds.toFixed(2)} s` : `⚠ not reached (${int(s?.complete)}/${int(m.clients)})`} (target < ${RECOVERY_TARGET_SECONDS} s)${rec.runs.length > 1 ? `; runs: ${rec.runs.map((x) => (x.completeSeconds !== undefined ? `${x.completeSeconds.toFixed(2)} s` : 'incomplete')).join(', ')}` : ''} |`,
+    `| the publishes (through B, paced) took | ${m.publishSeconds.toFixed(2)} s; complete ${m.afterLastPublishSeconds?.toFixed(2) ?? '–'} s after the last one was answered |`,
+    `| reconnects; resumed \`recovered: true\` / \`false\` | ${int(s?.reconnects)}; ${int(s?.recovered)} / ${int(s?.unrecovered)} |`,
+    `| first reconnect → last resumed position frame | ${m.resumeSpreadSeconds !== undefined ? `${m.resumeSpreadSeconds.toFixed(2)} s` : '–'} |`,
+    `| duplicates, out-of-order publications, epoch changes | ${int(s?.duplicates)}, ${int(s?.outOfOrder)}, ${int(s?.epochChanges)} |`,
+    `| Redis commands over the drain phase / baseline for the same publications | ${int(totalCalls(m.redisCalls))} / ${int(totalCalls(m.baselineCalls))} |`,
+    `| **Redis commands per recovering client** | **${m.redisCallsPerClient?.toFixed(2) ?? '–'}** (of which script calls, EVAL/EVALSHA: ${scriptsPerClient(m)}) |`,
+    `| CPU over the drain phase: gateway B / Redis / the client processes | ${m.cpu ? `${m.cpu.gatewayB.toFixed(2)} s / ${m.cpu.redis.toFixed(2)} s / ${m.cpu.clients?.toFixed(2) ?? '–'} s` : '–'} |`,
+    '',
+    `Commands (drain phase / baseline): ${commands.map((c) => `${c} ${int(m.redisCalls[c] ?? 0)} / ${int(m.baselineCalls[c] ?? 0)}`).join(' · ')}${m.error ? `\n\n⚠ ${m.error}` : ''}`,
+    '',
+  ];
 }
 
 function throughputTable(shapes: ThroughputShape[]): string[] {
@@ -264,17 +471,30 @@ function svg(r: Results): string {
   ].join('\n');
 }
 
+/** A 1-minute load average above this (on the 2-CPU machine) means others shared the cores. */
+const LOADED = 2.5;
+const LOADED_AT_END = 4;
+
 function metaLines(name: string, meta: Meta | undefined): string[] {
   if (!meta) return [];
   const m = meta.machine;
+  // The run's own processes keep both cores busy (a load of 2 to 3), so the end is judged looser.
+  const loaded = (m.loadAverage[0] ?? 0) > LOADED || (meta.loadAverageAtEnd[0] ?? 0) > LOADED_AT_END;
   return [
-    `- **${name}**: \`${meta.command}\` at ${meta.startedAt} (${meta.seconds} s); load average ${m.loadAverage.join(' / ')} at start, ${meta.loadAverageAtEnd.join(' / ')} at end; product ${meta.productCommit}`,
+    `- **${name}**: \`${meta.command}\` at ${meta.startedAt} (${meta.seconds} s); load average ${m.loadAverage.join(' / ')} at start, ${meta.loadAverageAtEnd.join(' / ')} at end; product ${meta.productCommit}${loaded ? ` — ⚠ **measured under load** (1-minute load average above ${LOADED} on ${m.nproc} CPUs at the start or ${LOADED_AT_END} at the end: other agents' tests shared the machine; treat these figures as noisy)` : ''}`,
   ];
 }
 
 export function writeReport(r: Results, mdPath: string, svgPath: string): void {
   writeFileSync(svgPath, svg(r));
-  const anyMeta = r.fanout?.meta ?? r.channels?.meta ?? r.presence?.meta ?? r.memory?.meta ?? r.profile?.meta;
+  const anyMeta =
+    r.fanout?.meta ??
+    r.channels?.meta ??
+    r['publish-cost']?.meta ??
+    r.recovery?.meta ??
+    r.presence?.meta ??
+    r.memory?.meta ??
+    r.profile?.meta;
   const m = anyMeta?.machine;
   const t = targets(r);
   const lines: string[] = [
@@ -297,10 +517,12 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     ...metaLines('presence', r.presence?.meta),
     ...metaLines('idle memory', r.memory?.meta),
     ...metaLines('profile', r.profile?.meta),
+    ...metaLines('publish cost', r['publish-cost']?.meta),
+    ...metaLines('recovery', r.recovery?.meta),
     '',
-    'Default run (≤ 5 minutes): `npm run bench`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`.',
+    'Default run (about 10 minutes): `npm run bench`. One scenario: `npm run bench -- --scenario publish-cost --runs 3`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`.',
     '',
-    '## Targets (issue 6)',
+    '## Targets (issues 6 and 12)',
     '',
     '| Target | Goal | Measured | Met | Gap |',
     '|---|---|---|---|---|',
@@ -321,6 +543,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
       '',
       ...throughputTable(r.channels.shapes),
     );
+  lines.push(...historySection(r), ...costSection(r), ...recoverySection(r));
   const p = r.presence?.median;
   if (p) {
     lines.push(
@@ -409,6 +632,30 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
       );
     }
   }
+  const pp = r.profile?.result.publishPath;
+  if (pp) {
+    lines.push(
+      `### Publish path under the profiler: ${int(pp.channels)} channels × 2 subscribers at ${int(pp.rate)} publishes/s over REST`,
+      '',
+      `Only the samples taken during the load count (the connections before it are left out).${pp.load ? ` ${int(pp.load.deliveriesPerSecond)} deliveries/s, p99 ${ms(pp.load.p99Ms)} ms; CPU during the load: gateways ${pp.load.cpu.servers.toFixed(1)} s, Redis ${pp.load.cpu.redis.toFixed(1)} s, in ${pp.load.cpu.wallSeconds.toFixed(1)} s.` : ''} \`writeReply\` is uWS writing the HTTP answer (its send happens inside it); \`writev\` and \`writeUtf8String\` are the command connection's writes to Redis.`,
+      '',
+    );
+    for (const node of pp.nodes) {
+      lines.push(
+        `#### ${node.node} (${node.idlePercent.toFixed(0)}% idle)`,
+        '',
+        '| Self % of all | % of busy | Function | Location |',
+        '|---|---|---|---|',
+        ...node.top
+          .slice(0, 20)
+          .map(
+            (e) =>
+              `| ${e.selfPercent.toFixed(1)} | ${e.busyPercent.toFixed(1)} | \`${e.function}\` | ${e.location} |`,
+          ),
+        '',
+      );
+    }
+  }
   if (r.profile?.result.presence) {
     const pp = r.profile.result.presence;
     lines.push(
@@ -444,12 +691,13 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '- **Maximum sustainable rate.** Doubling (or halving) from a start rate until the verdict flips, then bisection (`--refine` steps); a failed step is tried a second time before it counts as failed; the best passing rate is measured again for `--duration` seconds (a failure tried twice, like a search step) and, if it does not hold, rates an eighth of it lower, down to half: the highest rate that holds for the full duration is the reported maximum (listed after the search as "full duration"), and one that never held is marked ⚠. Then half of it (latency) and the fixed rate (20,000 deliveries/s for fan-out, 10,000 for many channels); Switchboard also at its ceiling\'s half-max rate, so latencies compare at the same load, and at the target share of its ceiling\'s maximum (below).',
     '- **Ceilings.** `ceiling-uws`: one uWS process, HTTP publish → `JSON.parse` → `app.publish`. `ceiling-redis`: two uWS processes; an HTTP publish is `PUBLISH`ed to Redis (ioredis) and both processes, `SUBSCRIBE`d per channel while they have subscribers, `app.publish` what they receive. Switchboard on 2 nodes + Redis is compared with `ceiling-redis`, on 1 node with the memory engine with `ceiling-uws`.',
     "- **Runs and targets.** `--runs N` repeats every case; tables show the run with the median maximum. Each Switchboard system is measured right after its ceiling (a back-to-back pair sees the same machine; drift between runs, from other tenants or thermal state, does not decide a verdict). The throughput targets are checked directly: Switchboard must hold the target share (85% fan-out, 70% many channels) of the maximum its ceiling sustained in the same pair, for the full duration with no loss, in most pairs; the ratio of the two searched maxima is shown beside it, but searched maxima are an eighth of a rate apart, too coarse to decide a threshold. The latency target is the median of the per-pair p99 ratios at the ceiling's half-max rate.",
+    '- **History.** Switchboard runs with history on (the default, `HISTORY_SIZE=100`, `HISTORY_TTL_SECONDS=120`) unless a row says off (`HISTORY_SIZE=0`). The throughput and publish-cost subscribers do not opt in to offsets (no `recover=1`) except in the publish-cost row that says so.',
     "- **Product under test.** `--product-dir <checkout>` runs another checkout's built packages (the results record its commit).",
     '',
     '## Options',
     '',
     '```',
-    '--scenario a,b     fanout, channels, presence, memory, profile, or all (default: the first four)',
+    '--scenario a,b     fanout, channels, publish-cost, recovery, presence, memory, profile, or all (default: all but profile)',
     '--duration S       seconds of each recorded measurement (default 1.25)',
     '--step S           seconds of each rate-search step (default 1)',
     '--refine N         bisection steps after the doubling (default 2)',
@@ -463,7 +711,10 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--max-p99 MS       p99 bound of a passing step (default 500)',
     '--client raw|ws    the WebSocket client of the load generator (default raw)',
     '--connect-client native|node   the client of connection and join rates (default native, built with cc)',
-    '--systems a,b      switchboard-redis, switchboard-memory, ceiling-redis, ceiling-uws',
+    '--systems a,b      switchboard-redis, switchboard-redis-history-off, switchboard-memory, ceiling-redis, ceiling-uws',
+    '--cost-rate N, --cost-seconds S   publish-cost: publishes/s and seconds measured (default 500/s for 10 s)',
+    '--cost-variants a,b   publish-cost rows: ceiling, history-on, history-off, history-on-opted-in (default all)',
+    '--recovery-clients N, --recovery-publications N   recovery: opted-in clients and publications (default 1000, 100)',
     "--profile-rate N, --profile-seconds S   the profile scenario's load (default 300/s for 10 s)",
     '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
     '--no-docs          do not rewrite docs/benchmarks.md',
@@ -477,7 +728,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     lines.push(
       '## Open work',
       '',
-      'Unmet targets stay open (issue 6):',
+      'Unmet targets stay open (issues 6 and 12):',
       '',
       ...open.map((x) => `- ${x.name}: ${x.measured}; gap ${x.gap}.`),
       '',

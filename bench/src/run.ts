@@ -9,13 +9,17 @@ import { fleetDefaults } from './lib/fleet';
 import { connectDefaults } from './lib/native-fleet';
 import { gitCommit, machine } from './lib/machine';
 import type { Machine } from './lib/machine';
-import { ROOT, product, stopDescendants } from './lib/procs';
+import { ROOT, onRedis, product, stopDescendants } from './lib/procs';
 import type { SystemName } from './lib/procs';
 import { memoryCase } from './scenarios/memory';
 import type { MemoryCase } from './scenarios/memory';
 import { presenceScenario } from './scenarios/presence';
 import type { PresenceResult } from './scenarios/presence';
 import { profileScenario } from './scenarios/profile';
+import { publishCostScenario } from './scenarios/publish-cost';
+import type { CostRun, CostVariant } from './scenarios/publish-cost';
+import { recoveryScenario } from './scenarios/recovery';
+import type { RecoveryResult } from './scenarios/recovery';
 import type { ProfileResult } from './scenarios/profile';
 import { TARGET_SHARE, throughputCase } from './scenarios/throughput';
 import type { ThroughputCase } from './scenarios/throughput';
@@ -48,6 +52,15 @@ export interface Results {
   presence?: { meta: Meta; runs: PresenceResult[]; median: PresenceResult };
   memory?: { meta: Meta; cases: MemoryCase[] };
   profile?: { meta: Meta; result: ProfileResult };
+  'publish-cost'?: {
+    meta: Meta;
+    channels: number;
+    subscribersPerChannel: number;
+    rate: number;
+    seconds: number;
+    runs: CostRun[];
+  };
+  recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
 }
 
 export interface Options {
@@ -66,6 +79,12 @@ export interface Options {
   systems: SystemName[];
   profileRate: number;
   profileSeconds: number;
+  /** publish-cost: publishes per second, seconds measured (after as long a warm-up). */
+  costRate: number;
+  costSeconds: number;
+  costVariants: CostVariant[];
+  recoveryClients: number;
+  recoveryPublications: number;
   docs: boolean;
   /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
   quick: boolean;
@@ -74,8 +93,15 @@ export interface Options {
 
 // Each Switchboard system right after its ceiling: a pair sees the same machine, and Switchboard
 // is also measured at the ceiling's rates (the target share of its maximum, its half maximum).
-const ALL_SYSTEMS: SystemName[] = ['ceiling-redis', 'switchboard-redis', 'ceiling-uws', 'switchboard-memory'];
-const DEFAULT_SCENARIOS = ['fanout', 'channels', 'presence', 'memory'];
+const ALL_SYSTEMS: SystemName[] = [
+  'ceiling-redis',
+  'switchboard-redis',
+  'switchboard-redis-history-off',
+  'ceiling-uws',
+  'switchboard-memory',
+];
+const DEFAULT_SCENARIOS = ['fanout', 'channels', 'publish-cost', 'recovery', 'presence', 'memory'];
+const COST_VARIANTS: CostVariant[] = ['ceiling', 'history-on', 'history-off', 'history-on-opted-in'];
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
@@ -94,6 +120,11 @@ function parseArgs(argv: string[]): Options {
     systems: ALL_SYSTEMS,
     profileRate: 300,
     profileSeconds: 10,
+    costRate: 500,
+    costSeconds: 10,
+    costVariants: COST_VARIANTS,
+    recoveryClients: 1000,
+    recoveryPublications: 100,
     docs: true,
     quick: false,
     client: 'raw',
@@ -159,6 +190,23 @@ function parseArgs(argv: string[]): Options {
       case '--profile-seconds':
         o.profileSeconds = num();
         break;
+      case '--cost-rate':
+        o.costRate = num();
+        break;
+      case '--cost-seconds':
+        o.costSeconds = num();
+        break;
+      case '--cost-variants':
+        o.costVariants = value().split(',') as CostVariant[];
+        for (const v of o.costVariants)
+          if (!COST_VARIANTS.includes(v)) throw new Error(`--cost-variants: unknown ${v}`);
+        break;
+      case '--recovery-clients':
+        o.recoveryClients = Math.floor(num());
+        break;
+      case '--recovery-publications':
+        o.recoveryPublications = Math.floor(num());
+        break;
       case '--product-dir':
         product.dir = resolve(value());
         break;
@@ -190,6 +238,9 @@ function parseArgs(argv: string[]): Options {
           members: 1000,
           durationS: 0.5,
           stepS: 0.5,
+          costSeconds: 2,
+          recoveryClients: 100,
+          recoveryPublications: 20,
           refine: 1,
           quick: true,
           docs: false,
@@ -246,7 +297,7 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
     for (let run = 0; run < o.runs; run++) {
       for (const system of o.systems) {
         const ceiling =
-          system === 'switchboard-redis'
+          system === 'switchboard-redis' || system === 'switchboard-redis-history-off'
             ? result.runs['ceiling-redis']?.[run]
             : system === 'switchboard-memory'
               ? result.runs['ceiling-uws']?.[run]
@@ -257,7 +308,7 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
           : undefined;
         const c = await throughputCase({
           system,
-          nodes: system === 'switchboard-redis' || system === 'ceiling-redis' ? 2 : 1,
+          nodes: onRedis(system) ? 2 : 1,
           channels: shape.channels,
           subscribersPerChannel: shape.subs,
           channelPrefix: kind === 'fanout' ? 'fan' : 'many',
@@ -326,6 +377,51 @@ async function main(): Promise<void> {
     if (scenario === 'fanout' || scenario === 'channels') {
       const shapes = await throughputShapes(scenario, o);
       save(scenario, { meta: meta(), shapes });
+    } else if (scenario === 'publish-cost') {
+      const channels = o.quick ? o.channels : 2000;
+      log(
+        `publish-cost: ${channels} channels × 2 subscribers at ${o.costRate} publishes/s over REST for ${o.costSeconds} s, 2 nodes + Redis (${o.costVariants.join(', ')}) × ${o.runs} runs`,
+      );
+      const runs = await publishCostScenario({
+        channels,
+        subscribersPerChannel: 2,
+        rate: o.costRate,
+        seconds: o.costSeconds,
+        warmupSeconds: Math.min(3, o.costSeconds),
+        workers: o.workers,
+        variants: o.costVariants,
+        runs: o.runs,
+        log,
+      });
+      save('publish-cost', {
+        meta: meta(),
+        channels,
+        subscribersPerChannel: 2,
+        rate: o.costRate,
+        seconds: o.costSeconds,
+        runs,
+      });
+    } else if (scenario === 'recovery') {
+      log(
+        `recovery: ${o.recoveryClients} opted-in clients on gateway A of 2; A drained while ${o.recoveryPublications} publications go out through B × ${o.runs} runs`,
+      );
+      const runs: RecoveryResult[] = [];
+      for (let run = 0; run < o.runs; run++) {
+        runs.push(
+          await recoveryScenario({
+            clients: o.recoveryClients,
+            publications: o.recoveryPublications,
+            publishIntervalMs: 5,
+            workers: o.workers,
+            timeoutMs: 20_000,
+            log,
+          }),
+        );
+      }
+      const sorted = [...runs].sort(
+        (x, y) => (x.completeSeconds ?? Infinity) - (y.completeSeconds ?? Infinity),
+      );
+      save('recovery', { meta: meta(), runs, median: sorted[Math.floor((sorted.length - 1) / 2)]! });
     } else if (scenario === 'presence') {
       log(
         `presence: ${o.presencePerNode} V4 presence joins per node on 2 nodes + Redis; members page of ${o.members}`,
@@ -380,6 +476,8 @@ async function main(): Promise<void> {
         seconds: o.profileSeconds,
         workers: o.workers,
         presenceJoins: o.presencePerNode * 2,
+        publishChannels: o.channels,
+        publishRate: o.costRate * 4,
         dir: join(resultsDir, 'tmp', 'profiles'),
         log,
       });
@@ -391,6 +489,15 @@ async function main(): Promise<void> {
         log(`  ${node.node} (${node.samples} samples), top self time:`);
         for (const entry of node.top.slice(0, 15))
           log(`    ${entry.selfPercent.toFixed(1).padStart(5)}%  ${entry.function}  ${entry.location}`);
+      }
+      for (const node of result.publishPath?.nodes ?? []) {
+        log(
+          `  publish path ${node.node} (${node.idlePercent.toFixed(0)}% idle), top self time (% of all / % of busy):`,
+        );
+        for (const entry of node.top.slice(0, 30))
+          log(
+            `    ${entry.selfPercent.toFixed(1).padStart(5)}% ${entry.busyPercent.toFixed(1).padStart(5)}%  ${entry.function}  ${entry.location}`,
+          );
       }
       for (const node of result.presence?.nodes ?? []) {
         log(

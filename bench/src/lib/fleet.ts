@@ -7,7 +7,7 @@ import { BUCKETS, mergeSparse, percentiles } from './hist';
 import type { Percentiles } from './hist';
 
 /** A forked helper process with a request/response IPC channel (one request at a time). */
-class Worker {
+export class Worker {
   private readonly child: ChildProcess;
   private waiting: ((message: Record<string, unknown>) => void) | undefined;
 

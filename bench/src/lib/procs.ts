@@ -211,7 +211,24 @@ async function redisProcessId(port: number): Promise<number | undefined> {
   }
 }
 
-export type SystemName = 'switchboard-redis' | 'switchboard-memory' | 'ceiling-uws' | 'ceiling-redis';
+export type SystemName =
+  | 'switchboard-redis'
+  | 'switchboard-redis-history-off'
+  | 'switchboard-memory'
+  | 'ceiling-uws'
+  | 'ceiling-redis';
+
+/** Switchboard systems that run on Redis (2 nodes + Redis in the throughput scenarios). */
+export const onRedis = (name: SystemName): boolean => name !== 'switchboard-memory' && name !== 'ceiling-uws';
+
+/**
+ * Gateway environment of a system beyond `gatewayEnv`: history off is `HISTORY_SIZE=0`, under
+ * which the publish script still runs (it still counts offsets and epochs, and publishes), but
+ * stores nothing: what "off" saves is the LIST's RPUSH, LTRIM and EXPIRE and its memory.
+ */
+export const SYSTEM_ENV: Partial<Record<SystemName, Record<string, string>>> = {
+  'switchboard-redis-history-off': { HISTORY_SIZE: '0' },
+};
 
 /** A running system under test: its server processes and how to reach them. */
 export interface System {
@@ -250,7 +267,7 @@ export function gatewayEnv(nodeId: string, redisUrl: string | undefined): Record
 }
 
 export async function startSystem(name: SystemName, options: StartOptions): Promise<System> {
-  const redis = name === 'switchboard-redis' || name === 'ceiling-redis' ? await startRedis() : undefined;
+  const redis = onRedis(name) ? await startRedis() : undefined;
   const nodes: ServerProcess[] = [];
   try {
     for (let i = 0; i < options.nodes; i++) {
@@ -258,7 +275,11 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
         nodes.push(
           await startNode(
             [cliPath(), 'gateway'],
-            { ...gatewayEnv(`bench-${i + 1}`, redis?.url), ...(options.env ?? {}) },
+            {
+              ...gatewayEnv(`bench-${i + 1}`, redis?.url),
+              ...(SYSTEM_ENV[name] ?? {}),
+              ...(options.env ?? {}),
+            },
             {
               healthPath: '/api/health',
               nodeOptions: [

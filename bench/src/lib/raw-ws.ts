@@ -22,6 +22,8 @@ export class RawWebSocket {
   private buffer: Buffer | undefined;
   private upgraded = false;
   private done = false;
+  /** The code of the server's close frame, once one arrived (1005 when it carried none). */
+  closeCode: number | undefined;
 
   constructor(
     url: string,
@@ -89,6 +91,7 @@ export class RawWebSocket {
       if (opcode === 1 || opcode === 2 || opcode === 0) this.handlers.message(payload);
       else if (opcode === 9) this.pong(payload);
       else if (opcode === 8) {
+        this.closeCode = payload.length >= 2 ? payload.readUInt16BE(0) : 1005;
         this.socket.end();
         return;
       }

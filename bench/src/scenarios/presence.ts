@@ -230,12 +230,9 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
       o.log(
         `  joins: ${result.joins.ok}/${total} in ${result.joins.seconds.toFixed(2)} s = ${describe(result.joins)}`,
       );
-      const sets = system.nodes.map((_, i) => `${REDIS_PREFIX}:presence:{${KEY}}:node:bench-${i + 1}`);
-      const entries = async (): Promise<number> => {
-        let sum = 0;
-        for (const set of sets) sum += await redis.scard(set);
-        return sum;
-      };
+      // Every presence entry of the key, whatever its node (docs/redis-keys.md: the key's by-node index).
+      const byNode = `${REDIS_PREFIX}:presence:{${KEY}}:by-node`;
+      const entries = (): Promise<number> => redis.zcard(byNode);
       const before = await entries();
       const start = performance.now();
       await fleet.closeAll();

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ClientFleet, Publisher } from '../lib/fleet';
 import { ROOT, product, startSystem } from '../lib/procs';
+import { nowUs } from '../lib/payload';
 import { step, subscriberUrls } from './load';
 import type { Step } from './load';
 
@@ -20,6 +21,18 @@ export interface ProfileResult {
   load?: Step;
   /** Per gateway node: top self-time functions. */
   nodes: NodeProfile[];
+  /**
+   * The publish path (issue 12): many channels × 2 subscribers over REST, where a publish is
+   * delivered to only 2 sockets and the REST, key, engine and log work per publish dominates.
+   */
+  publishPath?: {
+    channels: number;
+    rate: number;
+    load?: Step;
+    /** The load's time span: only its samples are counted. */
+    window?: { fromUs: number; toUs: number };
+    nodes: NodeProfile[];
+  };
   /** The same gateways profiled while V4 presence clients join (channels of 10) and leave. */
   presence?: { joins: number; joinSeconds: number; nodes: NodeProfile[] };
   error?: string;
@@ -34,6 +47,7 @@ export interface NodeProfile {
 }
 
 interface CpuProfile {
+  startTime: number;
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
   samples: number[];
   timeDeltas: number[];
@@ -48,9 +62,15 @@ function shorten(url: string): string {
   return path;
 }
 
+/**
+ * Self time per function and per file. `window` (µs of CLOCK_MONOTONIC, the clock V8 stamps
+ * samples with on Linux, as `nowUs`) keeps only the samples taken in it: the load, without the
+ * start-up and the connections before it.
+ */
 export function analyseProfile(
   file: string,
   topN: number,
+  window?: { fromUs: number; toUs: number },
 ): { samples: number; idlePercent: number; top: ProfileEntry[]; byFile: ProfileEntry[] } {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -58,8 +78,13 @@ export function analyseProfile(
   const files = new Map<string, number>();
   let total = 0;
   let idle = 0;
+  let at = profile.startTime;
+  let kept = 0;
   profile.samples.forEach((id, i) => {
     const weight = profile.timeDeltas[i] ?? 0;
+    at += weight;
+    if (window && (at < window.fromUs || at > window.toUs)) return;
+    kept++;
     const node = byId.get(id);
     if (!node) return;
     const { functionName, url, lineNumber } = node.callFrame;
@@ -85,7 +110,7 @@ export function analyseProfile(
         };
       });
   return {
-    samples: profile.samples.length,
+    samples: kept,
     idlePercent: (100 * idle) / Math.max(1, total),
     top: rank(self, true),
     byFile: rank(files, false),
@@ -99,6 +124,9 @@ export async function profileScenario(o: {
   seconds: number;
   workers: number;
   presenceJoins: number;
+  /** The publish-path profile: channels (× 2 subscribers) and publishes per second. */
+  publishChannels: number;
+  publishRate: number;
   dir: string;
   log: (line: string) => void;
 }): Promise<ProfileResult> {
@@ -142,6 +170,7 @@ export async function profileScenario(o: {
     result.nodes.push({ node: file, ...analysed });
   }
   if (files.length === 0) result.error = `${result.error ?? ''} no .cpuprofile written in ${o.dir}`;
+  result.publishPath = await publishPathProfile(o, join(o.dir, 'publish'));
   // Presence joins under the profiler.
   const presenceDir = join(o.dir, 'presence');
   mkdirSync(presenceDir, { recursive: true });
@@ -177,4 +206,51 @@ export async function profileScenario(o: {
       .map((file) => ({ node: file, ...analyseProfile(join(presenceDir, file), 25) })),
   };
   return result;
+}
+
+async function publishPathProfile(
+  o: {
+    publishChannels: number;
+    publishRate: number;
+    seconds: number;
+    workers: number;
+    log: (line: string) => void;
+  },
+  dir: string,
+): Promise<NonNullable<ProfileResult['publishPath']>> {
+  mkdirSync(dir, { recursive: true });
+  const out: NonNullable<ProfileResult['publishPath']> = {
+    channels: o.publishChannels,
+    rate: o.publishRate,
+    nodes: [],
+  };
+  const system = await startSystem('switchboard-redis', {
+    nodes: 2,
+    nodeOptions: `--cpu-prof --cpu-prof-dir=${dir}`,
+  });
+  const fleet = new ClientFleet(o.workers);
+  const publisher = new Publisher();
+  try {
+    const channels = Array.from({ length: o.publishChannels }, (_, i) => `pp-${i}`);
+    await fleet.connect(subscriberUrls(system, channels, 2), { concurrency: 200 });
+    o.log(
+      `  publish path: ${channels.length} channels × 2, ${o.publishRate}/s for ${o.seconds} s under --cpu-prof`,
+    );
+    const fromUs = nowUs();
+    out.load = await step(
+      { system, fleet, publisher, channels, subscribersPerChannel: 2, maxP99Ms: 1e9, publishConnections: 64 },
+      o.publishRate,
+      o.seconds * 1000,
+    );
+    out.window = { fromUs, toUs: nowUs() };
+  } finally {
+    await fleet.closeAll().catch(() => undefined);
+    fleet.stop();
+    publisher.stop();
+    await system.stop();
+  }
+  out.nodes = readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((file) => ({ node: file, ...analyseProfile(join(dir, file), 30, out.window) }));
+  return out;
 }

@@ -19,14 +19,16 @@ const isPlainObject = (value: unknown): boolean =>
   !!value && typeof value === 'object' && !Array.isArray(value);
 
 /**
- * The message as delivered (docs/openapi.yaml): a string is the exact text, anything else its compact JSON
- * text. `stampable` when that text is a JSON object (V4 secondaries get `system::channel` added).
+ * The message as delivered (docs/openapi.yaml): a string is the exact text, anything else its
+ * compact JSON text. `stampable` when that text is a JSON object (V4 secondaries get
+ * `system::channel` added); only V4 asks (`judge`): V3 frames are never stamped, so a V3 string
+ * is not parsed.
  */
-export function messageText(message: unknown): { text: string; stampable: boolean } {
+export function messageText(message: unknown, judge = true): { text: string; stampable: boolean } {
   if (message === undefined || message === null) throw new AppError('SB_MISSING_MESSAGE');
   if (typeof message === 'string') {
     let stampable = false;
-    if (message.startsWith('{')) {
+    if (judge && message.startsWith('{')) {
       try {
         stampable = isPlainObject(JSON.parse(message));
       } catch {
@@ -36,7 +38,7 @@ export function messageText(message: unknown): { text: string; stampable: boolea
     return { text: message, stampable };
   }
   try {
-    return { text: JSON.stringify(message), stampable: isPlainObject(message) };
+    return { text: JSON.stringify(message), stampable: judge && isPlainObject(message) };
   } catch {
     throw new AppError('SB_INVALID_FIELD', 'Invalid field "message": nests too deeply');
   }
@@ -67,15 +69,16 @@ export async function publishMessage(
   request: PublishRequest,
 ): Promise<Published> {
   const { record, protocol, channel } = request;
-  const { text, stampable } = messageText(request.message);
-  const publication: Publication = {
+  const { text, stampable } = messageText(request.message, protocol === 'v4');
+  // Plain assignments: a conditional spread costs about 1 µs per publish on this path.
+  const publication: { -readonly [K in keyof Publication]: Publication[K] } = {
     topic: { key: record.key, protocol, channel },
     body: text,
     origin: request.origin,
     source: 'api',
     acceptedAt: Date.now(),
-    ...(stampable && protocol === 'v4' ? { stampable: true } : {}),
   };
+  if (stampable) publication.stampable = true;
   const position = await deps.engine.broker.publish(publication, historyRetention(record, deps.config));
   // The log is bookkeeping: the answer does not wait for it (one Redis round trip less per
   // publish); it goes out after the PUBLISH on the same connection, so a later read sees it.
