@@ -121,14 +121,11 @@ export async function guard<T>(client: RedisClient, call: () => Promise<T>): Pro
 
 const corked = new WeakSet<object>();
 
-/** Per standalone client: writes waiting to leave with the client's next batch of commands. */
-const riders = new WeakMap<RedisClient, Set<() => void>>();
-
 /**
  * Holds a standalone connection's writes until the end of the event-loop turn, so the commands
  * of one turn (a burst of joins, publishes, count changes) leave in one `writev` instead of one
- * syscall each; the writes waiting in `rideNextWrite` join them, last. On a cluster the commands
- * go to several connections that ioredis opens and replaces itself; they are written as issued.
+ * syscall each. On a cluster the commands go to several connections that ioredis opens and
+ * replaces itself; they are written as issued.
  */
 export function coalesceWrites(client: RedisClient): void {
   if (client instanceof Cluster) return;
@@ -138,40 +135,9 @@ export function coalesceWrites(client: RedisClient): void {
   corked.add(stream);
   stream.cork();
   setImmediate(() => {
-    const waiting = riders.get(client);
-    if (waiting?.size) {
-      const writes = [...waiting];
-      waiting.clear();
-      for (const write of writes) write();
-    }
     corked.delete(stream);
     stream.uncork();
   });
-}
-
-/**
- * Runs `write` (which issues commands on `client`) with the client's next batch of commands, so
- * they share its syscall and Redis' reply; the caller may run it sooner itself (`dismount` it
- * first). Registering the same function twice runs it once. Returns whether `write` waits for
- * another batch (standalone); on a cluster it runs at the end of this turn.
- */
-export function rideNextWrite(client: RedisClient, write: () => void): boolean {
-  if (client instanceof Cluster) {
-    setImmediate(write);
-    return false;
-  }
-  let waiting = riders.get(client);
-  if (!waiting) {
-    waiting = new Set();
-    riders.set(client, waiting);
-  }
-  waiting.add(write);
-  return true;
-}
-
-/** Takes `write` off `client`'s riders (it is about to run by itself); whether it was waiting. */
-export function dismount(client: RedisClient, write: () => void): boolean {
-  return riders.get(client)?.delete(write) ?? false;
 }
 
 const commandErrorListeners = new WeakMap<RedisClient, Array<() => void>>();

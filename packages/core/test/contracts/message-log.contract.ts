@@ -43,13 +43,6 @@ export function describeMessageLogContract(
       expect(await log.recent(key, 100)).toHaveLength(5);
     });
 
-    it('reads its own appends at once, before they were confirmed', async () => {
-      const log = await createLog(10);
-      const appended = [log.append(key, record(1)), log.append(key, record(2))];
-      expect((await log.recent(key)).map((r) => r.id)).toEqual(['id-2', 'id-1']);
-      await Promise.all(appended);
-    });
-
     it('keeps API keys apart', async () => {
       const log = await createLog(10);
       const other = unique('other');
