@@ -1,10 +1,10 @@
+import type { z } from 'zod';
 import { historyOverride, keyLimits, webhookConfig } from '../config/schema';
 import { assertValidDomains } from '../keys/key-store';
-import type { ApiKeyRecord, HistoryOverride, KeyLimits, KeyStore } from '../keys/key-store';
+import type { ApiKeyRecord, KeyStore } from '../keys/key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
 import { webhookEvents } from '../webhooks/webhooks';
-import type { WebhookConfig } from '../webhooks/webhooks';
 import { guard } from './clients';
 import type { RedisClient } from './clients';
 import type { RedisKeys } from './keys';
@@ -35,19 +35,11 @@ function toHash(record: ApiKeyRecord): KeyHash {
   return hash;
 }
 
-/** The stored webhook; one that does not parse (never written so) is none. */
-function webhookOf(text: string | undefined): WebhookConfig | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const parsed = webhookConfig.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The stored override; one that does not parse (never written so) is ignored: the config applies. */
-function historyOf(text: string | undefined): HistoryOverride | undefined {
+/**
+ * An optional JSON field of the record (`history`, `webhook`, `limits`); one that does not parse
+ * (never written so) is taken as absent, so the configuration applies.
+ */
+function stored<T>(text: string | undefined, schema: z.ZodType<T, z.ZodTypeDef, unknown>): T | undefined {
   if (text === undefined) return undefined;
   let value: unknown;
   try {
@@ -55,28 +47,15 @@ function historyOf(text: string | undefined): HistoryOverride | undefined {
   } catch {
     return undefined;
   }
-  const parsed = historyOverride.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
-}
-
-/** The stored quotas; ones that do not parse (never written so) are ignored: the config applies. */
-function limitsOf(text: string | undefined): KeyLimits | undefined {
-  if (text === undefined) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const parsed = keyLimits.safeParse(value);
+  const parsed = schema.safeParse(value);
   return parsed.success ? parsed.data : undefined;
 }
 
 function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | null {
   if (hash.secret === undefined) return null;
-  const history = historyOf(hash.history);
-  const webhook = webhookOf(hash.webhook);
-  const limits = limitsOf(hash.limits);
+  const history = stored(hash.history, historyOverride);
+  const webhook = stored(hash.webhook, webhookConfig);
+  const limits = stored(hash.limits, keyLimits);
   return {
     key,
     secret: hash.secret,
