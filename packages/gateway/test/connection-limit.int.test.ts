@@ -6,17 +6,9 @@ import {
   postJson,
   startGateway,
   startRedis,
+  waitFor,
 } from '@switchboard/testing';
 import type { RedisServer, TestGateway } from '@switchboard/testing';
-
-/** Polls `check` until it holds (state written by another process or turn), or fails after 5 s. */
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 const LIMIT = 5;
 let redis: RedisServer;
@@ -80,7 +72,7 @@ describe('MAX_CONNECTIONS_PER_KEY: sockets, reserved atomically across gateways'
     }
     for (let i = 1; i < LIMIT; i++) clients.push(await connectClient(url(i % 2, '/v4/other')));
     expect(await sockets()).toBe(LIMIT);
-    await until(
+    await waitFor(
       'the subscriptions counted',
       async () => (await gateways[1]!.engine.counts.sum(key.key)) === 9 + LIMIT - 1,
     );
@@ -91,7 +83,7 @@ describe('MAX_CONNECTIONS_PER_KEY: sockets, reserved atomically across gateways'
     expect((await over.closed).code).toBe(4529);
 
     many.close();
-    await until('the place freed', async () => (await sockets()) === LIMIT - 1);
+    await waitFor('the place freed', async () => (await sockets()) === LIMIT - 1);
     clients.push(await connectClient(url(1, '/v4/next')));
     expect(await sockets()).toBe(LIMIT);
   });
@@ -101,6 +93,6 @@ describe('MAX_CONNECTIONS_PER_KEY: sockets, reserved atomically across gateways'
     expect(await sockets()).toBe(3);
     await redis.restart();
     // Each gateway rewrites its own share from its open sockets once it reconnects.
-    await until('the reservations rewritten', async () => (await sockets().catch(() => -1)) === 3, 15_000);
+    await waitFor('the reservations rewritten', async () => (await sockets().catch(() => -1)) === 3, 15_000);
   }, 20_000);
 });

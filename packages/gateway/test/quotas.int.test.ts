@@ -6,17 +6,9 @@ import {
   postJson,
   startGateway,
   startRedis,
+  waitFor,
 } from '@switchboard/testing';
 import type { RedisServer, TestGateway } from '@switchboard/testing';
-
-/** Polls `check` until it holds (state written by another turn), or fails after 5 s. */
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 let redis: RedisServer;
 let gateways: TestGateway[] = [];
@@ -90,7 +82,7 @@ describe('per-key quotas, counted across two gateways on one Redis', () => {
     sender.send('d');
     expect((await sender.next((frame) => frame.json?.['error'] !== undefined)).json).toEqual({ error: text });
     expect(await sender.closed).toEqual({ code: 4029, reason: text });
-    await until('the log holds the two accepted publishes', async () => {
+    await waitFor('the log holds the two accepted publishes', async () => {
       return (await gw(0).engine.logs.recent(key.key)).length === 2;
     });
   });

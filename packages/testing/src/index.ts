@@ -3,3 +3,4 @@ export * from './gateway';
 export * from './ws-client';
 export * from './process';
 export * from './chromium';
+export * from './wait';
