@@ -73,6 +73,31 @@ describe('account API actions on a live gateway', () => {
     expect(v3History.body.publications.map((p: { message: string }) => p.message)).toEqual(['plain "text"']);
   });
 
+  test("console publishes count against the key's publication quotas, shared with the cluster API", async () => {
+    const limited = await createTestKey(gateway.engine, { limits: { messagesPerDay: 2 } });
+    const restPublish = () =>
+      fetch(`${gateway.httpUrl}/api/publish`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          key: limited.key,
+          secret: limited.secret,
+          channelId: 'quota',
+          message: 'rest',
+        }),
+      });
+    expect((await restPublish()).status).toBe(200);
+    await post('/api/messages', { channel: 'quota', message: 'console' }, limited).expect(200);
+    // The day's two messages are used up, whichever API sent them.
+    const refused = await post('/api/messages', { channel: 'quota', message: 'over' }, limited).expect(429);
+    expect(refused.body).toEqual({
+      error: expect.stringContaining('messagesPerDay'),
+      code: 'SB_RATE_LIMITED',
+    });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await restPublish()).status).toBe(429);
+  });
+
   test('bad bodies are 400s that name the problem', async () => {
     const missing = await post('/api/messages', { channel: 'pub' }).expect(400);
     expect(missing.body).toEqual({ error: 'Missing message from payload', code: 'SB_MISSING_MESSAGE' });

@@ -6,7 +6,9 @@ import {
   kickConnections,
   publishAnswer,
   publishMessage,
+  quotaError,
   readHistory,
+  takePublishQuota,
 } from '@switchboard/core';
 import type { HistoryAnswer, KickSelector } from '@switchboard/core';
 import { positiveIntegerParam, querySchema } from '../http/query';
@@ -44,13 +46,17 @@ export const historyEndpoint = defineEndpoint({
 /**
  * `POST /api/messages` `{"channel", "protocol"?, "message"}`: publishes to the channel's V4 (the
  * default) or V3 connections on every node, through the same core path as `POST /api/v4/publish`
- * (docs/console.md, "How publish and kick reach the product").
+ * (docs/console.md, "How publish and kick reach the product"), counted against the key's
+ * `publishesPerSecond` and `messagesPerDay` like every other publication.
  */
 export const publishEndpoint = definePostEndpoint({
   path: '/messages',
   body: z.object({ channel: channelName, protocol: protocolParam.optional(), message: z.unknown() }).strict(),
-  handle: async (key, body, context): Promise<object> =>
-    publishAnswer(
+  handle: async (key, body, context): Promise<object> => {
+    // The key's publication quotas count console publishes too (429 with `Retry-After`).
+    const refusal = await takePublishQuota(context.engine.quotas, context.config, key);
+    if (refusal) throw quotaError(refusal);
+    return publishAnswer(
       await publishMessage(context, {
         record: key,
         protocol: body.protocol ?? 'v4',
@@ -58,7 +64,8 @@ export const publishEndpoint = definePostEndpoint({
         message: body.message,
         origin: context.origin,
       }),
-    ),
+    );
+  },
 });
 
 /**

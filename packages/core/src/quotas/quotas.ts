@@ -1,7 +1,8 @@
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config/load';
-import type { KeyLimits } from '../keys/key-store';
+import { AppError } from '../errors';
+import type { ApiKeyRecord, KeyLimits } from '../keys/key-store';
 import type { RedisClient } from '../redis/clients';
 import type { RedisKeys } from '../redis/keys';
 import type { ApiKey } from '../types';
@@ -57,6 +58,29 @@ export interface QuotaNames {
   publishes(key: ApiKey): string;
   messagesDay(key: ApiKey, day: string): string;
 }
+
+/**
+ * The refusal of one publication (REST publish, console publish or relayed client message) by
+ * the key's `publishesPerSecond` and `messagesPerDay`, or `undefined`; `null` when the key has
+ * neither limit, so callers stay synchronous and touch no counter. Every API that publishes
+ * calls this, so a key's publication quotas count its publications whichever way they came in.
+ */
+export function takePublishQuota(
+  quotas: Quotas,
+  config: Pick<Config, 'limits'>,
+  record: ApiKeyRecord,
+): Promise<QuotaRefusal | undefined> | null {
+  const { publishesPerSecondPerKey, messagesPerDayPerKey } = config.limits;
+  if (record.limits === undefined && publishesPerSecondPerKey === 0 && messagesPerDayPerKey === 0)
+    return null;
+  const limits = keyLimits(record, config);
+  if (limits.publishesPerSecond === 0 && limits.messagesPerDay === 0) return null;
+  return quotas.takePublish(record.key, limits.publishesPerSecond, limits.messagesPerDay);
+}
+
+/** A refusal as the HTTP APIs answer it: 429 with `Retry-After`, the text naming the limit. */
+export const quotaError = (refusal: QuotaRefusal): AppError =>
+  new AppError('SB_RATE_LIMITED', refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds });
 
 type LimiterFactory = (points: number, durationSeconds: number) => RateLimiterAbstract;
 

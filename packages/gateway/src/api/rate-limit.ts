@@ -1,10 +1,7 @@
 import { BlockList, isIPv6 } from 'node:net';
-import { AppError, keyLimits } from '@switchboard/core';
+import { quotaError, takePublishQuota } from '@switchboard/core';
 import type { ApiKeyRecord, QuotaRefusal } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-
-const tooMany = (refusal: QuotaRefusal): AppError =>
-  new AppError('SB_RATE_LIMITED', refusal.message, { retryAfterSeconds: refusal.retryAfterSeconds });
 
 /**
  * Counts one cluster API request against the key's `apiRequestsPerSecond` across the cluster;
@@ -14,30 +11,19 @@ export async function takeApiRequest(ctx: GatewayContext, record: ApiKeyRecord):
   const perSecond = record.limits?.apiRequestsPerSecond ?? ctx.config.limits.apiRequestsPerSecond;
   if (perSecond === 0) return;
   const refusal = await ctx.engine.quotas.takeApiRequest(record.key, perSecond);
-  if (refusal) throw tooMany(refusal);
+  if (refusal) throw quotaError(refusal);
 }
 
-/**
- * The refusal of one publication (REST publish or relayed client message) by the key's
- * `publishesPerSecond` and `messagesPerDay`, or `undefined`; `null` when the key has neither
- * limit, so callers stay synchronous and touch no counter.
- */
-export function takePublish(
+/** The key's publication quotas (see `takePublishQuota`); `null` when it has none. */
+export const takePublish = (
   ctx: GatewayContext,
   record: ApiKeyRecord,
-): Promise<QuotaRefusal | undefined> | null {
-  const { publishesPerSecondPerKey, messagesPerDayPerKey } = ctx.config.limits;
-  if (record.limits === undefined && publishesPerSecondPerKey === 0 && messagesPerDayPerKey === 0)
-    return null;
-  const limits = keyLimits(record, ctx.config);
-  if (limits.publishesPerSecond === 0 && limits.messagesPerDay === 0) return null;
-  return ctx.engine.quotas.takePublish(record.key, limits.publishesPerSecond, limits.messagesPerDay);
-}
+): Promise<QuotaRefusal | undefined> | null => takePublishQuota(ctx.engine.quotas, ctx.config, record);
 
 /** `takePublish` for the cluster API: throws the 429. */
 export async function takeRestPublish(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> {
   const refusal = await takePublish(ctx, record);
-  if (refusal) throw tooMany(refusal);
+  if (refusal) throw quotaError(refusal);
 }
 
 /**
