@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { createMemoryState, createMetrics } from '@switchboard/core';
+import { DEFAULT_DISPATCHER_TIMING, createMemoryState, createMetrics } from '@switchboard/core';
 import type { ApiKeyRecord, WebhookConfig } from '@switchboard/core';
 import { connectClient, createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
 import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
@@ -361,12 +361,20 @@ describe('a dispatcher that dies mid-batch', () => {
 });
 
 describe('an unavailable receiver', () => {
-  it('gets every event after being down, in order per channel, each batch under one delivery id', async () => {
-    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix() };
-    const gateway = await gatewayOn(env);
+  it('gets every event after 15 s of refused connections and 15 s of 500s, in order per channel, each batch under one delivery id', async () => {
+    const metrics = createMetrics({ service: 'gateway', defaultMetrics: false });
+    // The documented backoff (DEFAULT_DISPATCHER_TIMING); only the key listing is faster.
+    const gateway = await startGateway({
+      env: { REDIS_URL: redis.url, REDIS_PREFIX: prefix() },
+      metrics,
+      webhookTiming: { refreshMs: 100 },
+    });
+    gateways.push(gateway);
     const { key, receiver } = await hookedKey(gateway, (r) => ({ url: r.url }));
     let failing = true;
     receiver.answer = () => (failing ? 500 : 200);
+    const failedAttempts = async (): Promise<number> =>
+      (await metrics.webhookDeliveries.get()).values.find((v) => v.labels['result'] === 'failed')?.value ?? 0;
     const expected = new Map<string, string[]>();
     const cycle = async (channel: string): Promise<void> => {
       const c = await client(gateway.wsUrl(`/v4/${channel}`, { api_key: key.key }));
@@ -375,15 +383,39 @@ describe('an unavailable receiver', () => {
       await waitUntil(async () => (await gateway.engine.counts.sum(key.key)) === 0, 2000, 'uncounted');
       expected.set(channel, [...(expected.get(channel) ?? []), 'channel_occupied', 'channel_vacated']);
     };
-    await cycle('x');
-    await waitUntil(() => receiver.requests.length >= 2, 3000, 'failed attempts');
+
+    // Down: connections refused for 15 s, with events stored meanwhile.
     await receiver.down();
-    await cycle('y');
+    const downAt = Date.now();
     await cycle('x');
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    failing = false;
+    await cycle('y');
+    await waitUntil(
+      async () => Date.now() - downAt >= 15_000 && (await failedAttempts()) >= 3,
+      20_000,
+      '15 s of refused connections, retried',
+    );
+    const refused = await failedAttempts();
+    expect(receiver.requests).toHaveLength(0);
+
+    // Up but failing: 500 for the next 15 s, and more events.
     await receiver.up();
-    await waitUntil(() => receiver.events().length >= 6, 5000, 'every event');
+    await cycle('x');
+    await waitUntil(
+      () => Date.now() - downAt >= 30_000 && receiver.requests.some((r) => r.status === 500),
+      20_000,
+      '15 s of 500s, retried',
+    );
+    const upAt = Date.now();
+    failing = false;
+    const maxDelayMs = DEFAULT_DISPATCHER_TIMING.maxDelayMs;
+    await waitUntil(
+      () => receiver.events().length >= 6,
+      maxDelayMs + 5000,
+      'every event, within the backoff cap',
+    );
+    process.stdout.write(
+      `receiver down 30 s: ${refused} refused attempts, ${receiver.requests.filter((r) => r.status === 500).length} answered 500; every event ${Date.now() - upAt} ms after it answered 200\n`,
+    );
 
     for (const [channel, sequence] of expected) {
       expect(
@@ -393,6 +425,7 @@ describe('an unavailable receiver', () => {
           .map((e) => e.name),
       ).toEqual(sequence);
     }
+    // Every retry of a batch carries the same delivery id and the same events.
     const byDelivery = new Map<string, string>();
     for (const request of receiver.requests) {
       const body = JSON.stringify(request.events);
@@ -400,15 +433,15 @@ describe('an unavailable receiver', () => {
       byDelivery.set(request.delivery, body);
     }
     const failed = receiver.requests.filter((r) => r.status === 500).map((r) => r.delivery);
-    expect(failed.length).toBeGreaterThan(1);
     for (const id of failed) expect(receiver.accepted.map((r) => r.delivery)).toContain(id);
+    expect(receiver.requests.every((r) => r.valid)).toBe(true);
     // Acknowledged once the 2xx reaches the dispatcher, just after the receiver recorded it.
     await waitUntil(
       async () => (await gateway.engine.webhooks.depth(key.key)) === 0,
       2000,
       'all acknowledged',
     );
-  });
+  }, 90_000);
 
   it('drops and counts a batch after WEBHOOK_RETRY_SECONDS, and never slows publishing (memory engine)', async () => {
     const metrics = createMetrics({ service: 'gateway', defaultMetrics: false });
