@@ -4,7 +4,7 @@ import type { SystemName } from './lib/procs';
 import type { Step } from './scenarios/load';
 import { TARGET_SHARE } from './scenarios/throughput';
 import type { ThroughputCase } from './scenarios/throughput';
-import type { ConnectRate } from './scenarios/presence';
+import type { ConnectRate, PresenceResult, WebhookDelivery } from './scenarios/presence';
 import { COST_TARGET, costRatios, costVerdict } from './scenarios/publish-cost';
 import type { CostCase, CostVariant } from './scenarios/publish-cost';
 import { RECOVERY_TARGET_SECONDS } from './scenarios/recovery';
@@ -121,6 +121,34 @@ function throughputTarget(shape: ThroughputShape, kind: string, goal: number): T
   };
 }
 
+/** Presence joins with the key's webhook on beside the same runs without (issue 14). */
+function webhookJoinsSection(p: PresenceResult): string[] {
+  const w = p.webhooks;
+  if (!w) return [];
+  const delivery = (d: WebhookDelivery | undefined): string =>
+    d
+      ? `${int(d.events)} events in ${int(d.requests)} requests (member_added ${int(d.byName['member_added'])}, member_removed ${int(d.byName['member_removed'])}, channel_occupied ${int(d.byName['channel_occupied'])}, channel_vacated ${int(d.byName['channel_vacated'])}); ${d.depth === 0 ? 'queue drained' : `⚠ ${int(d.depth)} left in the queue`} ${ms(d.drainSeconds)} s after the last close${d.complete ? '' : ' ⚠ incomplete'}`
+      : '–';
+  const row = (
+    label: string,
+    off: ConnectRate | undefined,
+    on: ConnectRate | undefined,
+    d?: WebhookDelivery,
+  ): string =>
+    `| ${label} | ${int(off?.perSecondPerNode)} (${int(off?.serverCpuUsPerConnection)} µs) | ${int(on?.perSecondPerNode)} (${int(on?.serverCpuUsPerConnection)} µs) | ${pct(ratio(on?.perSecondPerNode, off?.perSecondPerNode))} | ${ratio(on?.serverCpuUsPerConnection, off?.serverCpuUsPerConnection)?.toFixed(2) ?? '–'}× | ${delivery(d)} |`;
+  return [
+    '### Webhooks on',
+    '',
+    "The same joins again with a webhook on the bench key (`SWITCHBOARD_KEYS` with `webhook.events` listing every event) to a receiver in the harness process that answers 200 at once and counts what it gets. Each join then also stores a `member_added` (and each new channel a `channel_occupied`) in the key's stream from the presence and counts scripts, and the key's dispatcher (on one of the gateways) reads the stream and POSTs batches of up to 100 while the joins go on. After the joins every socket is closed and the run waits until the stream is empty and the receiver has one `member_added` and one `member_removed` per join (warm-up included) and as many `channel_vacated` as `channel_occupied`. Each webhook-on run follows its webhook-off run directly.",
+    '',
+    '| Run | Joins/s per node, webhooks off (gateway CPU per join) | Webhooks on | On ÷ off | Gateway CPU per join, on ÷ off | Delivered |',
+    '|---|---|---|---|---|---|',
+    row('2 nodes, shared cores', p.joins, w.joins, w.joinsDelivery),
+    row('1 node on its own core', p.ownCore, w.ownCore, w.ownCoreDelivery),
+    '',
+  ];
+}
+
 /** Issue 6's targets, each judged met or not with its gap, from a set of results. */
 export function targets(r: Results): Target[] {
   const out: Target[] = [];
@@ -155,6 +183,30 @@ export function targets(r: Results): Target[] {
       measured: `${own}${int(p.joins.perSecondPerNode)}/s per node with ${p.nodes} nodes, clients and Redis sharing the cores`,
       met,
       gap: met ? '–' : `${int(5000 - judged.perSecondPerNode)} joins/s per node`,
+    });
+  }
+  const hooked = p?.webhooks;
+  if (hooked?.joins || hooked?.ownCore) {
+    // Judged like the row above: on one node with a core of its own when measured.
+    const judged = (hooked.ownCore ?? hooked.joins)!;
+    const delivered = [hooked.ownCoreDelivery, hooked.joinsDelivery].every((d) => !d || d.complete);
+    const met = judged.perSecondPerNode >= 5000 && judged.failed === 0 && delivered;
+    const own = hooked.ownCore
+      ? `${int(hooked.ownCore.perSecondPerNode)}/s on one node with a core of its own (${int(hooked.ownCore.serverCpuUsPerConnection)} µs gateway CPU per join: ${int(hooked.ownCore.perSecondPerNodeCore)}/s at full core); `
+      : '';
+    const shared = hooked.joins
+      ? `${int(hooked.joins.perSecondPerNode)}/s per node with ${p!.nodes} nodes, clients and Redis sharing the cores`
+      : '';
+    out.push({
+      name: 'Presence joins through Redis, webhooks on',
+      goal: '≥ 5,000 joins/s per node, every event delivered',
+      measured: `${own}${shared}${delivered ? '' : '; ⚠ not every event delivered'}`,
+      met,
+      gap: met
+        ? '–'
+        : judged.perSecondPerNode < 5000
+          ? `${int(5000 - judged.perSecondPerNode)} joins/s per node`
+          : 'events missing',
     });
   }
   if (p?.members) {
@@ -581,6 +633,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
         : "Connections in this section were opened by the Node clients (`--connect-client node`, or no C compiler): they spend about as much CPU per connection as the gateway, so the own-core rate shows the load generator's core as much as the node's.",
       '',
     );
+    lines.push(...webhookJoinsSection(p));
     if (p.error) lines.push(`⚠ ${p.error}`, '');
   }
   if (r.memory) {

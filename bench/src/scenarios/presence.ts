@@ -7,6 +7,7 @@ import { fillPresence } from '../lib/product';
 import { cpus } from 'node:os';
 import { HOST, KEY, REDIS_PREFIX, SECRET, cpuSeconds, pinToCpus, startSystem } from '../lib/procs';
 import type { System } from '../lib/procs';
+import { WebhookSink } from '../lib/webhook-sink';
 
 export interface ConnectRate {
   connections: number;
@@ -24,6 +25,8 @@ export interface ConnectRate {
    */
   serverCpuUsPerConnection: number;
   perSecondPerNodeCore: number;
+  /** Joins (or opens) of the warm-up before the measurement, not counted in the rate. */
+  warmUp?: number;
   firstError?: string;
 }
 
@@ -46,6 +49,29 @@ const cpuSince = (before: CpuUse, after: CpuUse): CpuUse => ({
   redis: after.redis - before.redis,
   clients: after.clients - before.clients,
 });
+
+/** How the events of a webhook-on run reached the receiver, once every socket was closed. */
+export interface WebhookDelivery {
+  /** Joins that completed in the run, warm-up included: each is one member_added and one member_removed. */
+  joins: number;
+  requests: number;
+  events: number;
+  byName: Record<string, number>;
+  /** Seconds from closing every socket until the key's stream was empty and every event received. */
+  drainSeconds: number;
+  /** The stream's length at the end: 0 when the queue drained. */
+  depth: number;
+  /** member_added = member_removed = joins, channel_occupied = channel_vacated, nothing malformed. */
+  complete: boolean;
+}
+
+/** The presence joins again with a webhook on the bench key (every event), to a local receiver. */
+export interface WebhookJoins {
+  joins?: ConnectRate;
+  joinsDelivery?: WebhookDelivery;
+  ownCore?: ConnectRate;
+  ownCoreDelivery?: WebhookDelivery;
+}
 
 export interface PresenceResult {
   nodes: number;
@@ -70,6 +96,8 @@ export interface PresenceResult {
   /** The same clients, no presence, against the Redis-hop ceiling: plain connections per second. */
   ceilingConnects?: ConnectRate;
   members?: { members: number; requests: number; count: number; medianMs: number; p95Ms: number };
+  /** The same joins (2 nodes shared, 1 node on its own core) with a webhook on the key. */
+  webhooks?: WebhookJoins;
   ceilingMembers?: { members: number; requests: number; medianMs: number; p95Ms: number };
   error?: string;
 }
@@ -162,7 +190,7 @@ async function measureJoins(
   joinMarker: string | null = 'system::member_list',
 ): Promise<ConnectRate> {
   const marker = joinMarker ? { joinMarker } : {};
-  await fleet.connect(
+  const warm = await fleet.connect(
     urls.slice(0, WARM_UP).map((u) => u.replace('pres-', 'warm-')),
     { concurrency: 200, ...marker },
   );
@@ -171,15 +199,111 @@ async function measureJoins(
   const cpuBefore = cpuOf(system, fleet);
   const done = await fleet.connect(urls, { concurrency: 400, ...marker });
   const ok = joinMarker ? done.joined : done.ok;
-  return rate(
-    urls.length,
-    ok,
-    urls.length - ok,
-    joinMarker ? done.joinSeconds : done.openSeconds,
-    nodes,
-    cpuSince(cpuBefore, cpuOf(system, fleet)),
-    done.firstError,
-  );
+  return {
+    ...rate(
+      urls.length,
+      ok,
+      urls.length - ok,
+      joinMarker ? done.joinSeconds : done.openSeconds,
+      nodes,
+      cpuSince(cpuBefore, cpuOf(system, fleet)),
+      done.firstError,
+    ),
+    warmUp: joinMarker ? warm.joined : warm.ok,
+  };
+}
+
+/** Every event a key's webhook can send: the webhook-on runs produce them all. */
+const ALL_WEBHOOK_EVENTS = [
+  'channel_occupied',
+  'channel_vacated',
+  'member_added',
+  'member_removed',
+  'client_event',
+];
+
+/** Gateway environment giving the bench key a webhook to `sink` (seeded like the key itself). */
+const webhookEnv = (sink: WebhookSink): Record<string, string> => ({
+  SWITCHBOARD_KEYS: JSON.stringify([
+    { key: KEY, secret: SECRET, webhook: { url: sink.url, events: ALL_WEBHOOK_EVENTS } },
+  ]),
+});
+
+/**
+ * Closes every socket of a webhook-on run, then waits (up to 60 s) until the key's event stream
+ * is empty and the receiver has one member_added and one member_removed per join and as many
+ * channel_vacated as channel_occupied: every event of the run delivered, the queue drained.
+ */
+async function drainWebhooks(
+  system: System,
+  fleet: ConnectFleet,
+  sink: WebhookSink,
+  joins: number,
+): Promise<WebhookDelivery> {
+  const redis = new Redis(system.redis!.url);
+  // The key's webhook stream (docs/redis-keys.md).
+  const stream = `${REDIS_PREFIX}:webhook:{${KEY}}:events`;
+  const counts = sink.counts;
+  const n = (name: string): number => counts.byName[name] ?? 0;
+  const balanced = (): boolean =>
+    n('member_added') === joins &&
+    n('member_removed') === joins &&
+    n('channel_occupied') > 0 &&
+    n('channel_occupied') === n('channel_vacated') &&
+    counts.malformed === 0;
+  const start = performance.now();
+  try {
+    await fleet.closeAll();
+    let depth = await redis.xlen(stream);
+    const deadline = Date.now() + 60_000;
+    while (!(balanced() && depth === 0) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+      depth = await redis.xlen(stream);
+    }
+    return {
+      joins,
+      requests: counts.requests,
+      events: counts.events,
+      byName: { ...counts.byName },
+      drainSeconds: (performance.now() - start) / 1000,
+      depth,
+      complete: balanced() && depth === 0,
+    };
+  } finally {
+    redis.disconnect();
+  }
+}
+
+const describeDelivery = (d: WebhookDelivery): string =>
+  `webhooks: ${d.events} events in ${d.requests} requests (${Object.entries(d.byName)
+    .map(([name, count]) => `${name} ${count}`)
+    .join(
+      ', ',
+    )}), queue ${d.depth === 0 ? 'drained' : `NOT drained (${d.depth} left)`} ${d.drainSeconds.toFixed(2)} s after the last close${d.complete ? '' : ' ⚠ incomplete'}`;
+
+/** The 2-node shared-cores joins again, with the key's webhook on; then its delivery. */
+async function webhookJoins(
+  o: PresenceOptions,
+  nodes: number,
+): Promise<{ joins: ConnectRate; delivery: WebhookDelivery }> {
+  const sink = new WebhookSink();
+  await sink.start();
+  const system = await startSystem('switchboard-redis', { nodes, env: webhookEnv(sink) });
+  const fleet = connectFleet(o.workers, o.log);
+  try {
+    const total = o.connectionsPerNode * nodes;
+    const urls = Array.from({ length: total }, (_, i) =>
+      system.wsUrl(i, 'v4', `pres-${Math.floor(i / o.channelSize)}`, `&presence=1&user=u${i}`),
+    );
+    const joins = await measureJoins(system, fleet, urls, nodes);
+    const delivery = await drainWebhooks(system, fleet, sink, joins.ok + (joins.warmUp ?? 0));
+    return { joins, delivery };
+  } finally {
+    await fleet.closeAll().catch(() => undefined);
+    fleet.stop();
+    await system.stop();
+    await sink.stop();
+  }
 }
 
 /**
@@ -190,10 +314,12 @@ async function measureJoins(
 async function ownCoreRate(
   o: PresenceOptions,
   name: 'switchboard-redis' | 'ceiling-redis',
-): Promise<ConnectRate | undefined> {
+  /** With a webhook on the key to this receiver (Switchboard only); its delivery is checked after. */
+  sink?: WebhookSink,
+): Promise<{ rate: ConnectRate; delivery?: WebhookDelivery } | undefined> {
   const cpuCount = cpus().length;
   if (cpuCount < 2) return undefined;
-  const system = await startSystem(name, { nodes: 1 });
+  const system = await startSystem(name, { nodes: 1, ...(sink ? { env: webhookEnv(sink) } : {}) });
   const fleet = connectFleet(o.workers, o.log);
   const others = `1-${cpuCount - 1}`;
   try {
@@ -203,7 +329,10 @@ async function ownCoreRate(
     const urls = Array.from({ length: o.connectionsPerNode }, (_, i) =>
       system.wsUrl(0, 'v4', `pres-${Math.floor(i / o.channelSize)}`, `${presence}&user=u${i}`),
     );
-    return await measureJoins(system, fleet, urls, 1, presence ? 'system::member_list' : null);
+    const measured = await measureJoins(system, fleet, urls, 1, presence ? 'system::member_list' : null);
+    if (!sink) return { rate: measured };
+    const joins = measured.ok + (measured.warmUp ?? 0);
+    return { rate: measured, delivery: await drainWebhooks(system, fleet, sink, joins) };
   } finally {
     pinToCpus(process.pid, `0-${cpuCount - 1}`);
     await fleet.closeAll().catch(() => undefined);
@@ -281,9 +410,32 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
       await system.stop();
     }
   }
+  // The same 2-node joins with the key's webhook on (every event, to a receiver in this process).
   try {
-    const ownCore = await ownCoreRate(o, 'switchboard-redis');
-    const ownCoreCeiling = await ownCoreRate(o, 'ceiling-redis');
+    const hooked = await webhookJoins(o, nodes);
+    result.webhooks = { joins: hooked.joins, joinsDelivery: hooked.delivery };
+    o.log(
+      `  joins, webhooks on: ${hooked.joins.ok}/${total} in ${hooked.joins.seconds.toFixed(2)} s = ${describe(hooked.joins)}`,
+    );
+    o.log(`  ${describeDelivery(hooked.delivery)}`);
+  } catch (error) {
+    result.error = `${result.error ?? ''} webhooks: ${String(error)}`;
+    o.log(`  ERROR ${result.error}`);
+  }
+  try {
+    const ownCore = (await ownCoreRate(o, 'switchboard-redis'))?.rate;
+    const sink = new WebhookSink();
+    await sink.start();
+    const hooked = await ownCoreRate(o, 'switchboard-redis', sink).finally(() => sink.stop());
+    const ownCoreCeiling = (await ownCoreRate(o, 'ceiling-redis'))?.rate;
+    if (hooked) {
+      result.webhooks = { ...result.webhooks, ownCore: hooked.rate };
+      if (hooked.delivery) result.webhooks.ownCoreDelivery = hooked.delivery;
+      o.log(
+        `  one node on its own core, webhooks on: ${hooked.rate.ok}/${hooked.rate.connections} in ${hooked.rate.seconds.toFixed(2)} s = ${describe(hooked.rate)}`,
+      );
+      if (hooked.delivery) o.log(`  ${describeDelivery(hooked.delivery)}`);
+    }
     if (ownCore && ownCoreCeiling) {
       result.ownCore = ownCore;
       result.ownCoreCeiling = ownCoreCeiling;

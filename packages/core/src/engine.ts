@@ -74,7 +74,11 @@ export function createMemoryState(options: MemoryStateOptions = {}): MemoryState
     ...(options.historyTtlSeconds !== undefined ? { defaultTtlSeconds: options.historyTtlSeconds } : {}),
   });
   const keys = new MemoryKeyStore(options.keysFile);
-  const webhooks = new MemoryWebhookQueue((key) => keys.webhookEventsOf(key));
+  const webhooks = new MemoryWebhookQueue(
+    (key) => keys.webhookEventsOf(key),
+    Date.now, // the dispatcher's retry window is on the wall clock
+    (key) => keys.has(key),
+  );
   return {
     bus: new MemoryBus(history),
     history,

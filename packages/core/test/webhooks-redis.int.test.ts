@@ -1,3 +1,4 @@
+import { generateKeyRecord } from '../src/keys/key-store';
 import type { RedisClients } from '../src/redis/clients';
 import { RedisConnectionCounts } from '../src/redis/counts-redis';
 import { RedisKeyStore } from '../src/redis/key-store-redis';
@@ -5,6 +6,7 @@ import { RedisPresenceStore } from '../src/redis/presence-redis';
 import { RedisWebhookQueue } from '../src/redis/webhooks-redis';
 import { describeWebhooksContract } from './contracts/webhooks.contract';
 import { describeEachRedis } from './support/redis-targets';
+import { unique } from './support/wait';
 
 describeEachRedis((backend) => {
   let clients: RedisClients;
@@ -20,5 +22,30 @@ describeEachRedis((backend) => {
       webhooks: new RedisWebhookQueue(client, keys),
       keys: new RedisKeyStore(client, keys),
     };
+  });
+
+  it('leaves no webhook switch, stream, consumer group or lease behind a deleted key, even while it is being read', async () => {
+    const keys = backend().freshKeys();
+    const client = clients.command;
+    const store = new RedisKeyStore(client, keys);
+    const queue = new RedisWebhookQueue(client, keys);
+    const counts = new RedisConnectionCounts(client, keys);
+    const key = unique('gone');
+    await store.put({ ...generateKeyRecord(), key, webhook: { url: 'http://example.test/hook' } });
+    await counts.increment('node-a', key, 'room');
+    expect(await queue.lease(key, 'gw1', 60_000)).toBe(true);
+    expect(await queue.next(key, 'gw1', 100)).toHaveLength(1);
+    const left = async (): Promise<number> =>
+      client.exists(keys.webhookSwitch(key), keys.webhookEvents(key), keys.webhookLease(key));
+    expect(await left()).toBe(3);
+
+    expect(await store.delete(key)).toBe(true);
+    expect(await left()).toBe(0);
+    // A dispatcher that has not noticed the deletion yet reads on: it creates nothing again.
+    expect(await queue.next(key, 'gw1', 100)).toEqual([]);
+    expect(await queue.depth(key)).toBe(0);
+    await counts.increment('node-b', key, 'other');
+    expect(await queue.next(key, 'gw1', 100)).toEqual([]);
+    expect(await left()).toBe(0);
   });
 });

@@ -39,6 +39,19 @@ export class MemoryKeyStore implements KeyStore {
     return webhook ? webhookEvents(webhook) : null;
   }
 
+  /**
+   * Whether the key has a record, synchronously (the memory webhook queue forgets a deleted key's
+   * events). A keys file that cannot be read counts as holding it: nothing is dropped on a guess.
+   */
+  has(key: ApiKey): boolean {
+    try {
+      this.reload();
+    } catch {
+      return true;
+    }
+    return this.records.has(key);
+  }
+
   async list(): Promise<ApiKeyRecord[]> {
     this.reload();
     return [...this.records.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));

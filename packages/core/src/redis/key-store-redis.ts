@@ -135,7 +135,16 @@ export class RedisKeyStore implements KeyStore {
         .srem(this.keys.apiKeyIndex(), key)
         .srem(this.keys.apiKeyWebhookIndex(), key),
     );
-    await guard(this.client, () => this.client.del(this.keys.webhookSwitch(key)));
+    // The key's webhook state (its own slot): the switch, so no event is stored any more, and the
+    // stream with its consumer group and the lease, so a deleted key leaves nothing behind. A
+    // dispatcher still reading the key meanwhile does not create the stream again (see
+    // RedisWebhookQueue.next).
+    await guard(this.client, () =>
+      this.client
+        .multi()
+        .del(this.keys.webhookSwitch(key), this.keys.webhookEvents(key), this.keys.webhookLease(key))
+        .exec(),
+    );
     return results[0]?.[1] === 1;
   }
 

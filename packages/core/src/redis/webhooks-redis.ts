@@ -62,17 +62,23 @@ export class RedisWebhookQueue implements WebhookQueue {
     try {
       return await this.read(key, stream, consumer, max);
     } catch (error) {
-      // The stream may have been deleted with its group (a flushed Redis): created again next time.
+      // The stream may have been deleted with its group (a deleted key, a flushed Redis): the
+      // group is created again once the stream exists again.
       this.groups.delete(key);
       throw error;
     }
   }
 
   private async read(key: ApiKey, stream: string, consumer: string, max: number): Promise<QueuedEvent[]> {
-    await this.ensureGroup(key, stream);
-    const claimed = (await guard(this.client, () =>
-      this.client.call('XAUTOCLAIM', stream, GROUP, consumer, 0, '0-0', 'COUNT', max),
-    )) as [string, StreamEntry[], string[]?];
+    if (!(await this.ensureGroup(key, stream))) return [];
+    let claimed = await this.claim(stream, consumer, max);
+    if (claimed === null) {
+      // The stream went with its group since this process made it (a deleted key, a flushed Redis).
+      this.groups.delete(key);
+      if (!(await this.ensureGroup(key, stream))) return [];
+      claimed = await this.claim(stream, consumer, max);
+      if (claimed === null) return [];
+    }
     const pending = toQueued(claimed[1] ?? []);
     const gone = (claimed[1] ?? []).length - pending.length + (claimed[2]?.length ?? 0);
     if (gone > 0) {
@@ -87,6 +93,22 @@ export class RedisWebhookQueue implements WebhookQueue {
       this.client.xreadgroup('GROUP', GROUP, consumer, 'COUNT', max, 'STREAMS', stream, '>'),
     )) as Array<[string, StreamEntry[]]> | null;
     return toQueued(read?.[0]?.[1] ?? []);
+  }
+
+  /** Takes over every pending entry of the group; null when the group (or stream) is gone. */
+  private async claim(
+    stream: string,
+    consumer: string,
+    max: number,
+  ): Promise<[string, StreamEntry[], string[]?] | null> {
+    return (await guard(this.client, () =>
+      this.client
+        .call('XAUTOCLAIM', stream, GROUP, consumer, 0, '0-0', 'COUNT', max)
+        .catch((error: unknown) => {
+          if (error instanceof Error && error.message.includes('NOGROUP')) return null;
+          throw error;
+        }),
+    )) as [string, StreamEntry[], string[]?] | null;
   }
 
   async ack(key: ApiKey, ids: readonly string[]): Promise<void> {
@@ -106,14 +128,26 @@ export class RedisWebhookQueue implements WebhookQueue {
     return guard(this.client, () => this.client.xlen(this.keys.webhookEvents(key)));
   }
 
-  private async ensureGroup(key: ApiKey, stream: string): Promise<void> {
-    if (this.groups.has(key)) return;
-    await guard(this.client, () =>
-      this.client.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM').catch((error: unknown) => {
-        if (!(error instanceof Error) || !error.message.includes('BUSYGROUP')) throw error;
-        return 'OK';
-      }),
+  /**
+   * Creates the group on the stream once; false while the stream does not exist (no event was
+   * ever stored, or the key was deleted with its stream): then there is nothing to read, and not
+   * creating an empty stream (no `MKSTREAM`) is what keeps a deleted key's dispatcher, until it
+   * notices the deletion, from leaving a stream and group behind. The group starts at `0`, so a
+   * stream created later by the scripts' `XADD` is read from its first entry.
+   */
+  private async ensureGroup(key: ApiKey, stream: string): Promise<boolean> {
+    if (this.groups.has(key)) return true;
+    const created = await guard(this.client, () =>
+      this.client.xgroup('CREATE', stream, GROUP, '0').then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof Error && error.message.includes('BUSYGROUP')) return true;
+          if (error instanceof Error && error.message.includes('requires the key to exist')) return false;
+          throw error;
+        },
+      ),
     );
-    this.groups.add(key);
+    if (created) this.groups.add(key);
+    return created;
   }
 }

@@ -29,7 +29,10 @@ export const DEFAULT_DISPATCHER_TIMING: DispatcherTiming = {
   refreshMs: 1000,
   timeoutMs: 5000,
   baseDelayMs: 500,
-  maxDelayMs: 30_000,
+  // A receiver back after an outage gets the held batch within this long (one full-jitter wait);
+  // a longer cap would add up to its length to every outage's end for little saved load (one
+  // request every 5 s on average per key while down).
+  maxDelayMs: 10_000,
 };
 
 export interface WebhookDispatcherOptions {

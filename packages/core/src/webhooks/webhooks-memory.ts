@@ -17,7 +17,8 @@ interface KeyQueue {
 /**
  * Webhook events of the memory engine. `eventsOf` is the key's switch: the events its record's
  * webhook sends, or null without a webhook (read at every event, so a change of the keys file
- * applies at once).
+ * applies at once). `exists` tells whether the key still has a record: a deleted key's events
+ * are forgotten at the next read, as the Redis engine deletes its stream with the key.
  */
 export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
   private readonly queues = new Map<ApiKey, KeyQueue>();
@@ -25,6 +26,7 @@ export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
   constructor(
     private readonly eventsOf: (key: ApiKey) => readonly WebhookEventName[] | null,
     private readonly now: () => number = Date.now,
+    private readonly exists: (key: ApiKey) => boolean = () => true,
   ) {}
 
   emit(key: ApiKey, event: WebhookEvent): void {
@@ -47,7 +49,7 @@ export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
   }
 
   async next(key: ApiKey, _consumer: string, max: number): Promise<QueuedEvent[]> {
-    const queue = this.queues.get(key);
+    const queue = this.live(key);
     if (!queue) return [];
     const pending = queue.events.filter((e) => queue.pending.has(e.id));
     if (pending.length > 0) return pending.slice(0, max);
@@ -65,7 +67,17 @@ export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
   }
 
   async depth(key: ApiKey): Promise<number> {
-    return this.queues.get(key)?.events.length ?? 0;
+    return this.live(key)?.events.length ?? 0;
+  }
+
+  /** The key's queue, or undefined; a deleted key's queue is dropped here. */
+  private live(key: ApiKey): KeyQueue | undefined {
+    const queue = this.queues.get(key);
+    if (queue && !this.exists(key)) {
+      this.queues.delete(key);
+      return undefined;
+    }
+    return queue;
   }
 
   private queueOf(key: ApiKey): KeyQueue {

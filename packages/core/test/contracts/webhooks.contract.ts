@@ -169,6 +169,19 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
       expect(await ports.webhooks.depth(key)).toBe(1);
     });
 
+    it("forgets a deleted key's stored and pending events, and stores none after", async () => {
+      await enable({ url: 'http://example.test/hook' });
+      for (const channel of ['c1', 'c2']) await ports.counts.increment('node-a', key, channel);
+      expect(await ports.webhooks.next(key, 'gw1', 1)).toHaveLength(1);
+      expect(await ports.keys.delete(key)).toBe(true);
+      expect(await ports.webhooks.next(key, 'gw1', 100)).toEqual([]);
+      expect(await ports.webhooks.depth(key)).toBe(0);
+      await ports.counts.increment('node-a', key, 'c3');
+      await ports.presence.join(topic('v4'), entry('a/1', { uuid: 'u1', user: 'gus' }), 1);
+      expect(await ports.webhooks.depth(key)).toBe(0);
+      expect(await ports.webhooks.next(key, 'gw1', 100)).toEqual([]);
+    });
+
     it('leases a key to one owner at a time until it expires', async () => {
       expect(await ports.webhooks.lease(key, 'gw1', 200)).toBe(true);
       expect(await ports.webhooks.lease(key, 'gw2', 200)).toBe(false);
