@@ -35,6 +35,12 @@ export interface ScalePublish {
   p99Ms: number;
   maxMs: number;
   status: number;
+  /**
+   * CPU seconds from just before the publish to its last delivery: servers, Redis, clients. On a
+   * shared 2-core machine the latency shows what else runs; the servers' CPU per delivery does not.
+   */
+  cpu: { servers: number; redis: number; clients: number };
+  serverCpuUsPerDelivery: number;
 }
 
 export interface ScaleSystem {
@@ -159,10 +165,17 @@ async function publishOnce(system: System, fleet: NativeFleet, node: number): Pr
       isSwitchboard ? '/api/v4/publish' : '/publish',
       JSON.stringify(body),
     );
+    const cpuBefore = cpuOf(system, fleet);
     const since = nowUs();
     const answer = await connection.request(request);
     const answeredMs = (nowUs() - since) / 1000;
     const report = await fleet.deliveries(since, 30_000);
+    const cpuAfter = cpuOf(system, fleet);
+    const cpu = {
+      servers: cpuAfter.servers - cpuBefore.servers,
+      redis: cpuAfter.redis - cpuBefore.redis,
+      clients: cpuAfter.clients - cpuBefore.clients,
+    };
     const ms = report.us.map((us) => us / 1000);
     return {
       open: Math.min(open, report.open),
@@ -173,6 +186,8 @@ async function publishOnce(system: System, fleet: NativeFleet, node: number): Pr
       p99Ms: percentile(ms, 0.99),
       maxMs: ms[ms.length - 1] ?? 0,
       status: answer.status,
+      cpu,
+      serverCpuUsPerDelivery: (cpu.servers * 1e6) / Math.max(1, report.seen),
     };
   } finally {
     connection.close();
@@ -285,7 +300,7 @@ async function scaleSystem(
       const p = await publishOnce(system, fleet, i);
       result.publishes.push(p);
       o.log(
-        `  publish ${i + 1}: ${p.seen}/${p.open} delivered, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, max ${p.maxMs.toFixed(1)} ms (answered in ${p.answeredMs.toFixed(1)} ms, status ${p.status})`,
+        `  publish ${i + 1}: ${p.seen}/${p.open} delivered, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, max ${p.maxMs.toFixed(1)} ms (answered in ${p.answeredMs.toFixed(1)} ms, status ${p.status}); CPU s servers ${p.cpu.servers.toFixed(2)} (${p.serverCpuUsPerDelivery.toFixed(2)} µs per delivery), Redis ${p.cpu.redis.toFixed(2)}, clients ${p.cpu.clients.toFixed(2)}`,
       );
       if (p.status !== 200) result.errors.push(`publish ${i + 1} answered ${p.status}`);
       if (p.seen < p.open) result.errors.push(`publish ${i + 1} reached ${p.seen} of ${p.open} sockets`);
