@@ -70,6 +70,11 @@ export interface ScaleSystem {
 
 export interface ScaleMembers {
   members: number;
+  /**
+   * Switchboard: real V4 presence sockets that joined last, one at a time, into the channel of
+   * `members - joins.count` stored members; each timed from its connect to its member list.
+   */
+  joins?: { count: number; joined: number; medianMs: number; maxMs: number };
   /** Seconds to write the members through the product's presence store (or ZADD for the ceiling). */
   fillSeconds: number;
   count?: number;
@@ -108,6 +113,8 @@ const WARM_UP = 1000;
 const CONCURRENCY = 1000;
 const CHANNEL = 'scale';
 const MEMBERS_CHANNEL = 'scale-members';
+/** Members of the presence channel that join through real sockets (the rest are stored). */
+const REAL_JOINS = 10;
 
 const settle = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -195,12 +202,25 @@ async function publishOnce(system: System, fleet: NativeFleet, node: number): Pr
 }
 
 /** A members page of `members` (Switchboard: V4, filled through its presence store; ceiling: one ZRANGE). */
-async function membersPage(system: System, members: number): Promise<ScaleMembers> {
+async function membersPage(system: System, fleet: NativeFleet, members: number): Promise<ScaleMembers> {
   const requests = 300;
   const start = performance.now();
   if (system.name.startsWith('switchboard')) {
-    await fillPresence(system.redis!.url, REDIS_PREFIX, KEY, MEMBERS_CHANNEL, members);
+    const real = Math.min(REAL_JOINS, members);
+    await fillPresence(system.redis!.url, REDIS_PREFIX, KEY, MEMBERS_CHANNEL, members - real);
     const fillSeconds = (performance.now() - start) / 1000;
+    const times: number[] = [];
+    let joined = 0;
+    for (let i = 0; i < real; i++) {
+      const t0 = performance.now();
+      const done = await fleet.connect(
+        [system.wsUrl(0, 'v4', MEMBERS_CHANNEL, `&presence=1&user=scale-real-${i}`)],
+        { concurrency: 1, joinMarker: 'system::member_list', timeoutMs: 30_000 },
+      );
+      times.push(performance.now() - t0);
+      joined += done.joined;
+    }
+    const sortedTimes = [...times].sort((a, b) => a - b);
     const timed = await timeRequests(
       system.nodes[0]!.port,
       '/api/v4/members',
@@ -208,7 +228,20 @@ async function membersPage(system: System, members: number): Promise<ScaleMember
       requests,
     );
     const count = (JSON.parse(timed.last) as { count?: number }).count ?? 0;
-    return { members, fillSeconds, count, requests, medianMs: median(timed.times), p95Ms: p95(timed.times) };
+    return {
+      members,
+      joins: {
+        count: real,
+        joined,
+        medianMs: median(times),
+        maxMs: sortedTimes[sortedTimes.length - 1] ?? 0,
+      },
+      fillSeconds,
+      count,
+      requests,
+      medianMs: median(timed.times),
+      p95Ms: p95(timed.times),
+    };
   }
   const redis = new Redis(system.redis!.url);
   try {
@@ -311,11 +344,16 @@ async function scaleSystem(
     const byP99 = [...result.publishes].sort((a, b) => a.p99Ms - b.p99Ms);
     const mid = byP99[Math.floor((byP99.length - 1) / 2)];
     if (mid) result.publish = mid;
-    const m = await membersPage(system, o.members);
+    const m = await membersPage(system, fleet, o.members);
     result.members = m;
     o.log(
-      `  members page of ${m.members} (filled in ${m.fillSeconds.toFixed(2)} s${m.count !== undefined ? `, count ${m.count}` : ''}): median ${m.medianMs.toFixed(2)} ms, p95 ${m.p95Ms.toFixed(2)} ms`,
+      `  members page of ${m.members} (filled in ${m.fillSeconds.toFixed(2)} s${m.count !== undefined ? `, count ${m.count}` : ''}): median ${m.medianMs.toFixed(2)} ms, p95 ${m.p95Ms.toFixed(2)} ms` +
+        (m.joins
+          ? `; ${m.joins.joined}/${m.joins.count} real presence joins into it, median ${m.joins.medianMs.toFixed(1)} ms, max ${m.joins.maxMs.toFixed(1)} ms to the member list`
+          : ''),
     );
+    if (m.joins && m.joins.joined < m.joins.count)
+      result.errors.push(`${m.joins.count - m.joins.joined} presence joins got no member list`);
     if (m.count !== undefined && m.count !== m.members)
       result.errors.push(`member count ${m.count}, not ${m.members}`);
   } catch (error) {
