@@ -41,6 +41,8 @@ export interface ScalePublish {
    */
   cpu: { servers: number; redis: number; clients: number };
   serverCpuUsPerDelivery: number;
+  /** The same, less what the servers spend with nothing published (pings, timers) over as long. */
+  netServerCpuUsPerDelivery?: number;
 }
 
 export interface ScaleSystem {
@@ -62,6 +64,8 @@ export interface ScaleSystem {
   /** (sum of the nodes' RSS growth) / (all connections). */
   rssKiBPerConnection: number;
   publishes: ScalePublish[];
+  /** Server CPU seconds per second with every socket open and nothing published (pings, timers). */
+  idleServerCpuPerSecond?: number;
   /** The publish with the median p99 (the one the report shows). */
   publish?: ScalePublish;
   members?: ScaleMembers;
@@ -115,6 +119,8 @@ const CHANNEL = 'scale';
 const MEMBERS_CHANNEL = 'scale-members';
 /** Members of the presence channel that join through real sockets (the rest are stored). */
 const REAL_JOINS = 10;
+/** How long the servers' idle CPU (every socket open, nothing published) is measured. */
+const IDLE_WINDOW_MS = 2000;
 
 const settle = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -329,11 +335,18 @@ async function scaleSystem(
     o.log(
       `  RSS per connection ${result.rssKiBPerConnection.toFixed(2)} KiB (${result.rss.map((r) => `${(r.beforeKiB / 1024).toFixed(0)}→${(r.afterKiB / 1024).toFixed(0)} MiB`).join(', ')}; ~${perNode} per node)`,
     );
+    const idleStart = performance.now();
+    const idleBefore = cpuOf(system, fleet).servers;
+    await settle(IDLE_WINDOW_MS);
+    const idleRate = (cpuOf(system, fleet).servers - idleBefore) / ((performance.now() - idleStart) / 1000);
+    result.idleServerCpuPerSecond = idleRate;
     for (let i = 0; i < o.publishes; i++) {
       const p = await publishOnce(system, fleet, i);
+      p.netServerCpuUsPerDelivery =
+        (Math.max(0, p.cpu.servers - (idleRate * p.maxMs) / 1000) * 1e6) / Math.max(1, p.seen);
       result.publishes.push(p);
       o.log(
-        `  publish ${i + 1}: ${p.seen}/${p.open} delivered, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, max ${p.maxMs.toFixed(1)} ms (answered in ${p.answeredMs.toFixed(1)} ms, status ${p.status}); CPU s servers ${p.cpu.servers.toFixed(2)} (${p.serverCpuUsPerDelivery.toFixed(2)} µs per delivery), Redis ${p.cpu.redis.toFixed(2)}, clients ${p.cpu.clients.toFixed(2)}`,
+        `  publish ${i + 1}: ${p.seen}/${p.open} delivered, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, max ${p.maxMs.toFixed(1)} ms (answered in ${p.answeredMs.toFixed(1)} ms, status ${p.status}); CPU s servers ${p.cpu.servers.toFixed(2)} (${p.serverCpuUsPerDelivery.toFixed(2)} µs per delivery, ${p.netServerCpuUsPerDelivery.toFixed(2)} less idle), Redis ${p.cpu.redis.toFixed(2)}, clients ${p.cpu.clients.toFixed(2)}`,
       );
       if (p.status !== 200) result.errors.push(`publish ${i + 1} answered ${p.status}`);
       if (p.seen < p.open) result.errors.push(`publish ${i + 1} reached ${p.seen} of ${p.open} sockets`);
