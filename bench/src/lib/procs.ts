@@ -123,8 +123,8 @@ export function fdLimitPrefix(want?: number): string {
 
 /** The open-file limit a process this harness starts can get (at most `want`). */
 export function reachableFdLimit(want: number): number {
-  const out = execFileSync('bash', ['-c', `${fdLimitPrefix(want)}ulimit -n`], { encoding: 'utf8' });
-  return Number(out.trim()) || 1024;
+  const out = execFileSync('bash', ['-c', `${fdLimitPrefix(want)}ulimit -n`], { encoding: 'utf8' }).trim();
+  return out === 'unlimited' ? want : Number(out) || 1024;
 }
 
 /** A running process's soft open-file limit, from /proc. */

@@ -137,17 +137,21 @@ export function scaleLayout(o: Pick<ScaleOptions, 'connections' | 'nodes'>): {
 } {
   const want = Math.ceil(o.connections / o.nodes) + SERVER_SLACK;
   const reachable = reachableFdLimit(Math.max(want, PER_CLIENT + 256));
-  const perServer = Math.max(1, reachable - SERVER_SLACK);
-  const nodes = Math.max(o.nodes, Math.ceil(o.connections / perServer));
+  // A small limit (1,024 on many machines) still leaves most of it to sockets.
+  const slack = serverSlack(reachable);
+  const nodes = Math.max(o.nodes, Math.ceil(o.connections / (reachable - slack)));
   const perClient = Math.min(PER_CLIENT, reachable - 256);
   const clients = Math.max(2, Math.ceil(o.connections / perClient));
   return {
     nodes,
     clients,
-    fdLimit: Math.min(reachable, Math.ceil(o.connections / nodes) + SERVER_SLACK),
+    fdLimit: Math.min(reachable, Math.ceil(o.connections / nodes) + slack),
     reachable,
   };
 }
+
+/** Files a server process is given beyond its share of sockets, at a reachable limit. */
+export const serverSlack = (reachable: number): number => Math.min(SERVER_SLACK, Math.floor(reachable / 4));
 
 const cpuOf = (system: System, fleet: NativeFleet): { servers: number; redis: number; clients: number } => ({
   servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
