@@ -20,6 +20,8 @@ import { publishCostScenario } from './scenarios/publish-cost';
 import type { CostRun, CostVariant } from './scenarios/publish-cost';
 import { recoveryScenario } from './scenarios/recovery';
 import type { RecoveryResult } from './scenarios/recovery';
+import { scaleScenario } from './scenarios/scale';
+import type { ScaleResult } from './scenarios/scale';
 import type { ProfileResult } from './scenarios/profile';
 import { TARGET_SHARE, throughputCase } from './scenarios/throughput';
 import type { ThroughputCase } from './scenarios/throughput';
@@ -61,6 +63,7 @@ export interface Results {
     runs: CostRun[];
   };
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
+  scale?: { meta: Meta; result: ScaleResult };
 }
 
 export interface Options {
@@ -85,6 +88,10 @@ export interface Options {
   costVariants: CostVariant[];
   recoveryClients: number;
   recoveryPublications: number;
+  /** scale: sockets in all, the servers they are spread over, publishes timed. */
+  scaleConnections: number;
+  scaleNodes: number;
+  scalePublishes: number;
   docs: boolean;
   /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
   quick: boolean;
@@ -101,6 +108,8 @@ const ALL_SYSTEMS: SystemName[] = [
   'switchboard-memory',
 ];
 const DEFAULT_SCENARIOS = ['fanout', 'channels', 'publish-cost', 'recovery', 'presence', 'memory'];
+/** Scenarios run only when named (`--scenario scale`): each takes several minutes. */
+const EXTRA_SCENARIOS = ['profile', 'scale'];
 const COST_VARIANTS: CostVariant[] = ['ceiling', 'history-on', 'history-off', 'history-on-opted-in'];
 
 function parseArgs(argv: string[]): Options {
@@ -125,6 +134,9 @@ function parseArgs(argv: string[]): Options {
     costVariants: COST_VARIANTS,
     recoveryClients: 1000,
     recoveryPublications: 100,
+    scaleConnections: 100_000,
+    scaleNodes: 2,
+    scalePublishes: 3,
     docs: true,
     quick: false,
     client: 'raw',
@@ -145,7 +157,7 @@ function parseArgs(argv: string[]): Options {
       case '--scenario':
       case '--scenarios': {
         const v = value();
-        o.scenarios = v === 'all' ? [...DEFAULT_SCENARIOS, 'profile'] : v.split(',');
+        o.scenarios = v === 'all' ? [...DEFAULT_SCENARIOS, ...EXTRA_SCENARIOS] : v.split(',');
         break;
       }
       case '--duration':
@@ -207,6 +219,15 @@ function parseArgs(argv: string[]): Options {
       case '--recovery-publications':
         o.recoveryPublications = Math.floor(num());
         break;
+      case '--scale-connections':
+        o.scaleConnections = Math.floor(num());
+        break;
+      case '--scale-nodes':
+        o.scaleNodes = Math.floor(num());
+        break;
+      case '--scale-publishes':
+        o.scalePublishes = Math.floor(num());
+        break;
       case '--product-dir':
         product.dir = resolve(value());
         break;
@@ -241,6 +262,7 @@ function parseArgs(argv: string[]): Options {
           costSeconds: 2,
           recoveryClients: 100,
           recoveryPublications: 20,
+          scaleConnections: 2000,
           refine: 1,
           quick: true,
           docs: false,
@@ -255,7 +277,7 @@ function parseArgs(argv: string[]): Options {
     }
   }
   for (const s of o.scenarios) {
-    if (![...DEFAULT_SCENARIOS, 'profile'].includes(s)) throw new Error(`unknown scenario ${s}`);
+    if (![...DEFAULT_SCENARIOS, ...EXTRA_SCENARIOS].includes(s)) throw new Error(`unknown scenario ${s}`);
   }
   return o;
 }
@@ -466,6 +488,18 @@ async function main(): Promise<void> {
         );
       }
       save('memory', { meta: meta(), cases });
+    } else if (scenario === 'scale') {
+      log(
+        `scale: ${o.scaleConnections} connections on one channel over ${o.scaleNodes} servers + Redis, ${o.scalePublishes} publishes to all, a members page of ${o.members}; the Redis-hop ceiling, then Switchboard`,
+      );
+      const result = await scaleScenario({
+        connections: o.scaleConnections,
+        nodes: o.scaleNodes,
+        members: o.members,
+        publishes: o.scalePublishes,
+        log,
+      });
+      save('scale', { meta: meta(), result });
     } else if (scenario === 'profile') {
       log(
         `profile: fan-out 1 channel × ${o.sizes[0]} subscribers at ${o.profileRate} publishes/s, --cpu-prof on both gateways`,

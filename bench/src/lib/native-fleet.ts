@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { ClientFleet, summarize } from './fleet';
 import type { ConnectSummary } from './fleet';
 import type { ConnectReport } from '../workers/client';
-import { ROOT } from './procs';
+import { ROOT, fdLimitPrefix } from './procs';
 
 /** What the connection-rate scenarios need of a client fleet. */
 export interface ConnectFleet {
@@ -54,8 +54,12 @@ class NativeWorker {
   private readonly child: ChildProcess;
   private readonly waiting: ((line: string) => void)[] = [];
 
-  constructor() {
-    this.child = spawn(BINARY, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+  constructor(fdLimit?: number) {
+    this.child = fdLimit
+      ? spawn('bash', ['-c', `${fdLimitPrefix(fdLimit)}exec "$0"`, BINARY], {
+          stdio: ['pipe', 'pipe', 'inherit'],
+        })
+      : spawn(BINARY, [], { stdio: ['pipe', 'pipe', 'inherit'] });
     createInterface({ input: this.child.stdout! }).on('line', (line) => this.waiting.shift()?.(line));
   }
 
@@ -83,11 +87,65 @@ class NativeWorker {
   }
 }
 
-class NativeFleet implements ConnectFleet {
+/** What one `deliveries` reply of a `connect-load` process holds (see its header). */
+export interface DeliveryReport {
+  open: number;
+  seen: number;
+  dropped: number;
+  /** Arrival minus the given start, µs, sorted. */
+  us: number[];
+}
+
+/**
+ * The native fleet with the scale scenario's commands too: source addresses, and the arrival time
+ * of one marked frame on every socket. Throws when the native client does not build.
+ */
+export function nativeFleet(
+  workers: number,
+  log: (line: string) => void,
+  options: { fdLimit?: number } = {},
+): NativeFleet {
+  if (!buildNative(log)) throw new Error('the native connect-load client does not build (is cc installed?)');
+  return new NativeFleet(workers, options.fdLimit);
+}
+
+export class NativeFleet implements ConnectFleet {
   private readonly workers: NativeWorker[];
 
-  constructor(count: number) {
-    this.workers = Array.from({ length: count }, () => new NativeWorker());
+  constructor(count: number, fdLimit?: number) {
+    this.workers = Array.from({ length: count }, () => new NativeWorker(fdLimit));
+  }
+
+  /**
+   * Worker w binds its sockets to `count` consecutive addresses from 127.(1 + w).0.1, so no two
+   * workers share a source address and each address has its own ephemeral ports.
+   */
+  async spreadSources(count: number): Promise<void> {
+    await Promise.all(this.workers.map((w, i) => w.request(`sources 127.${1 + i}.0.1 ${count}\n`, 5000)));
+  }
+
+  /** Every open socket records when `marker` first arrives from now on; resolves with the open count. */
+  async watch(marker: string): Promise<number> {
+    const replies = await Promise.all(
+      this.workers.map((w) => w.request<{ watching: number }>(`watch ${marker}\n`, 10_000)),
+    );
+    return replies.reduce((sum, r) => sum + r.watching, 0);
+  }
+
+  /** Waits until every open socket saw the watched marker (or `timeoutMs`); arrivals minus `sinceUs`. */
+  async deliveries(sinceUs: number, timeoutMs: number): Promise<DeliveryReport> {
+    const replies = await Promise.all(
+      this.workers.map((w) =>
+        w.request<DeliveryReport>(`deliveries ${sinceUs} ${timeoutMs}\n`, timeoutMs + 10_000),
+      ),
+    );
+    const us = replies.flatMap((r) => r.us).sort((a, b) => a - b);
+    return {
+      open: replies.reduce((sum, r) => sum + r.open, 0),
+      seen: replies.reduce((sum, r) => sum + r.seen, 0),
+      dropped: replies.reduce((sum, r) => sum + r.dropped, 0),
+      us,
+    };
   }
 
   async connect(

@@ -110,11 +110,34 @@ export async function stopDescendants(graceMs = 5000): Promise<void> {
   }
 }
 
+/**
+ * The shell prefix that raises the open-file limit of what it execs: to `want` when given (the
+ * hard limit too, which needs CAP_SYS_RESOURCE; without it the soft limit goes as high as the
+ * hard one allows), else to the hard limit. The machine's settings are left alone.
+ */
+export function fdLimitPrefix(want?: number): string {
+  return want
+    ? `ulimit -Hn ${want} 2>/dev/null; ulimit -n ${want} 2>/dev/null || ulimit -n $(ulimit -Hn) 2>/dev/null; `
+    : 'ulimit -n $(ulimit -Hn) 2>/dev/null; ';
+}
+
+/** The open-file limit a process this harness starts can get (at most `want`). */
+export function reachableFdLimit(want: number): number {
+  const out = execFileSync('bash', ['-c', `${fdLimitPrefix(want)}ulimit -n`], { encoding: 'utf8' }).trim();
+  return out === 'unlimited' ? want : Number(out) || 1024;
+}
+
+/** A running process's soft open-file limit, from /proc. */
+export function fdLimitOf(pid: number): number {
+  const match = /Max open files\s+(\d+)/.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'));
+  return match ? Number(match[1]) : 0;
+}
+
 /** Spawns `node <args>` through bash with `ulimit -n` raised; resolves once a `"msg":"ready"` line appears. */
 export async function startNode(
   args: string[],
   env: Record<string, string>,
-  options: { nodeOptions?: string; timeoutMs?: number; healthPath?: string } = {},
+  options: { nodeOptions?: string; timeoutMs?: number; healthPath?: string; fdLimit?: number } = {},
 ): Promise<ServerProcess> {
   const port = Number(env['PORT'] ?? (await freePort()));
   // Node flags such as --cpu-prof are not allowed in NODE_OPTIONS: they go on the command line.
@@ -122,7 +145,7 @@ export async function startNode(
   const quoted = [process.execPath, ...nodeFlags, ...args]
     .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
     .join(' ');
-  const child = spawn('bash', ['-c', `ulimit -n $(ulimit -Hn) 2>/dev/null; exec ${quoted}`], {
+  const child = spawn('bash', ['-c', `${fdLimitPrefix(options.fdLimit)}exec ${quoted}`], {
     cwd: ROOT,
     env: {
       PATH: process.env['PATH'] ?? '',
@@ -248,6 +271,8 @@ export interface StartOptions {
   /** Start gateways without the product's own Node flags (to show what they change). */
   nodeDefaults?: boolean;
   env?: Record<string, string>;
+  /** Open files each server process asks for (default: the hard limit). */
+  fdLimit?: number;
 }
 
 export const REDIS_PREFIX = 'bench';
@@ -282,6 +307,7 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
             },
             {
               healthPath: '/api/health',
+              ...(options.fdLimit ? { fdLimit: options.fdLimit } : {}),
               nodeOptions: [
                 ...(options.nodeDefaults ? [] : productNodeFlags()),
                 options.nodeOptions ?? '',
@@ -291,10 +317,11 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
         );
       } else {
         nodes.push(
-          await startNode([CEILING, name === 'ceiling-redis' ? 'redis' : 'single'], {
-            HOST,
-            ...(redis ? { REDIS_URL: redis.url } : {}),
-          }),
+          await startNode(
+            [CEILING, name === 'ceiling-redis' ? 'redis' : 'single'],
+            { HOST, ...(redis ? { REDIS_URL: redis.url } : {}) },
+            options.fdLimit ? { fdLimit: options.fdLimit } : {},
+          ),
         );
       }
     }

@@ -111,16 +111,16 @@ export interface PresenceOptions {
   log: (line: string) => void;
 }
 
-const median = (values: number[]): number => {
+export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 };
-const p95 = (values: number[]): number => {
+export const p95 = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.95) - 1)] ?? 0;
 };
 
-async function timeRequests(
+export async function timeRequests(
   port: number,
   path: string,
   body: object,

@@ -8,6 +8,7 @@ import type { Meters } from './meters';
 import type { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
 import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './history/streams';
+import type { SlowConsumerSweeps } from './ws/slow-consumers';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -29,5 +30,7 @@ export interface GatewayContext {
   readonly connectionRate: ConnectionRateLimit;
   readonly authFailures: AuthFailureLimiter;
   readonly status: { draining: boolean; admitting: number };
+  /** Every topic publish (fan-out) is noted here, so the slow-consumer sweep runs only after one. */
+  readonly slowConsumers: SlowConsumerSweeps;
   nextConnId(): string;
 }

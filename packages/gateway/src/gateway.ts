@@ -17,6 +17,7 @@ import { deliverLocal } from './ws/delivery';
 import { flatString } from './ws/flat-string';
 import { executeKick } from './ws/kick';
 import { Registry } from './ws/registry';
+import { SlowConsumerSweeps } from './ws/slow-consumers';
 import { closeConnection } from './ws/send';
 import { createSocketHandlers } from './ws/socket-handlers';
 
@@ -64,6 +65,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       return transport;
     },
     registry,
+    slowConsumers: new SlowConsumerSweeps(),
     subscriptions: new BrokerSubscriptions(engine.broker, logger),
     keys: new KeyCache(engine.keys, config.cluster.keyCacheMs),
     get recovery(): Recovery {
@@ -159,6 +161,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   });
 
   const sweep = setInterval(() => {
+    if (!ctx.slowConsumers.takeDue()) return;
     const limit = config.limits.slowConsumerBytes;
     for (const state of registry.all()) {
       if (state.conn && state.conn.getBufferedAmount() >= limit) closeConnection(state, 'SLOW_CONSUMER');

@@ -202,6 +202,7 @@ export class Streams {
   /** One frame per variant, to the caught-up subscribers' stream topics; the sender excluded unless it asked for its own. */
   private deliver(topic: Topic, publication: Publication): void {
     const { transport } = this.ctx;
+    this.ctx.slowConsumers.noteFanOut();
     const sender = publication.sender === undefined ? undefined : this.senders.get(publication.sender);
     const via = sender && !sender.notifySelf && sender.conn ? sender.conn : transport;
     const offset = publication.offset ?? 0;
@@ -220,6 +221,7 @@ export class Streams {
 
   private announce(topic: Topic, report: PositionReport): void {
     const { transport } = this.ctx;
+    this.ctx.slowConsumers.noteFanOut();
     if (topic.protocol === 'v3') {
       transport.publish(v3Topic(topic, 'stream'), positionFrame(topic.channel, report));
       return;

@@ -23,6 +23,7 @@ export function deliverLocal(
     return;
   }
   const { topic } = publication;
+  ctx.slowConsumers.noteFanOut();
   const excluded = sender && !sender.notifySelf && sender.conn ? sender.conn : undefined;
   const via = excluded ?? ctx.transport;
   // Opted-in subscriptions get stream publications from their stream (history/streams.ts), in
