@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { normalizeDomain } from '../protocol/domain';
 import type { ApiKey } from '../types';
@@ -96,9 +97,17 @@ export const UNKNOWN_KEY_SECRET = 'no such key: compared anyway';
 
 /** Compares a presented secret with the stored one in constant time (digests hide the length). */
 export function secretMatches(presented: string, stored: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
-  return timingSafeEqual(a, digestOf(stored));
+  return timingSafeEqual(sha256(presented), digestOf(stored));
 }
+
+/**
+ * SHA-256 of a string: the one-shot `crypto.hash` where Node has it (20.12 and later), about a
+ * third cheaper than a `Hash` object, which every authenticated request would otherwise build.
+ */
+const sha256: (text: string) => Buffer =
+  typeof (crypto as { hash?: unknown }).hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'buffer')
+    : (text) => createHash('sha256').update(text).digest();
 
 /** Digests of stored secrets, computed once per secret (requests present them over and over). */
 const storedDigests = new Map<string, Buffer>();
@@ -107,7 +116,7 @@ function digestOf(stored: string): Buffer {
   let digest = storedDigests.get(stored);
   if (!digest) {
     if (storedDigests.size >= 10_000) storedDigests.clear();
-    digest = createHash('sha256').update(stored).digest();
+    digest = sha256(stored);
     storedDigests.set(stored, digest);
   }
   return digest;

@@ -206,6 +206,7 @@ export class Streams {
     const via = sender && !sender.notifySelf && sender.conn ? sender.conn : transport;
     const offset = publication.offset ?? 0;
     const isObject = isObjectPublication(publication);
+    this.ctx.slowConsumers.delivered(topic);
     if (topic.protocol === 'v3') {
       via.publish(v3Topic(topic, 'stream'), offsetFrame(publication, isObject, offset));
       return;
@@ -220,6 +221,7 @@ export class Streams {
 
   private announce(topic: Topic, report: PositionReport): void {
     const { transport } = this.ctx;
+    this.ctx.slowConsumers.delivered(topic);
     if (topic.protocol === 'v3') {
       transport.publish(v3Topic(topic, 'stream'), positionFrame(topic.channel, report));
       return;

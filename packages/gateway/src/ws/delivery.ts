@@ -47,6 +47,7 @@ export function deliverLocal(
     }
     recipients += secondaries;
   }
+  ctx.slowConsumers.delivered(topic);
   record(ctx, publication, excluded ? recipients - 1 : recipients);
 }
 
