@@ -8,14 +8,18 @@ const tooMany = (refusal: QuotaRefusal): AppError =>
 
 /**
  * Counts one cluster API request against the key's `apiRequestsPerSecond` across the cluster;
- * over it: 429 with `Retry-After`, and nothing was carried out. Unlimited keys cost nothing.
+ * over it: rejects with the 429 (`Retry-After`), and nothing was carried out. Unlimited keys
+ * cost nothing: `undefined`, no promise to wait for.
  */
-export async function takeApiRequest(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> {
+export function takeApiRequest(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> | undefined {
   const perSecond = record.limits?.apiRequestsPerSecond ?? ctx.config.limits.apiRequestsPerSecond;
-  if (perSecond === 0) return;
-  const refusal = await ctx.engine.quotas.takeApiRequest(record.key, perSecond);
-  if (refusal) throw tooMany(refusal);
+  if (perSecond === 0) return undefined;
+  return ctx.engine.quotas.takeApiRequest(record.key, perSecond).then(throwRefusal);
 }
+
+const throwRefusal = (refusal: QuotaRefusal | undefined): void => {
+  if (refusal) throw tooMany(refusal);
+};
 
 /**
  * The refusal of one publication (REST publish or relayed client message) by the key's
@@ -34,10 +38,9 @@ export function takePublish(
   return ctx.engine.quotas.takePublish(record.key, limits.publishesPerSecond, limits.messagesPerDay);
 }
 
-/** `takePublish` for the cluster API: throws the 429. */
-export async function takeRestPublish(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> {
-  const refusal = await takePublish(ctx, record);
-  if (refusal) throw tooMany(refusal);
+/** `takePublish` for the cluster API: rejects with the 429; `undefined` when the key has no publish limit. */
+export function takeRestPublish(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> | undefined {
+  return takePublish(ctx, record)?.then(throwRefusal);
 }
 
 /**
