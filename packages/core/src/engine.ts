@@ -1,15 +1,15 @@
 import { join } from 'node:path';
 import type { Config } from './config/load';
 import type { Logger } from './logger';
-import type { Broker } from './broker/broker';
+import type { Broker, Publication } from './broker/broker';
 import { MemoryBroker, MemoryBus } from './broker/broker-memory';
-import type { History } from './history/history';
+import type { History, HistoryRetention, StreamPosition } from './history/history';
 import { MemoryHistory } from './history/history-memory';
 import type { PresenceStore } from './presence/presence-store';
 import { MemoryPresenceStore } from './presence/presence-memory';
 import type { ConnectionCounts } from './counts/connection-counts';
 import { MemoryConnectionCounts } from './counts/counts-memory';
-import type { MessageLog } from './logs/message-log';
+import type { LogRecord, MessageLog } from './logs/message-log';
 import { MemoryMessageLog } from './logs/message-log-memory';
 import type { KeyStore } from './keys/key-store';
 import { MemoryKeyStore } from './keys/key-store-memory';
@@ -19,6 +19,7 @@ import { createRedisEngine } from './redis/redis-engine';
 import type { WebhookQueue } from './webhooks/webhooks';
 import { MemoryWebhookQueue } from './webhooks/webhooks-memory';
 import type { Quotas } from './quotas/quotas';
+import type { ApiKey } from './types';
 import { createMemoryQuotas } from './quotas/quotas';
 
 /** Every port a service needs, from one backend. */
@@ -36,6 +37,18 @@ export interface Engine {
   readonly webhooks: WebhookQueue;
   /** Per-key quotas counted across the cluster (docs/security.md, "Limits"). */
   readonly quotas: Quotas;
+  /**
+   * `broker.publish(publication, retention)` that also appends `record` to `key`'s message log,
+   * in the same backend call: the record is logged if and only if the publication was accepted,
+   * before this resolves, at no command of its own. Only where the backend can (a standalone
+   * Redis: the publish script); elsewhere callers publish, then `logs.append`.
+   */
+  publishLogged?(
+    publication: Publication,
+    retention: HistoryRetention,
+    key: ApiKey,
+    record: LogRecord,
+  ): Promise<StreamPosition>;
   /** Whether the backend is reachable now (always true in memory). */
   isAvailable(): boolean;
   /** Called on every change of availability (Redis lost, Redis back). */

@@ -8,7 +8,7 @@ import type { Meters } from './meters';
 import type { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
 import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './history/streams';
-import type { SlowConsumerSweeps } from './ws/slow-consumers';
+import type { SlowConsumers } from './ws/slow-consumers';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -21,6 +21,8 @@ export interface GatewayContext {
   readonly subscriptions: BrokerSubscriptions;
   /** Opted-in subscriptions' streams: offsets, history catch-up, gap filling. */
   readonly streams: Streams;
+  /** Checks the sockets of topics delivered to for the slow-consumer limit. */
+  readonly slowConsumers: SlowConsumers;
   readonly keys: KeyCache;
   readonly recovery: Recovery;
   readonly meters: Meters;
@@ -30,7 +32,5 @@ export interface GatewayContext {
   readonly connectionRate: ConnectionRateLimit;
   readonly authFailures: AuthFailureLimiter;
   readonly status: { draining: boolean; admitting: number };
-  /** Every topic publish (fan-out) is noted here, so the slow-consumer sweep runs only after one. */
-  readonly slowConsumers: SlowConsumerSweeps;
   nextConnId(): string;
 }

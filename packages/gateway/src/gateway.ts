@@ -17,8 +17,8 @@ import { deliverLocal } from './ws/delivery';
 import { flatString } from './ws/flat-string';
 import { executeKick } from './ws/kick';
 import { Registry } from './ws/registry';
-import { SlowConsumerSweeps } from './ws/slow-consumers';
 import { closeConnection } from './ws/send';
+import { SlowConsumers } from './ws/slow-consumers';
 import { createSocketHandlers } from './ws/socket-handlers';
 
 export interface GatewayDeps {
@@ -46,7 +46,6 @@ export interface Gateway {
   readonly context: GatewayContext;
 }
 
-const SLOW_CONSUMER_SWEEP_MS = 100;
 const DRAIN_BATCH_PAUSE_MS = 20;
 
 export function createGateway(deps: GatewayDeps): Gateway {
@@ -65,7 +64,6 @@ export function createGateway(deps: GatewayDeps): Gateway {
       return transport;
     },
     registry,
-    slowConsumers: new SlowConsumerSweeps(),
     subscriptions: new BrokerSubscriptions(engine.broker, logger),
     keys: new KeyCache(engine.keys, config.cluster.keyCacheMs),
     get recovery(): Recovery {
@@ -74,6 +72,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     get streams(): Streams {
       return streams;
     },
+    slowConsumers: new SlowConsumers(registry, () => config.limits.slowConsumerBytes),
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),
     addresses: new ClientAddresses(config.trustedProxies),
@@ -107,7 +106,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       maxFrameBytes: config.limits.maxMessageBytes * 16,
       maxBodyBytes: config.limits.maxMessageBytes,
       idleTimeoutSeconds: config.limits.idleTimeoutSeconds,
-      // uWS silently skips a socket over this; the sweep below closes slow consumers (4008) long
+      // uWS silently skips a socket over this; `SlowConsumers` closes slow consumers (4008) long
       // before, while their close frame still fits, so no one loses messages without a close.
       maxBackpressureBytes: config.limits.slowConsumerBytes * 32,
     },
@@ -160,15 +159,6 @@ export function createGateway(deps: GatewayDeps): Gateway {
     void membership.tick();
   });
 
-  const sweep = setInterval(() => {
-    if (!ctx.slowConsumers.takeDue()) return;
-    const limit = config.limits.slowConsumerBytes;
-    for (const state of registry.all()) {
-      if (state.conn && state.conn.getBufferedAmount() >= limit) closeConnection(state, 'SLOW_CONSUMER');
-    }
-  }, SLOW_CONSUMER_SWEEP_MS);
-  sweep.unref();
-
   async function drain(): Promise<void> {
     if (ctx.status.draining) return;
     ctx.status.draining = true;
@@ -210,7 +200,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
     drain,
     async close() {
-      clearInterval(sweep);
+      ctx.slowConsumers.stop();
       membership.stop();
       for (const state of [...registry.all()]) closeConnection(state, 'SERVER_DRAINING');
       ctx.status.draining = true;

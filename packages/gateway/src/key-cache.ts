@@ -25,6 +25,17 @@ export class KeyCache {
     this.unknown = ttlMs > 0 ? new LRUCache({ max: MAX_UNKNOWN_KEYS, ttl: ttlMs }) : undefined;
   }
 
+  /**
+   * `get`'s answer when it is cached (a fresh record, or `null` for a key remembered unknown),
+   * else `undefined`: ask `get`. Known and unknown keys are both answered here, so neither takes
+   * a turn of the microtask queue the other does not.
+   */
+  peek(key: string): ApiKeyRecord | null | undefined {
+    const cached = this.known.get(key);
+    if (cached) return cached.expires > Date.now() ? cached.record : undefined;
+    return this.unknown?.get(key) ? null : undefined;
+  }
+
   async get(key: string): Promise<ApiKeyRecord | null> {
     const now = Date.now();
     const cached = this.known.get(key);

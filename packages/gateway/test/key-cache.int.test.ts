@@ -30,6 +30,22 @@ describe('KeyCache', () => {
     expect(await cache.get(record.key)).toEqual(record);
   });
 
+  it('peeks at what get would answer from the cache only: a fresh record, null for a remembered unknown key', async () => {
+    const cache = new KeyCache(engine.keys, 60_000);
+    const record = generateKeyRecord();
+    expect(cache.peek(record.key)).toBeUndefined();
+    expect(await cache.get(record.key)).toBeNull();
+    expect(cache.peek(record.key)).toBeNull();
+    await engine.keys.put(record);
+    cache.invalidate(record.key);
+    expect(cache.peek(record.key)).toBeUndefined();
+    expect(await cache.get(record.key)).toEqual(record);
+    expect(cache.peek(record.key)).toEqual(record);
+    const expiring = new KeyCache(engine.keys, 0);
+    expect(await expiring.get(record.key)).toEqual(record);
+    expect(expiring.peek(record.key)).toBeUndefined();
+  });
+
   it('keeps serving a known key through an outage after 20,000 distinct unknown keys', async () => {
     const known = generateKeyRecord();
     await engine.keys.put(known);

@@ -28,6 +28,8 @@ export class AuthFailureLimiter {
 
   /** Throws `SB_AUTH_RATE_LIMITED` (with `retryAfterSeconds`) while the key or the address is over its limit. */
   check(key: string | undefined, address: string | undefined, now = Date.now()): void {
+    // Nothing failed lately (the common case): no subject names to build, no lookups.
+    if (this.windows.size === 0) return;
     const over = (subject: string, limit: number): number | undefined => {
       if (limit === 0) return undefined;
       const window = this.windows.get(subject);

@@ -7,6 +7,7 @@ import { coalesceWrites, guard } from './clients';
 import type { RedisClients } from './clients';
 import type { RedisKeys } from './keys';
 import { runHistoryPublish } from './history-scripts';
+import type { LogAppend } from './message-log-redis';
 import { decodePublication, encodePublication, publicationHead, publicationTail } from './publication-codec';
 
 /**
@@ -88,10 +89,20 @@ export class RedisBroker implements Broker {
     await unsubscribing.catch(() => undefined);
   }
 
-  async publish(publication: Publication, retention?: HistoryRetention): Promise<StreamPosition | undefined> {
+  /**
+   * `log` (standalone server and a `retention` only): a message-log append that the publish
+   * script makes with the publication (history-scripts.ts), so it is in the log once `publish`
+   * resolves, and only if the publication was accepted.
+   */
+  async publish(
+    publication: Publication,
+    retention?: HistoryRetention,
+    log?: LogAppend,
+  ): Promise<StreamPosition | undefined> {
     const channel = this.keys.fanout(publication.topic);
     const { command } = this.clients;
-    if (retention) return this.publishToStream(publication, retention, channel);
+    if (retention) return this.publishToStream(publication, retention, channel, log);
+    if (log) throw new Error('a log append rides only with a stream publication');
     const wire = encodePublication(publication);
     await guard(command, () =>
       this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
@@ -108,23 +119,26 @@ export class RedisBroker implements Broker {
     publication: Publication,
     retention: HistoryRetention,
     channel: string,
+    log: LogAppend | undefined,
   ): Promise<StreamPosition> {
     const { command } = this.clients;
     const { topic } = publication;
+    if (log && this.sharded) throw new Error('a log append cannot ride with a publish on a cluster');
+    const meta = this.keys.historyMeta(topic);
+    const list = this.keys.historyStream(topic);
+    const args = [
+      publicationHead(publication),
+      publicationTail(publication),
+      retention.size,
+      retention.ttlSeconds,
+      newEpoch(),
+      channel,
+      this.sharded ? 'spublish' : 'publish',
+    ];
     const reply = (await guard(command, () =>
-      runHistoryPublish(
-        command,
-        [this.keys.historyMeta(topic), this.keys.historyStream(topic)],
-        [
-          publicationHead(publication),
-          publicationTail(publication),
-          retention.size,
-          retention.ttlSeconds,
-          newEpoch(),
-          channel,
-          this.sharded ? 'spublish' : 'publish',
-        ],
-      ),
+      log
+        ? runHistoryPublish(command, [meta, list, log.list], [...args, log.record, log.trimAbove, log.trimTo])
+        : runHistoryPublish(command, [meta, list], args),
     )) as [number, string];
     return { offset: reply[0], epoch: reply[1] };
   }

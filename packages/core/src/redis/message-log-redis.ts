@@ -13,6 +13,16 @@ const MAX_BATCH = 1000;
  */
 const TRIM_SLACK = 100;
 
+/** A log append made by another command (the publish script): LPUSH, and LTRIM past `trimAbove`. */
+export interface LogAppend {
+  readonly list: string;
+  /** The record's JSON. */
+  readonly record: string;
+  /** The LIST's length past which it is trimmed back to `trimTo` records. */
+  readonly trimAbove: number;
+  readonly trimTo: number;
+}
+
 /**
  * A capped LIST per key, newest at the head. Appends made in the same event-loop turn for one
  * key go out as one `LPUSH` (a busy node publishes many messages per turn); each `append`
@@ -42,6 +52,20 @@ export class RedisMessageLog implements MessageLog {
 
   append(key: ApiKey, record: LogRecord): Promise<void> {
     return this.appends.add(key, JSON.stringify(record));
+  }
+
+  /**
+   * The same append, made by the publish script instead (`RedisBroker.publish`'s `log`): the
+   * record goes out with the publication, in its command. Standalone servers only (the log key
+   * and the topic's keys are in different slots on a cluster).
+   */
+  ridingAppend(key: ApiKey, record: LogRecord): LogAppend {
+    return {
+      list: this.keys.log(key),
+      record: JSON.stringify(record),
+      trimAbove: this.capacity + TRIM_SLACK,
+      trimTo: this.capacity,
+    };
   }
 
   async recent(key: ApiKey, limit = this.capacity): Promise<LogRecord[]> {

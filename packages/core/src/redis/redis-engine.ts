@@ -56,13 +56,21 @@ export async function createRedisEngine(
   starting = false;
   if (!started) log.warn('Redis not reachable at start-up; serving unavailable until it is');
 
+  const logs = new RedisMessageLog(command, keys, config.limits.logSize);
   return {
     kind: 'redis',
     broker,
+    // On a cluster the log's key and the topic's are in different slots: no riding append.
+    ...(clients.target.kind === 'cluster'
+      ? {}
+      : {
+          publishLogged: async (publication, retention, key, record) =>
+            (await broker.publish(publication, retention, logs.ridingAppend(key, record)))!,
+        }),
     history: new RedisHistory(command, keys, config.history.ttlSeconds),
     presence: new RedisPresenceStore(command, keys),
     counts: new RedisConnectionCounts(command, keys),
-    logs: new RedisMessageLog(command, keys, config.limits.logSize),
+    logs,
     keys: new RedisKeyStore(command, keys),
     nodes: new RedisNodeRegistry(command, keys),
     webhooks: new RedisWebhookQueue(command, keys),

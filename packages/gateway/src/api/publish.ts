@@ -10,7 +10,8 @@ import type { Body } from './request';
 export async function publish(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
   const record = await authenticate(ctx, body);
   const channel = channelField(body, true);
-  await takeRestPublish(ctx, record);
+  const taking = takeRestPublish(ctx, record);
+  if (taking) await taking;
   const published = await publishMessage(ctx, {
     record,
     protocol,

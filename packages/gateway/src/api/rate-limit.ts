@@ -5,14 +5,18 @@ import type { GatewayContext } from '../context';
 
 /**
  * Counts one cluster API request against the key's `apiRequestsPerSecond` across the cluster;
- * over it: 429 with `Retry-After`, and nothing was carried out. Unlimited keys cost nothing.
+ * over it: rejects with the 429 (`Retry-After`), and nothing was carried out. Unlimited keys
+ * cost nothing: `undefined`, no promise to wait for.
  */
-export async function takeApiRequest(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> {
+export function takeApiRequest(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> | undefined {
   const perSecond = record.limits?.apiRequestsPerSecond ?? ctx.config.limits.apiRequestsPerSecond;
-  if (perSecond === 0) return;
-  const refusal = await ctx.engine.quotas.takeApiRequest(record.key, perSecond);
-  if (refusal) throw quotaError(refusal);
+  if (perSecond === 0) return undefined;
+  return ctx.engine.quotas.takeApiRequest(record.key, perSecond).then(throwRefusal);
 }
+
+const throwRefusal = (refusal: QuotaRefusal | undefined): void => {
+  if (refusal) throw quotaError(refusal);
+};
 
 /** The key's publication quotas (see `takePublishQuota`); `null` when it has none. */
 export const takePublish = (
@@ -20,10 +24,9 @@ export const takePublish = (
   record: ApiKeyRecord,
 ): Promise<QuotaRefusal | undefined> | null => takePublishQuota(ctx.engine.quotas, ctx.config, record);
 
-/** `takePublish` for the cluster API: throws the 429. */
-export async function takeRestPublish(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> {
-  const refusal = await takePublish(ctx, record);
-  if (refusal) throw quotaError(refusal);
+/** `takePublish` for the cluster API: rejects with the 429; `undefined` when the key has no publish limit. */
+export function takeRestPublish(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> | undefined {
+  return takePublish(ctx, record)?.then(throwRefusal);
 }
 
 /**

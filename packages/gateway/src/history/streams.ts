@@ -202,11 +202,11 @@ export class Streams {
   /** One frame per variant, to the caught-up subscribers' stream topics; the sender excluded unless it asked for its own. */
   private deliver(topic: Topic, publication: Publication): void {
     const { transport } = this.ctx;
-    this.ctx.slowConsumers.noteFanOut();
     const sender = publication.sender === undefined ? undefined : this.senders.get(publication.sender);
     const via = sender && !sender.notifySelf && sender.conn ? sender.conn : transport;
     const offset = publication.offset ?? 0;
     const isObject = isObjectPublication(publication);
+    this.ctx.slowConsumers.delivered(topic);
     if (topic.protocol === 'v3') {
       via.publish(v3Topic(topic, 'stream'), offsetFrame(publication, isObject, offset));
       return;
@@ -221,7 +221,7 @@ export class Streams {
 
   private announce(topic: Topic, report: PositionReport): void {
     const { transport } = this.ctx;
-    this.ctx.slowConsumers.noteFanOut();
+    this.ctx.slowConsumers.delivered(topic);
     if (topic.protocol === 'v3') {
       transport.publish(v3Topic(topic, 'stream'), positionFrame(topic.channel, report));
       return;

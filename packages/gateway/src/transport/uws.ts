@@ -32,6 +32,9 @@ const STATUS_LINE: Record<number, string> = {
   503: '503 Service Unavailable',
 };
 
+/** The request headers handed to the HTTP handler (`HttpRequest.headers`). */
+const READ_HEADERS = ['content-length', 'x-forwarded-for'] as const;
+
 function writeReply(res: Response, reply: HttpReply): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINE[reply.status] ?? String(reply.status));
@@ -113,9 +116,10 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     const path = req.getUrl();
     const query = req.getQuery();
     const headers: Record<string, string> = {};
-    req.forEach((name, value) => {
-      headers[name] = value;
-    });
+    for (const name of READ_HEADERS) {
+      const value = req.getHeader(name);
+      if (value) headers[name] = value;
+    }
     const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
     let aborted = false;
     res.onAborted(() => {

@@ -23,7 +23,6 @@ export function deliverLocal(
     return;
   }
   const { topic } = publication;
-  ctx.slowConsumers.noteFanOut();
   const excluded = sender && !sender.notifySelf && sender.conn ? sender.conn : undefined;
   const via = excluded ?? ctx.transport;
   // Opted-in subscriptions get stream publications from their stream (history/streams.ts), in
@@ -48,6 +47,7 @@ export function deliverLocal(
     }
     recipients += secondaries;
   }
+  ctx.slowConsumers.delivered(topic);
   record(ctx, publication, excluded ? recipients - 1 : recipients);
 }
 

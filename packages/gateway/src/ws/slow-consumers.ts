@@ -1,27 +1,60 @@
+import type { Topic } from '@switchboard/core';
+import type { ConnectionState } from './connection';
+import type { Registry } from './registry';
+import { closeConnection } from './send';
+
+/** How often the sockets that received topic publications are checked. */
+export const SLOW_CONSUMER_SWEEP_MS = 100;
+
 /**
- * When the periodic slow-consumer check (docs/protocol.md, Limits: every 100 ms for fan-out)
- * has anything to look at. A socket's send buffer grows only when something is written to it:
- * direct sends check their own socket as they send (send.ts), and topic publishes (fan-out, done
- * by uWS in C++) are checked by sweeping every connection. With no publish since the last
- * sweeps no buffer grew, and those sweeps already closed every socket over the limit, so the
- * sweep is skipped: an idle node with 16,700 sockets spent about 30 ms of CPU a second on it
- * (one native call per socket, ten times a second), 10% of a core at 50,000.
- *
- * A publish keeps the next two sweeps due: uWS may write a publish's frames after a sweep that
- * runs in the same event-loop turn as the publish, and the second sweep sees them.
+ * Closes slow consumers (4008) that uWS topic publishes made slow. A topic publish fans out in
+ * C++ and tells nobody which sockets it left with buffered data, so every delivery to a topic
+ * names the topic here (`delivered`), and a sweep `SLOW_CONSUMER_SWEEP_MS` later checks the
+ * buffered amount of that topic's sockets only. A socket nothing was published to since the
+ * last check can only have drained, so an idle node checks nothing and runs no timer, and a busy
+ * one checks the sockets it wrote to rather than all of them. Frames sent to one socket
+ * (`sendTo`) are checked where they are sent.
  */
-export class SlowConsumerSweeps {
-  private due = 0;
+export class SlowConsumers {
+  /** The registry's sets of the topics delivered to since the last sweep (one per topic). */
+  private readonly touched = new Set<ReadonlySet<ConnectionState>>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
 
-  /** A topic publish went out: the next two sweeps check every connection. */
-  noteFanOut(): void {
-    this.due = 2;
+  constructor(
+    private readonly registry: Registry,
+    private readonly limitBytes: () => number,
+  ) {}
+
+  /** Something was published to `topic`'s local uWS topics: its sockets are checked at the next sweep. */
+  delivered(topic: Topic): void {
+    const sockets = this.registry.inTopic(topic);
+    if (sockets.size === 0 || this.stopped) return;
+    this.touched.add(sockets);
+    if (!this.timer) {
+      this.timer = setTimeout(this.sweep, SLOW_CONSUMER_SWEEP_MS);
+      this.timer.unref();
+    }
   }
 
-  /** Whether this sweep checks every connection (it counts as one of the due sweeps). */
-  takeDue(): boolean {
-    if (this.due === 0) return false;
-    this.due--;
-    return true;
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.touched.clear();
   }
+
+  private readonly sweep = (): void => {
+    this.timer = undefined;
+    const limit = this.limitBytes();
+    const sets = [...this.touched];
+    this.touched.clear();
+    // A set the registry dropped meanwhile is empty. Closing a socket takes it out of its set
+    // while the set is iterated, which a Set allows.
+    for (const sockets of sets) {
+      for (const state of sockets) {
+        if (state.conn && state.conn.getBufferedAmount() >= limit) closeConnection(state, 'SLOW_CONSUMER');
+      }
+    }
+  };
 }
