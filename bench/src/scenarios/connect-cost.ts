@@ -1,0 +1,208 @@
+import Redis from 'ioredis';
+import { connectFleet } from '../lib/native-fleet';
+import type { ConnectFleet } from '../lib/native-fleet';
+import { cpuSeconds, startSystem } from '../lib/procs';
+import type { System, SystemName } from '../lib/procs';
+
+/**
+ * What a plain connection costs the servers (issue 16): N plain V3 connections opened and then
+ * closed on 2 nodes + Redis, Switchboard right after the Redis-hop ceiling in the same run, and
+ * the CPU (utime + stime of the server processes and redis-server) each phase used, per 1,000
+ * connections. A reconnect storm after a rolling restart is this, repeated for every client.
+ */
+
+/** Issue 16's target: Switchboard's server + Redis CPU per connection (open + close) at most this multiple of the ceiling's. */
+export const CONNECT_COST_TARGET = 2;
+
+/** Connections in a channel: each channel spans both nodes, so both subscribe to it in Redis. */
+export const CONNECT_CHANNEL_SIZE = 10;
+
+/** Connections opened and closed before the measurement, not counted (JIT, scripts loaded). */
+const WARM_UP = 1000;
+
+/** How the end of a phase's work is recognized: the processes' CPU stops moving. */
+const SETTLE_WINDOW_MS = 100;
+const SETTLE_MAX_MS = 5000;
+
+export interface PhaseCost {
+  /** Seconds from the phase's start until its work was over (the processes' CPU settled). */
+  seconds: number;
+  /** CPU seconds: both server processes, redis-server, the client processes. */
+  cpu: { servers: number; redis: number; clients: number };
+  /** Server + Redis CPU per 1,000 connections, ms. */
+  msPer1000: number;
+}
+
+export interface ConnectCostSide {
+  system: SystemName;
+  connections: number;
+  ok: number;
+  failed: number;
+  /** From the first connect to the last 101, seconds. */
+  openSeconds: number;
+  connect: PhaseCost;
+  close: PhaseCost;
+  /** Connect + close, server + Redis CPU per 1,000 connections, ms. */
+  totalMsPer1000: number;
+  firstError?: string;
+}
+
+/** One run: the ceiling, then Switchboard, back to back. */
+export interface ConnectCostRun {
+  ceiling?: ConnectCostSide;
+  switchboard?: ConnectCostSide;
+  /** Switchboard ÷ ceiling, server + Redis CPU per connection. */
+  ratio?: { connect: number; close: number; total: number };
+  error?: string;
+}
+
+export interface ConnectCostOptions {
+  connections: number;
+  workers: number;
+  log: (line: string) => void;
+}
+
+interface Cpu {
+  servers: number;
+  redis: number;
+  clients: number;
+}
+
+function cpuOf(system: System, fleet: ConnectFleet): Cpu {
+  return {
+    servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
+    redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
+    clients: fleet.pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0),
+  };
+}
+
+const serverSide = (c: Cpu): number => c.servers + c.redis;
+
+/**
+ * Waits until the servers' and Redis' CPU stopped moving (two windows in a row that added at most
+ * one clock tick between them): the work a phase left behind (count changes written after the
+ * 101, unsubscribes after the closes) is then done.
+ */
+async function settle(system: System, fleet: ConnectFleet): Promise<void> {
+  const deadline = Date.now() + SETTLE_MAX_MS;
+  let last = serverSide(cpuOf(system, fleet));
+  let quiet = 0;
+  while (quiet < 2 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, SETTLE_WINDOW_MS));
+    const now = serverSide(cpuOf(system, fleet));
+    quiet = now - last <= 0.0101 ? quiet + 1 : 0;
+    last = now;
+  }
+}
+
+/** Channels Redis has subscribers on (`INFO stats`), both systems' servers included. */
+async function pubsubChannels(redis: Redis): Promise<number> {
+  const match = /pubsub_channels:(\d+)/.exec(await redis.info('stats'));
+  return match ? Number(match[1]) : 0;
+}
+
+function phase(before: Cpu, after: Cpu, seconds: number, ok: number): PhaseCost {
+  const cpu = {
+    servers: after.servers - before.servers,
+    redis: after.redis - before.redis,
+    clients: after.clients - before.clients,
+  };
+  return { seconds, cpu, msPer1000: ((cpu.servers + cpu.redis) * 1e6) / Math.max(ok, 1) };
+}
+
+export async function connectCostSide(name: SystemName, o: ConnectCostOptions): Promise<ConnectCostSide> {
+  const system = await startSystem(name, { nodes: 2 });
+  const fleet = connectFleet(o.workers, o.log);
+  const redis = new Redis(system.redis!.url);
+  try {
+    const url = (i: number, prefix: string): string =>
+      system.wsUrl(i, 'v3', `${prefix}-${Math.floor(i / CONNECT_CHANNEL_SIZE)}`);
+    // The channels the servers listen to with no connection (Switchboard's control channel).
+    const baseline = await pubsubChannels(redis);
+    const warm = await fleet.connect(
+      Array.from({ length: Math.min(WARM_UP, o.connections) }, (_, i) => url(i, 'warm')),
+      { concurrency: 200 },
+    );
+    if (warm.failed) throw new Error(`warm-up: ${warm.failed} failed (${warm.firstError ?? ''})`);
+    await fleet.closeAll();
+    await untilChannels(redis, (n) => n <= baseline, 'warm-up channels unsubscribed');
+    await settle(system, fleet);
+
+    const urls = Array.from({ length: o.connections }, (_, i) => url(i, 'cc'));
+    const start = performance.now();
+    const before = cpuOf(system, fleet);
+    const opened = await fleet.connect(urls, { concurrency: 400 });
+    await settle(system, fleet);
+    const connected = cpuOf(system, fleet);
+    const connectSeconds = (performance.now() - start) / 1000;
+    const closeStart = performance.now();
+    await fleet.closeAll();
+    // Every server unsubscribed every channel it had (and wrote its count changes before that).
+    await untilChannels(redis, (n) => n <= baseline, 'channels unsubscribed after the closes');
+    await settle(system, fleet);
+    const closed = cpuOf(system, fleet);
+    const connect = phase(before, connected, connectSeconds, opened.ok);
+    const close = phase(connected, closed, (performance.now() - closeStart) / 1000, opened.ok);
+    return {
+      system: name,
+      connections: o.connections,
+      ok: opened.ok,
+      failed: opened.failed,
+      openSeconds: opened.openSeconds,
+      connect,
+      close,
+      totalMsPer1000: connect.msPer1000 + close.msPer1000,
+      ...(opened.firstError ? { firstError: opened.firstError } : {}),
+    };
+  } finally {
+    redis.disconnect();
+    await fleet.closeAll().catch(() => undefined);
+    fleet.stop();
+    await system.stop();
+  }
+}
+
+/** Polls Redis until its subscribed-channel count passes `done`. */
+async function untilChannels(redis: Redis, done: (n: number) => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const n = await pubsubChannels(redis);
+    if (done(n)) return;
+    if (Date.now() > deadline) throw new Error(`${what}: ${n} channels still subscribed after 30 s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const describe = (s: ConnectCostSide): string =>
+  `${s.ok}/${s.connections} in ${s.openSeconds.toFixed(2)} s; ms CPU per 1,000 (servers + Redis): connect ${s.connect.msPer1000.toFixed(0)} (${s.connect.cpu.servers.toFixed(2)} + ${s.connect.cpu.redis.toFixed(2)} s), close ${s.close.msPer1000.toFixed(0)} (${s.close.cpu.servers.toFixed(2)} + ${s.close.cpu.redis.toFixed(2)} s), total ${s.totalMsPer1000.toFixed(0)}`;
+
+export async function connectCostRun(o: ConnectCostOptions): Promise<ConnectCostRun> {
+  const run: ConnectCostRun = {};
+  try {
+    run.ceiling = await connectCostSide('ceiling-redis', o);
+    o.log(`  ceiling:     ${describe(run.ceiling)}`);
+    run.switchboard = await connectCostSide('switchboard-redis', o);
+    o.log(`  switchboard: ${describe(run.switchboard)}`);
+    const c = run.ceiling;
+    const s = run.switchboard;
+    if (s.failed || c.failed) throw new Error(`failed connections: ${s.firstError ?? c.firstError ?? ''}`);
+    run.ratio = {
+      connect: s.connect.msPer1000 / c.connect.msPer1000,
+      close: s.close.msPer1000 / c.close.msPer1000,
+      total: s.totalMsPer1000 / c.totalMsPer1000,
+    };
+    o.log(
+      `  ratio: connect ${run.ratio.connect.toFixed(2)}×, close ${run.ratio.close.toFixed(2)}×, total ${run.ratio.total.toFixed(2)}×`,
+    );
+  } catch (error) {
+    run.error = String(error);
+    o.log(`  ERROR ${run.error}`);
+  }
+  return run;
+}
+
+/** The run with the median total ratio (of those complete). */
+export function medianConnectCostRun(runs: ConnectCostRun[]): ConnectCostRun | undefined {
+  const rated = runs.filter((r) => r.ratio).sort((a, b) => a.ratio!.total - b.ratio!.total);
+  return rated[Math.floor((rated.length - 1) / 2)];
+}
