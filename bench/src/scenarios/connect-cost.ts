@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { connectFleet } from '../lib/native-fleet';
 import type { ConnectFleet } from '../lib/native-fleet';
-import { cpuSeconds, startSystem } from '../lib/procs';
+import { KEY, REDIS_PREFIX, cpuSeconds, startSystem } from '../lib/procs';
 import type { System, SystemName } from '../lib/procs';
 
 /**
@@ -20,12 +20,12 @@ export const CONNECT_CHANNEL_SIZE = 10;
 /** Connections opened and closed before the measurement, not counted (JIT, scripts loaded). */
 const WARM_UP = 1000;
 
-/** How the end of a phase's work is recognized: the processes' CPU stops moving. */
+/** Before a measurement, the warm-up's work is over once the processes' CPU stops moving. */
 const SETTLE_WINDOW_MS = 100;
 const SETTLE_MAX_MS = 5000;
 
 export interface PhaseCost {
-  /** Seconds from the phase's start until its work was over (the processes' CPU settled). */
+  /** Seconds from the phase's start until its work was over (as Redis shows: channels, counts). */
   seconds: number;
   /** CPU seconds: both server processes, redis-server, the client processes. */
   cpu: { servers: number; redis: number; clients: number };
@@ -78,11 +78,7 @@ function cpuOf(system: System, fleet: ConnectFleet): Cpu {
 
 const serverSide = (c: Cpu): number => c.servers + c.redis;
 
-/**
- * Waits until the servers' and Redis' CPU stopped moving (two windows in a row that added at most
- * one clock tick between them): the work a phase left behind (count changes written after the
- * 101, unsubscribes after the closes) is then done.
- */
+/** Waits until the servers' and Redis' CPU stopped moving (two windows in a row adding at most a clock tick each). */
 async function settle(system: System, fleet: ConnectFleet): Promise<void> {
   const deadline = Date.now() + SETTLE_MAX_MS;
   let last = serverSide(cpuOf(system, fleet));
@@ -125,21 +121,22 @@ export async function connectCostSide(name: SystemName, o: ConnectCostOptions): 
     );
     if (warm.failed) throw new Error(`warm-up: ${warm.failed} failed (${warm.firstError ?? ''})`);
     await fleet.closeAll();
-    await untilChannels(redis, (n) => n <= baseline, 'warm-up channels unsubscribed');
+    await until(redis, baseline, undefined, 'warm-up');
     await settle(system, fleet);
 
     const urls = Array.from({ length: o.connections }, (_, i) => url(i, 'cc'));
+    const channels = Math.ceil(o.connections / CONNECT_CHANNEL_SIZE);
+    const counted = name.startsWith('switchboard') ? countedConnections(redis) : undefined;
     const start = performance.now();
     const before = cpuOf(system, fleet);
     const opened = await fleet.connect(urls, { concurrency: 400 });
-    await settle(system, fleet);
+    // Every server subscribed every channel; Switchboard wrote its count changes (after the 101s).
+    await until(redis, baseline + channels, counted && { read: counted, want: opened.ok }, 'connect');
     const connected = cpuOf(system, fleet);
     const connectSeconds = (performance.now() - start) / 1000;
     const closeStart = performance.now();
     await fleet.closeAll();
-    // Every server unsubscribed every channel it had (and wrote its count changes before that).
-    await untilChannels(redis, (n) => n <= baseline, 'channels unsubscribed after the closes');
-    await settle(system, fleet);
+    await until(redis, baseline, counted && { read: counted, want: 0 }, 'close');
     const closed = cpuOf(system, fleet);
     const connect = phase(before, connected, connectSeconds, opened.ok);
     const close = phase(connected, closed, (performance.now() - closeStart) / 1000, opened.ok);
@@ -162,19 +159,35 @@ export async function connectCostSide(name: SystemName, o: ConnectCostOptions): 
   }
 }
 
-/** Polls Redis until its subscribed-channel count passes `done`. */
-async function untilChannels(redis: Redis, done: (n: number) => boolean, what: string): Promise<void> {
+/** Switchboard's count of the bench key's connections in Redis (docs/redis-keys.md). */
+const countedConnections = (redis: Redis) => async (): Promise<number> =>
+  Number((await redis.get(`${REDIS_PREFIX}:counts:{${KEY}}:total`)) ?? 0);
+
+/**
+ * Polls Redis until the servers are subscribed to exactly `channels` channels and, when `counted`
+ * is given, the connection count is `count`: the end of a phase's work, recognized without
+ * waiting on a timer (which would add the servers' idle CPU to the phase).
+ */
+async function until(
+  redis: Redis,
+  channels: number,
+  counted: { read: () => Promise<number>; want: number } | undefined,
+  what: string,
+): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const n = await pubsubChannels(redis);
-    if (done(n)) return;
-    if (Date.now() > deadline) throw new Error(`${what}: ${n} channels still subscribed after 30 s`);
-    await new Promise((r) => setTimeout(r, 20));
+    const [n, count] = await Promise.all([pubsubChannels(redis), counted?.read()]);
+    if (n === channels && count === counted?.want) return;
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what}: after 30 s ${n} channels subscribed (want ${channels}), ${count ?? '–'} connections counted (want ${counted?.want ?? '–'})`,
+      );
+    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
 const describe = (s: ConnectCostSide): string =>
-  `${s.ok}/${s.connections} in ${s.openSeconds.toFixed(2)} s; ms CPU per 1,000 (servers + Redis): connect ${s.connect.msPer1000.toFixed(0)} (${s.connect.cpu.servers.toFixed(2)} + ${s.connect.cpu.redis.toFixed(2)} s), close ${s.close.msPer1000.toFixed(0)} (${s.close.cpu.servers.toFixed(2)} + ${s.close.cpu.redis.toFixed(2)} s), total ${s.totalMsPer1000.toFixed(0)}`;
+  `${s.ok}/${s.connections} open in ${s.openSeconds.toFixed(2)} s (phases ${s.connect.seconds.toFixed(2)} + ${s.close.seconds.toFixed(2)} s); ms CPU per 1,000 (servers + Redis): connect ${s.connect.msPer1000.toFixed(0)} (${s.connect.cpu.servers.toFixed(2)} + ${s.connect.cpu.redis.toFixed(2)} s), close ${s.close.msPer1000.toFixed(0)} (${s.close.cpu.servers.toFixed(2)} + ${s.close.cpu.redis.toFixed(2)} s), total ${s.totalMsPer1000.toFixed(0)}`;
 
 export async function connectCostRun(o: ConnectCostOptions): Promise<ConnectCostRun> {
   const run: ConnectCostRun = {};

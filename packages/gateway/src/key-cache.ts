@@ -25,6 +25,16 @@ export class KeyCache {
     this.unknown = ttlMs > 0 ? new LRUCache({ max: MAX_UNKNOWN_KEYS, ttl: ttlMs }) : undefined;
   }
 
+  /**
+   * What the cache can answer without the store: the fresh record, `null` for a key remembered
+   * as unknown, `undefined` when only the store can tell (then `get`).
+   */
+  peek(key: string): ApiKeyRecord | null | undefined {
+    const cached = this.known.get(key);
+    if (cached) return cached.expires > Date.now() ? cached.record : undefined;
+    return this.unknown?.get(key) ? null : undefined;
+  }
+
   async get(key: string): Promise<ApiKeyRecord | null> {
     const now = Date.now();
     const cached = this.known.get(key);

@@ -30,6 +30,20 @@ describe('KeyCache', () => {
     expect(await cache.get(record.key)).toEqual(record);
   });
 
+  it('peeks only what it can answer without the store: fresh records and remembered unknown keys', async () => {
+    const cache = new KeyCache(engine.keys, 60_000);
+    const record = generateKeyRecord();
+    await engine.keys.put(record);
+    expect(cache.peek(record.key)).toBeUndefined();
+    expect(await cache.get(record.key)).toEqual(record);
+    expect(cache.peek(record.key)).toEqual(record);
+    expect(cache.peek('never-seen')).toBeUndefined();
+    expect(await cache.get('never-seen')).toBeNull();
+    expect(cache.peek('never-seen')).toBeNull();
+    cache.invalidate(record.key);
+    expect(cache.peek(record.key)).toBeUndefined();
+  });
+
   it('keeps serving a known key through an outage after 20,000 distinct unknown keys', async () => {
     const known = generateKeyRecord();
     await engine.keys.put(known);
