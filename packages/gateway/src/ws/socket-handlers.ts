@@ -54,7 +54,7 @@ export function createSocketHandlers(
       if (!primary) return;
       const { resume } = state;
       state.resume = undefined;
-      enterChannel(ctx, state, primary, undefined, resume).catch((error: unknown) => {
+      enterChannel(ctx, state, primary, undefined, resume)?.catch((error: unknown) => {
         ctx.logger.warn({ err: error }, 'history read failed; closing the opted-in socket');
         closeConnection(state, 'UNAVAILABLE', HISTORY_UNAVAILABLE);
       });
@@ -76,7 +76,7 @@ export function createSocketHandlers(
       ctx.registry.remove(state);
       ctx.meters.connections[state.protocol].dec();
       releaseSocket(ctx, state);
-      for (const sub of [...state.subs.values()]) void leaveChannel(ctx, state, sub);
+      for (const sub of state.subs.values()) leaveChannel(ctx, state, sub);
     },
   };
 }
