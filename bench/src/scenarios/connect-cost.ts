@@ -17,10 +17,7 @@ export const CONNECT_COST_TARGET = 2;
 /** Connections in a channel: each channel spans both nodes, so both subscribe to it in Redis. */
 export const CONNECT_CHANNEL_SIZE = 10;
 
-/** Connections opened and closed before the measurement, not counted (JIT, scripts loaded). */
-const WARM_UP = 1000;
-
-/** Before a measurement, the warm-up's work is over once the processes' CPU stops moving. */
+/** Between the storms, the first one's work is over once the processes' CPU stops moving. */
 const SETTLE_WINDOW_MS = 100;
 const SETTLE_MAX_MS = 5000;
 
@@ -44,6 +41,13 @@ export interface ConnectCostSide {
   close: PhaseCost;
   /** Connect + close, server + Redis CPU per 1,000 connections, ms. */
   totalMsPer1000: number;
+  /**
+   * The same storm right after the servers started, before the measured one: it also pays V8
+   * compiling the connection path (once per process; per connection, less the larger the storm).
+   */
+  first?: { connect: PhaseCost; close: PhaseCost; totalMsPer1000: number };
+  /** Connections the client saw open that Switchboard's count in Redis never included. */
+  uncounted?: number;
   firstError?: string;
 }
 
@@ -51,8 +55,8 @@ export interface ConnectCostSide {
 export interface ConnectCostRun {
   ceiling?: ConnectCostSide;
   switchboard?: ConnectCostSide;
-  /** Switchboard ÷ ceiling, server + Redis CPU per connection. */
-  ratio?: { connect: number; close: number; total: number };
+  /** Switchboard ÷ ceiling, server + Redis CPU per connection; `first`: of the first storms. */
+  ratio?: { connect: number; close: number; total: number; first?: number };
   error?: string;
 }
 
@@ -111,35 +115,47 @@ export async function connectCostSide(name: SystemName, o: ConnectCostOptions): 
   const fleet = connectFleet(o.workers, o.log);
   const redis = new Redis(system.redis!.url);
   try {
-    const url = (i: number, prefix: string): string =>
-      system.wsUrl(i, 'v3', `${prefix}-${Math.floor(i / CONNECT_CHANNEL_SIZE)}`);
     // The channels the servers listen to with no connection (Switchboard's control channel).
     const baseline = await pubsubChannels(redis);
-    const warm = await fleet.connect(
-      Array.from({ length: Math.min(WARM_UP, o.connections) }, (_, i) => url(i, 'warm')),
-      { concurrency: 200 },
-    );
-    if (warm.failed) throw new Error(`warm-up: ${warm.failed} failed (${warm.firstError ?? ''})`);
-    await fleet.closeAll();
-    await until(redis, baseline, undefined, 'warm-up');
-    await settle(system, fleet);
-
-    const urls = Array.from({ length: o.connections }, (_, i) => url(i, 'cc'));
     const channels = Math.ceil(o.connections / CONNECT_CHANNEL_SIZE);
     const counted = name.startsWith('switchboard') ? countedConnections(redis) : undefined;
-    const start = performance.now();
-    const before = cpuOf(system, fleet);
-    const opened = await fleet.connect(urls, { concurrency: 400 });
-    // Every server subscribed every channel; Switchboard wrote its count changes (after the 101s).
-    await until(redis, baseline + channels, counted && { read: counted, want: opened.ok }, 'connect');
-    const connected = cpuOf(system, fleet);
-    const connectSeconds = (performance.now() - start) / 1000;
-    const closeStart = performance.now();
-    await fleet.closeAll();
-    await until(redis, baseline, counted && { read: counted, want: 0 }, 'close');
-    const closed = cpuOf(system, fleet);
-    const connect = phase(before, connected, connectSeconds, opened.ok);
-    const close = phase(connected, closed, (performance.now() - closeStart) / 1000, opened.ok);
+    /** Opens `o.connections`, then closes them, each phase timed until Redis shows its work done. */
+    const storm = async (prefix: string) => {
+      const urls = Array.from({ length: o.connections }, (_, i) =>
+        system.wsUrl(i, 'v3', `${prefix}-${Math.floor(i / CONNECT_CHANNEL_SIZE)}`),
+      );
+      const start = performance.now();
+      const before = cpuOf(system, fleet);
+      const opened = await fleet.connect(urls, { concurrency: 400 });
+      // Every server subscribed every channel; Switchboard wrote its count changes (after the 101s).
+      const uncounted = await until(
+        redis,
+        baseline + channels,
+        counted && { read: counted, want: opened.ok },
+        'connect',
+      );
+      if (uncounted)
+        o.log(
+          `  ${name}: ${uncounted} of ${opened.ok} opened connections not counted; gateway log: ${system.nodes
+            .flatMap((n) => n.lines.slice(-3))
+            .join(' | ')
+            .slice(0, 600)}`,
+        );
+      const connected = cpuOf(system, fleet);
+      const connectSeconds = (performance.now() - start) / 1000;
+      const closeStart = performance.now();
+      await fleet.closeAll();
+      await until(redis, baseline, counted && { read: counted, want: 0 }, 'close');
+      const closed = cpuOf(system, fleet);
+      const connect = phase(before, connected, connectSeconds, opened.ok);
+      const close = phase(connected, closed, (performance.now() - closeStart) / 1000, opened.ok);
+      return { opened, uncounted, connect, close, totalMsPer1000: connect.msPer1000 + close.msPer1000 };
+    };
+    const first = await storm('first');
+    if (first.opened.failed)
+      throw new Error(`first storm: ${first.opened.failed} failed (${first.opened.firstError ?? ''})`);
+    await settle(system, fleet);
+    const { opened, uncounted, connect, close, totalMsPer1000 } = await storm('cc');
     return {
       system: name,
       connections: o.connections,
@@ -148,7 +164,9 @@ export async function connectCostSide(name: SystemName, o: ConnectCostOptions): 
       openSeconds: opened.openSeconds,
       connect,
       close,
-      totalMsPer1000: connect.msPer1000 + close.msPer1000,
+      totalMsPer1000,
+      ...(uncounted ? { uncounted } : {}),
+      first: { connect: first.connect, close: first.close, totalMsPer1000: first.totalMsPer1000 },
       ...(opened.firstError ? { firstError: opened.firstError } : {}),
     };
   } finally {
@@ -163,21 +181,31 @@ export async function connectCostSide(name: SystemName, o: ConnectCostOptions): 
 const countedConnections = (redis: Redis) => async (): Promise<number> =>
   Number((await redis.get(`${REDIS_PREFIX}:counts:{${KEY}}:total`)) ?? 0);
 
+/** How long a count that differs from the connections opened must hold still to be final. */
+const COUNT_STILL_MS = 500;
+
 /**
  * Polls Redis until the servers are subscribed to exactly `channels` channels and, when `counted`
- * is given, the connection count is `count`: the end of a phase's work, recognized without
- * waiting on a timer (which would add the servers' idle CPU to the phase).
+ * is given, the connection count is `want`: the end of a phase's work, recognized without
+ * waiting on a timer (which would add the servers' idle CPU to the phase). A count that settles
+ * elsewhere (a connection the client saw open but the gateway refused after its 101, such as an
+ * engine timeout under load) ends the phase once it held still for `COUNT_STILL_MS`; the
+ * difference is returned, and reported.
  */
 async function until(
   redis: Redis,
   channels: number,
   counted: { read: () => Promise<number>; want: number } | undefined,
   what: string,
-): Promise<void> {
+): Promise<number> {
   const deadline = Date.now() + 30_000;
+  let last: { count: number | undefined; since: number } = { count: undefined, since: Date.now() };
   for (;;) {
     const [n, count] = await Promise.all([pubsubChannels(redis), counted?.read()]);
-    if (n === channels && count === counted?.want) return;
+    if (n === channels && count === counted?.want) return 0;
+    if (count !== last.count) last = { count, since: Date.now() };
+    else if (n === channels && Date.now() - last.since >= COUNT_STILL_MS)
+      return (counted?.want ?? 0) - (count ?? 0);
     if (Date.now() > deadline)
       throw new Error(
         `${what}: after 30 s ${n} channels subscribed (want ${channels}), ${count ?? '–'} connections counted (want ${counted?.want ?? '–'})`,
@@ -187,7 +215,7 @@ async function until(
 }
 
 const describe = (s: ConnectCostSide): string =>
-  `${s.ok}/${s.connections} open in ${s.openSeconds.toFixed(2)} s (phases ${s.connect.seconds.toFixed(2)} + ${s.close.seconds.toFixed(2)} s); ms CPU per 1,000 (servers + Redis): connect ${s.connect.msPer1000.toFixed(0)} (${s.connect.cpu.servers.toFixed(2)} + ${s.connect.cpu.redis.toFixed(2)} s), close ${s.close.msPer1000.toFixed(0)} (${s.close.cpu.servers.toFixed(2)} + ${s.close.cpu.redis.toFixed(2)} s), total ${s.totalMsPer1000.toFixed(0)}`;
+  `${s.ok}/${s.connections} open in ${s.openSeconds.toFixed(2)} s (phases ${s.connect.seconds.toFixed(2)} + ${s.close.seconds.toFixed(2)} s); ms CPU per 1,000 (servers + Redis): connect ${s.connect.msPer1000.toFixed(0)} (${s.connect.cpu.servers.toFixed(2)} + ${s.connect.cpu.redis.toFixed(2)} s), close ${s.close.msPer1000.toFixed(0)} (${s.close.cpu.servers.toFixed(2)} + ${s.close.cpu.redis.toFixed(2)} s), total ${s.totalMsPer1000.toFixed(0)}; first storm ${s.first?.totalMsPer1000.toFixed(0) ?? '–'}`;
 
 export async function connectCostRun(o: ConnectCostOptions): Promise<ConnectCostRun> {
   const run: ConnectCostRun = {};
@@ -203,9 +231,10 @@ export async function connectCostRun(o: ConnectCostOptions): Promise<ConnectCost
       connect: s.connect.msPer1000 / c.connect.msPer1000,
       close: s.close.msPer1000 / c.close.msPer1000,
       total: s.totalMsPer1000 / c.totalMsPer1000,
+      ...(s.first && c.first ? { first: s.first.totalMsPer1000 / c.first.totalMsPer1000 } : {}),
     };
     o.log(
-      `  ratio: connect ${run.ratio.connect.toFixed(2)}×, close ${run.ratio.close.toFixed(2)}×, total ${run.ratio.total.toFixed(2)}×`,
+      `  ratio: connect ${run.ratio.connect.toFixed(2)}×, close ${run.ratio.close.toFixed(2)}×, total ${run.ratio.total.toFixed(2)}×; first storm after the start ${run.ratio.first?.toFixed(2) ?? '–'}×`,
     );
   } catch (error) {
     run.error = String(error);
