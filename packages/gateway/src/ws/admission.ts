@@ -105,8 +105,9 @@ interface Candidate {
  *
  * Decided synchronously when nothing needs the engine or a wait: the key's record cached, no JWT
  * to verify, no per-key connection limit to reserve against, and the channel already subscribed
- * on this node (a reconnect storm is mostly this). Each step that does need one continues as a
- * promise, in the same order.
+ * on this node (every connection to a busy channel after its first; when a channel's clients
+ * reconnect together, most of them wait for its first `SUBSCRIBE` instead). Each step that does
+ * need a wait continues as a promise, in the same order.
  */
 export function admit(ctx: GatewayContext, request: UpgradeRequest): Admission {
   const match = PATH.exec(request.path);
