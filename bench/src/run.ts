@@ -11,6 +11,8 @@ import { gitCommit, machine } from './lib/machine';
 import type { Machine } from './lib/machine';
 import { ROOT, onRedis, product, stopDescendants } from './lib/procs';
 import type { SystemName } from './lib/procs';
+import { connectCostRun, medianConnectCostRun } from './scenarios/connect-cost';
+import type { ConnectCostRun } from './scenarios/connect-cost';
 import { memoryCase } from './scenarios/memory';
 import type { MemoryCase } from './scenarios/memory';
 import { presenceScenario } from './scenarios/presence';
@@ -64,6 +66,7 @@ export interface Results {
   };
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
   scale?: { meta: Meta; result: ScaleResult };
+  'connect-cost'?: { meta: Meta; connections: number; runs: ConnectCostRun[]; median?: ConnectCostRun };
 }
 
 export interface Options {
@@ -92,6 +95,8 @@ export interface Options {
   scaleConnections: number;
   scaleNodes: number;
   scalePublishes: number;
+  /** connect-cost: plain V3 connections opened and closed per system and run. */
+  connectConnections: number;
   docs: boolean;
   /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
   quick: boolean;
@@ -107,7 +112,15 @@ const ALL_SYSTEMS: SystemName[] = [
   'ceiling-uws',
   'switchboard-memory',
 ];
-const DEFAULT_SCENARIOS = ['fanout', 'channels', 'publish-cost', 'recovery', 'presence', 'memory'];
+const DEFAULT_SCENARIOS = [
+  'fanout',
+  'channels',
+  'publish-cost',
+  'recovery',
+  'connect-cost',
+  'presence',
+  'memory',
+];
 /** Scenarios run only when named (`--scenario scale`): each takes several minutes. */
 const EXTRA_SCENARIOS = ['profile', 'scale'];
 const COST_VARIANTS: CostVariant[] = ['ceiling', 'history-on', 'history-off', 'history-on-opted-in'];
@@ -137,6 +150,7 @@ function parseArgs(argv: string[]): Options {
     scaleConnections: 100_000,
     scaleNodes: 2,
     scalePublishes: 3,
+    connectConnections: 10_000,
     docs: true,
     quick: false,
     client: 'raw',
@@ -228,6 +242,9 @@ function parseArgs(argv: string[]): Options {
       case '--scale-publishes':
         o.scalePublishes = Math.floor(num());
         break;
+      case '--connect-connections':
+        o.connectConnections = Math.floor(num());
+        break;
       case '--product-dir':
         product.dir = resolve(value());
         break;
@@ -263,6 +280,7 @@ function parseArgs(argv: string[]): Options {
           recoveryClients: 100,
           recoveryPublications: 20,
           scaleConnections: 2000,
+          connectConnections: 1000,
           refine: 1,
           quick: true,
           docs: false,
@@ -444,6 +462,20 @@ async function main(): Promise<void> {
         (x, y) => (x.completeSeconds ?? Infinity) - (y.completeSeconds ?? Infinity),
       );
       save('recovery', { meta: meta(), runs, median: sorted[Math.floor((sorted.length - 1) / 2)]! });
+    } else if (scenario === 'connect-cost') {
+      log(
+        `connect-cost: ${o.connectConnections} plain V3 connections opened, then closed, on 2 nodes + Redis (ceiling, then Switchboard) × ${o.runs} runs`,
+      );
+      const runs: ConnectCostRun[] = [];
+      for (let run = 0; run < o.runs; run++)
+        runs.push(await connectCostRun({ connections: o.connectConnections, workers: o.workers, log }));
+      const median = medianConnectCostRun(runs);
+      save('connect-cost', {
+        meta: meta(),
+        connections: o.connectConnections,
+        runs,
+        ...(median ? { median } : {}),
+      });
     } else if (scenario === 'presence') {
       log(
         `presence: ${o.presencePerNode} V4 presence joins per node on 2 nodes + Redis; members page of ${o.members}`,

@@ -42,4 +42,27 @@ describe('BrokerSubscriptions', () => {
     expect(unsubscribed).toEqual([topic()]);
     expect(subscriptions.has(topic())).toBe(false);
   });
+
+  it('hands out a held topic at once only after its subscribe completed, counted like acquire', async () => {
+    const broker = new MemoryBroker();
+    let finish!: () => void;
+    const subscribed = new Promise<void>((resolve) => (finish = resolve));
+    broker.subscribe = () => subscribed;
+    const unsubscribed: Topic[] = [];
+    broker.unsubscribe = async (t) => {
+      unsubscribed.push(t);
+    };
+    const subscriptions = new BrokerSubscriptions(broker, createLogger({ level: 'silent' }));
+    expect(subscriptions.acquireHeld(topic())).toBeUndefined();
+    const first = subscriptions.acquire(topic());
+    // Subscribe in flight: a connection must wait for it, so there is nothing to hand out at once.
+    expect(subscriptions.acquireHeld(topic())).toBeUndefined();
+    finish();
+    const shared = await first;
+    expect(subscriptions.acquireHeld(topic())).toBe(shared);
+    subscriptions.release(topic());
+    expect(unsubscribed).toEqual([]);
+    subscriptions.release(topic());
+    expect(unsubscribed).toEqual([topic()]);
+  });
 });

@@ -80,6 +80,11 @@ export class ConnectionRateLimit {
 
   constructor(private readonly perSecond: number) {}
 
+  /** Off (0) when unset: nothing to count, and the peer's address need not be read. */
+  get limited(): boolean {
+    return this.perSecond > 0;
+  }
+
   /** The refusal text when `address` is over the limit, else `undefined` (and the connect is counted). */
   take(address: string, now = Date.now()): string | undefined {
     if (this.perSecond === 0) return undefined;

@@ -5,7 +5,7 @@
  */
 
 /** A live WebSocket, valid from `open` to `close`. */
-export interface Conn<T> {
+export interface Conn {
   /** 1 sent, 0 buffered (backpressure), 2 dropped (over the backpressure limit). */
   send(message: string | Uint8Array, isBinary?: boolean): number;
   subscribe(topic: string): boolean;
@@ -15,7 +15,6 @@ export interface Conn<T> {
   /** Sends a close frame with code and reason; the close handler runs at once. */
   end(code: number, reason?: string): void;
   getBufferedAmount(): number;
-  getUserData(): T;
 }
 
 export interface UpgradeRequest {
@@ -25,8 +24,11 @@ export interface UpgradeRequest {
   readonly query: string;
   /** Lower-cased header names; only the ones the gateway reads. */
   readonly headers: { readonly origin: string; readonly jwt: string };
-  /** The socket peer's IP address as text (a proxy's, when one stands in front). */
-  readonly remoteAddress: string;
+  /**
+   * The socket peer's IP address as text (a proxy's, when one stands in front). Read on demand
+   * (a system call), and only in `refuseUpgrade`: the request's socket may be gone after it.
+   */
+  remoteAddress(): string;
   /** The `X-Forwarded-For` header, empty when absent. */
   readonly forwardedFor: string;
 }
@@ -54,9 +56,11 @@ export interface HttpReply {
 export interface TransportHandlers<T> {
   /**
    * Decides an upgrade: user data to accept (admitted, or carrying a rejection to send as an
-   * error frame), or `null` for "no WebSocket here" (HTTP 404).
+   * error frame), or `null` for "no WebSocket here" (HTTP 404). Decided at once when admission
+   * needs no engine round trip (the upgrade then completes inside the transport's own handler,
+   * with no promise and no abort watch), else as a promise.
    */
-  upgrade(request: UpgradeRequest): Promise<T | null>;
+  upgrade(request: UpgradeRequest): T | null | Promise<T | null>;
   /**
    * Called first, synchronously: a reply refuses the upgrade before `upgrade` runs (and before
    * any engine work), e.g. a 429 for a handshake flood.
@@ -64,10 +68,11 @@ export interface TransportHandlers<T> {
   refuseUpgrade(request: UpgradeRequest): HttpReply | undefined;
   /** The client went away while `upgrade` was pending; undo what admission acquired. */
   upgradeAborted(data: T): void;
-  open(conn: Conn<T>): void;
-  message(conn: Conn<T>, data: ArrayBuffer, isBinary: boolean): void;
-  drain(conn: Conn<T>): void;
-  close(conn: Conn<T>, code: number): void;
+  /** `data` is what `upgrade` decided for the connection, in every callback of it. */
+  open(conn: Conn, data: T): void;
+  message(conn: Conn, data: T, message: ArrayBuffer, isBinary: boolean): void;
+  drain(conn: Conn, data: T): void;
+  close(conn: Conn, data: T, code: number): void;
   http(request: HttpRequest): Promise<HttpReply>;
   /** The reply for a body over the limit (it is never read in full). */
   bodyTooLarge(): HttpReply;

@@ -35,6 +35,14 @@ const STATUS_LINE: Record<number, string> = {
 /** The request headers handed to the HTTP handler (`HttpRequest.headers`). */
 const READ_HEADERS = ['content-length', 'x-forwarded-for'] as const;
 
+const NO_ENDPOINT: HttpReply = {
+  status: 404,
+  body: JSON.stringify({
+    success: false,
+    error: 'No WebSocket endpoint here; use /v3/<channel> or /v4/<channel>',
+  }),
+};
+
 function writeReply(res: Response, reply: HttpReply): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINE[reply.status] ?? String(reply.status));
@@ -44,12 +52,22 @@ function writeReply(res: Response, reply: HttpReply): void {
   });
 }
 
+/**
+ * What a socket carries: uWS copies every property of the user data given to `upgrade` onto its
+ * socket object, one by one through V8's slow object API (`getUserData()` returns the socket
+ * itself). The gateway's data therefore travels as the one property `data`: with the connection
+ * state's own fields copied, that copy was a large share of a connection's CPU.
+ */
+interface Carrier<T> {
+  readonly data: T;
+}
+
 /** The only module that imports uWebSockets.js. */
 export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: TransportOptions): Transport {
   const app = uWS.App();
   let listenSocket: uWS.us_listen_socket | undefined;
 
-  app.ws<T>('/*', {
+  app.ws<Carrier<T>>('/*', {
     maxPayloadLength: options.maxFrameBytes,
     idleTimeout: options.idleTimeoutSeconds,
     maxBackpressure: options.maxBackpressureBytes,
@@ -62,7 +80,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         path: req.getUrl(),
         query: req.getQuery(),
         headers: { origin: req.getHeader('origin'), jwt: req.getHeader('jwt') },
-        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
+        remoteAddress: () => Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
         forwardedFor: req.getHeader('x-forwarded-for'),
       };
       const refusal = handlers.refuseUpgrade(request);
@@ -73,27 +91,30 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       const key = req.getHeader('sec-websocket-key');
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
+      let decided: T | null | Promise<T | null>;
+      try {
+        decided = handlers.upgrade(request);
+      } catch (error) {
+        decided = Promise.reject(error);
+      }
+      if (!(decided instanceof Promise)) {
+        // Inside uWS's handler: the socket is corked and alive, nothing to watch.
+        if (decided === null) writeReply(res, NO_ENDPOINT);
+        else res.upgrade<Carrier<T>>({ data: decided }, key, protocol, extensions, context);
+        return;
+      }
       let aborted = false;
       res.onAborted(() => {
         aborted = true;
       });
-      handlers.upgrade(request).then(
+      decided.then(
         (data) => {
           if (aborted) {
             if (data !== null) handlers.upgradeAborted(data);
             return;
           }
-          if (data === null) {
-            writeReply(res, {
-              status: 404,
-              body: JSON.stringify({
-                success: false,
-                error: 'No WebSocket endpoint here; use /v3/<channel> or /v4/<channel>',
-              }),
-            });
-            return;
-          }
-          res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+          if (data === null) writeReply(res, NO_ENDPOINT);
+          else res.cork(() => res.upgrade<Carrier<T>>({ data }, key, protocol, extensions, context));
         },
         () => {
           if (!aborted)
@@ -104,10 +125,11 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         },
       );
     },
-    open: (ws) => handlers.open(ws as unknown as Conn<T>),
-    message: (ws, data, isBinary) => handlers.message(ws as unknown as Conn<T>, data, isBinary),
-    drain: (ws) => handlers.drain(ws as unknown as Conn<T>),
-    close: (ws, code) => handlers.close(ws as unknown as Conn<T>, code),
+    open: (ws) => handlers.open(ws as unknown as Conn, ws.getUserData().data),
+    message: (ws, message, isBinary) =>
+      handlers.message(ws as unknown as Conn, ws.getUserData().data, message, isBinary),
+    drain: (ws) => handlers.drain(ws as unknown as Conn, ws.getUserData().data),
+    close: (ws, code) => handlers.close(ws as unknown as Conn, ws.getUserData().data, code),
   });
 
   app.any('/*', (rawRes, req) => {

@@ -19,6 +19,7 @@ import { verifyChannelToken } from './jwt';
 import { isOriginAllowed } from './origin';
 import { decodeLenient, isFlagOn, parseQuery } from './query';
 import { isResumeProblem, parseResume } from '../history/resume';
+import type { Resume } from '../history/resume';
 
 const PATH = /^\/(v3|v4)\/([^/]*)\/?$/;
 
@@ -82,14 +83,33 @@ export async function authorizeChannel(
   return { ok: true, user: check.user !== undefined ? check.user : queryUser };
 }
 
+/** What admission decided: at once when it needed no engine round trip, else a promise. */
+export type Admission = SocketData | null | Promise<SocketData | null>;
+
+/** The request's parts admission reads once the API key's record is known. */
+interface Candidate {
+  readonly request: UpgradeRequest;
+  readonly protocol: Protocol;
+  readonly channel: string;
+  readonly query: Map<string, string>;
+  readonly key: string;
+  readonly record: ApiKeyRecord;
+}
+
 /**
  * Admission, in the order of docs/protocol.md: API key, Origin, channel name, JWT (then the
  * lengths of `uuid` and the resulting `user`), resume position (`since`/`epoch`), connection limits. Returns the connection state (its primary broker
  * subscription already in place, so nothing published after the client sees `open` is missed,
  * and its socket reserved when the key's connections are limited), a rejection to deliver as
  * error frame + close, or `null` when the path is not a WebSocket endpoint.
+ *
+ * Decided synchronously when nothing needs the engine or a wait: the key's record cached, no JWT
+ * to verify, no per-key connection limit to reserve against, and the channel already subscribed
+ * on this node (every connection to a busy channel after its first; when a channel's clients
+ * reconnect together, most of them wait for its first `SUBSCRIBE` instead). Each step that does
+ * need a wait continues as a promise, in the same order.
  */
-export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promise<SocketData | null> {
+export function admit(ctx: GatewayContext, request: UpgradeRequest): Admission {
   const match = PATH.exec(request.path);
   if (!match) return null;
   const protocol = match[1] as Protocol;
@@ -99,32 +119,45 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
 
   const key = query.get('api_key') ?? '';
   if (!isValidApiKey(key)) return reject('INVALID_API_KEY', key ? 'Invalid API key' : 'Missing api_key');
-  let record: ApiKeyRecord | null;
-  try {
-    record = await ctx.keys.get(key);
-  } catch {
-    return reject('UNAVAILABLE');
-  }
-  if (!record) return reject('INVALID_API_KEY');
-  if (!isOriginAllowed(request.headers.origin, record.domains)) return reject('ORIGIN_NOT_ALLOWED');
+  const cached = ctx.keys.peek(key);
+  if (cached === null) return reject('INVALID_API_KEY');
+  if (cached) return admitKnown(ctx, { request, protocol, channel, query, key, record: cached });
+  return ctx.keys.get(key).then(
+    (record) =>
+      record
+        ? admitKnown(ctx, { request, protocol, channel, query, key, record })
+        : reject('INVALID_API_KEY'),
+    () => reject('UNAVAILABLE'),
+  );
+}
+
+/** Admission once the key's record is known: Origin, channel name, JWT. */
+function admitKnown(ctx: GatewayContext, c: Candidate): Admission {
+  const { record, channel, query } = c;
+  if (!isOriginAllowed(c.request.headers.origin, record.domains)) return reject('ORIGIN_NOT_ALLOWED');
   if (!isValidChannelName(channel))
     return reject('INVALID_CHANNEL', `Invalid channel name: use ${CHANNEL_NAME_RULE}`);
 
   const queryUser = query.get('user') || undefined;
-  const auth = await authorizeChannel(
-    record,
-    channel,
-    query.get('jwt') || request.headers.jwt || undefined,
-    queryUser,
+  const token = query.get('jwt') || c.request.headers.jwt || undefined;
+  // No token: `authorizeChannel`'s answer is known without verifying anything.
+  if (!token) {
+    if (isPrivateChannel(channel) || record.forceAuth) return reject('AUTH_FAILED');
+    return admitAuthorized(ctx, c, queryUser);
+  }
+  return authorizeChannel(record, channel, token, queryUser).then((auth) =>
+    auth.ok ? admitAuthorized(ctx, c, auth.user) : reject('AUTH_FAILED'),
   );
-  if (!auth.ok) return reject('AUTH_FAILED');
-  const tooLong = identityProblem(query.get('uuid'), auth.user);
+}
+
+/** Admission once the channel is authorized: identity, resume position, connection limits, subscription. */
+function admitAuthorized(ctx: GatewayContext, c: Candidate, user: JsonValue | undefined): Admission {
+  const { query, key, record } = c;
+  const tooLong = identityProblem(query.get('uuid'), user);
   if (tooLong) return reject('IDENTITY_TOO_LONG', tooLong);
 
   const resume = parseResume(query.get('since'), query.get('epoch'));
   if (resume && isResumeProblem(resume)) return reject('INVALID_RESUME', resume.problem);
-  // `since`/`epoch` alone opt in too: a client that resumes wants offsets.
-  const recover = isFlagOn(query.get('recover')) || resume !== undefined;
 
   const { maxConnectionsPerNode } = ctx.config.limits;
   const maxConnectionsPerKey = record.limits
@@ -133,9 +166,31 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
   if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
     return reject('CONNECTION_LIMIT', 'Connection limit reached for this node');
   }
-  // Counted from here, so concurrent admissions see each other before any of them is open.
+  const wanted: Topic = { key, protocol: c.protocol, channel: c.channel };
+  if (maxConnectionsPerKey <= 0) {
+    const held = ctx.subscriptions.acquireHeld(wanted);
+    if (held) return connectionState(ctx, c, held, user, resume, false);
+  }
+  return reserveAndSubscribe(ctx, c, wanted, maxConnectionsPerKey).then((admitted) =>
+    'rejected' in admitted
+      ? admitted
+      : connectionState(ctx, c, admitted.topic, user, resume, admitted.socketReserved),
+  );
+}
+
+/**
+ * The waits of admission: a socket of the key's connection limit (when limited), then the broker
+ * subscription. Counted in `status.admitting` meanwhile, so concurrent admissions see each other
+ * before any of them is open.
+ */
+async function reserveAndSubscribe(
+  ctx: GatewayContext,
+  c: Candidate,
+  wanted: Topic,
+  maxConnectionsPerKey: number,
+): Promise<Rejection | { topic: Topic; socketReserved: boolean }> {
+  const { key } = c;
   ctx.status.admitting++;
-  let topic: Topic;
   let socketReserved = false;
   try {
     if (maxConnectionsPerKey > 0) {
@@ -154,7 +209,7 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
       socketReserved = reserved === true;
     }
     try {
-      topic = await ctx.subscriptions.acquire({ key, protocol, channel });
+      return { topic: await ctx.subscriptions.acquire(wanted), socketReserved };
     } catch (error) {
       if (socketReserved) releaseKeySocket(ctx, key);
       throw error;
@@ -162,16 +217,28 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
   } finally {
     ctx.status.admitting--;
   }
+}
+
+function connectionState(
+  ctx: GatewayContext,
+  c: Candidate,
+  topic: Topic,
+  user: JsonValue | undefined,
+  resume: Resume | undefined,
+  socketReserved: boolean,
+): ConnectionState {
+  const { query, protocol } = c;
   const subscription = buildSubscription(topic, true, {
     uuid: query.get('uuid'),
-    user: auth.user,
-    presence: isFlagOn(query.get('presence')) || isPresenceChannel(channel),
-    recover,
+    user,
+    presence: isFlagOn(query.get('presence')) || isPresenceChannel(c.channel),
+    // `since`/`epoch` alone opt in too: a client that resumes wants offsets.
+    recover: isFlagOn(query.get('recover')) || resume !== undefined,
   });
-  const state: ConnectionState = {
+  return {
     id: ctx.nextConnId(),
     key: topic.key,
-    record,
+    record: c.record,
     protocol,
     primary: topic.channel,
     notifySelf: isFlagOn(query.get('notify_self')),
@@ -185,7 +252,6 @@ export async function admit(ctx: GatewayContext, request: UpgradeRequest): Promi
     closed: false,
     socketReserved,
   };
-  return state;
 }
 
 /**

@@ -44,6 +44,17 @@ export class BrokerSubscriptions {
     return topic;
   }
 
+  /**
+   * `acquire` when it needs no wait: the shared topic when the node already holds it and its
+   * subscribe completed (counted like `acquire`), else `undefined` (then `acquire`).
+   */
+  acquireHeld(topic: Topic): Topic | undefined {
+    const entry = this.counts.get(topicKey(topic));
+    if (!entry || entry.subscribing) return undefined;
+    entry.count++;
+    return entry.topic;
+  }
+
   release(topic: Topic): void {
     const id = topicKey(topic);
     const entry = this.counts.get(id);

@@ -5,8 +5,32 @@ import type { Resume } from '../history/resume';
 import type { CatchUp } from '../history/streams';
 import { localTopicOf } from './topics';
 
-const logFailure = (ctx: GatewayContext, what: string) => (error: unknown) =>
-  ctx.logger.warn({ err: error }, `${what} failed; it is rewritten when the engine is back`);
+type FailureLog = (error: unknown) => void;
+
+const logFailure =
+  (ctx: GatewayContext, what: string): FailureLog =>
+  (error: unknown) =>
+    ctx.logger.warn({ err: error }, `${what} failed; it is rewritten when the engine is back`);
+
+/** The failure loggers of a gateway, made once rather than a closure per subscription. */
+const loggers = new WeakMap<
+  GatewayContext,
+  { increment: FailureLog; decrement: FailureLog; join: FailureLog; leave: FailureLog }
+>();
+
+function failures(ctx: GatewayContext) {
+  let found = loggers.get(ctx);
+  if (!found) {
+    found = {
+      increment: logFailure(ctx, 'count increment'),
+      decrement: logFailure(ctx, 'count decrement'),
+      join: logFailure(ctx, 'presence join'),
+      leave: logFailure(ctx, 'presence leave'),
+    };
+    loggers.set(ctx, found);
+  }
+  return found;
+}
 
 /**
  * Puts a subscription in place on an open connection (its broker subscription is already
@@ -17,40 +41,50 @@ const logFailure = (ctx: GatewayContext, what: string) => (error: unknown) =>
  * publications it missed follow `acknowledge` in the same turn, before anything else of the
  * channel. When that read fails (engine unreachable) this rejects and the caller takes the
  * subscription down with `leaveChannel`, as for any other entered subscription.
+ *
+ * A plain subscription (no recovery, no presence) is in place on return, with no promise: the
+ * common connection costs no microtask. Otherwise the returned promise settles when the
+ * subscription is complete (presence failures are logged, never rejected).
  */
-export async function enterChannel(
+export function enterChannel(
   ctx: GatewayContext,
   state: ConnectionState,
   sub: Subscription,
   acknowledge?: () => void,
   resume?: Resume,
-): Promise<void> {
+): Promise<void> | undefined {
   state.subs.set(sub);
   ctx.registry.joinTopic(sub.topic, state);
   ctx.meters.subscriptions[sub.topic.protocol].inc();
-  ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(logFailure(ctx, 'count increment'));
-  let catchUp: CatchUp | undefined;
-  if (sub.recover) {
-    catchUp = await ctx.streams.prepare(state, sub, resume);
-    // Closed or unsubscribed while history was read: `leaveChannel` already took it down.
-    if (state.closed || state.subs.get(sub.channel) !== sub) return;
-  } else {
-    state.conn?.subscribe(localTopicOf(sub.topic, sub.primary));
-  }
+  ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).increment);
+  if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume);
+  state.conn?.subscribe(localTopicOf(sub.topic, sub.primary));
   acknowledge?.();
-  if (catchUp) ctx.streams.start(catchUp);
-  if (sub.presence) await joinPresence(ctx, state, sub).catch(logFailure(ctx, 'presence join'));
+  if (sub.presence) return joinPresence(ctx, state, sub).catch(failures(ctx).join);
+  return undefined;
 }
 
-/**
- * Takes a subscription down: the reverse of `enterChannel`, including `member_left`. While the
- * node drains, its presence and counts were already removed wholesale and are left alone.
- */
-export async function leaveChannel(
+async function enterRecovering(
   ctx: GatewayContext,
   state: ConnectionState,
   sub: Subscription,
+  acknowledge: (() => void) | undefined,
+  resume: Resume | undefined,
 ): Promise<void> {
+  const catchUp: CatchUp = await ctx.streams.prepare(state, sub, resume);
+  // Closed or unsubscribed while history was read: `leaveChannel` already took it down.
+  if (state.closed || state.subs.get(sub.channel) !== sub) return;
+  acknowledge?.();
+  ctx.streams.start(catchUp);
+  if (sub.presence) await joinPresence(ctx, state, sub).catch(failures(ctx).join);
+}
+
+/**
+ * Takes a subscription down: the reverse of `enterChannel`, including `member_left` (sent once
+ * the presence store answered; failures are logged). While the node drains, its presence and
+ * counts were already removed wholesale and are left alone.
+ */
+export function leaveChannel(ctx: GatewayContext, state: ConnectionState, sub: Subscription): void {
   if (!state.closed) {
     if (!sub.recover) state.conn?.unsubscribe(localTopicOf(sub.topic, sub.primary));
     else {
@@ -64,7 +98,6 @@ export async function leaveChannel(
   ctx.meters.subscriptions[sub.topic.protocol].dec();
   ctx.subscriptions.release(sub.topic);
   if (ctx.status.draining) return;
-  ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(logFailure(ctx, 'count decrement'));
-  if (!sub.presence) return;
-  await leavePresence(ctx, state.id, sub).catch(logFailure(ctx, 'presence leave'));
+  ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).decrement);
+  if (sub.presence) leavePresence(ctx, state.id, sub).catch(failures(ctx).leave);
 }

@@ -45,7 +45,7 @@ export interface ConnectionState {
   pending: Set<ChannelName> | undefined;
   rateWindowStart: number;
   rateCount: number;
-  conn: Conn<ConnectionState> | undefined;
+  conn: Conn | undefined;
   closed: boolean;
   /** A socket of the key's connection limit is reserved in the engine for this connection. */
   socketReserved: boolean;

@@ -45,5 +45,5 @@ function kickFromChannel(
   reason: string,
 ): void {
   sendChannelFrame(ctx, state, sub, v4Event('system::kicked', { channel: sub.channel, reason }));
-  void leaveChannel(ctx, state, sub);
+  leaveChannel(ctx, state, sub);
 }

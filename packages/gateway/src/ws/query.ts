@@ -1,5 +1,7 @@
 /** Percent-decodes leniently: a malformed escape leaves the value as sent (SDKs append raw JSON). */
 export function decodeLenient(value: string): string {
+  // Nothing to decode without a `%` (the common `api_key=…`, channel names): no runtime call.
+  if (!value.includes('%')) return value;
   try {
     return decodeURIComponent(value);
   } catch {

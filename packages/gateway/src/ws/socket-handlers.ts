@@ -5,7 +5,7 @@ import { admit, releaseSocket } from './admission';
 import { enterChannel, leaveChannel } from './channels';
 import { handleClientFrame } from './client-frames';
 import { isRejection } from './connection';
-import type { ConnectionState, SocketData } from './connection';
+import type { SocketData } from './connection';
 import { BOOT_FRAME, errorFrame } from './frames';
 import { closeConnection, sendTo } from './send';
 import { HISTORY_UNAVAILABLE } from '../history/streams';
@@ -23,7 +23,8 @@ export function createSocketHandlers(
   return {
     upgrade: (request) => admit(ctx, request),
     refuseUpgrade: (request) => {
-      const text = ctx.connectionRate.take(ctx.addresses.of(request.remoteAddress, request.forwardedFor));
+      if (!ctx.connectionRate.limited) return undefined;
+      const text = ctx.connectionRate.take(ctx.addresses.of(request.remoteAddress(), request.forwardedFor));
       if (text === undefined) return undefined;
       return {
         status: 429,
@@ -33,8 +34,7 @@ export function createSocketHandlers(
     },
     upgradeAborted: releaseAdmitted,
 
-    open(conn: Conn<SocketData>) {
-      const data = conn.getUserData();
+    open(conn: Conn, data: SocketData) {
       if (isRejection(data)) {
         const { code } = CLOSE_CODES[data.rejected];
         if (code >= 4500) conn.send(errorFrame(data.text));
@@ -42,7 +42,7 @@ export function createSocketHandlers(
         return;
       }
       const state = data;
-      state.conn = conn as Conn<ConnectionState>;
+      state.conn = conn;
       ctx.registry.add(state);
       ctx.meters.connections[state.protocol].inc();
       if (ctx.status.draining) {
@@ -54,14 +54,13 @@ export function createSocketHandlers(
       if (!primary) return;
       const { resume } = state;
       state.resume = undefined;
-      enterChannel(ctx, state, primary, undefined, resume).catch((error: unknown) => {
+      enterChannel(ctx, state, primary, undefined, resume)?.catch((error: unknown) => {
         ctx.logger.warn({ err: error }, 'history read failed; closing the opted-in socket');
         closeConnection(state, 'UNAVAILABLE', HISTORY_UNAVAILABLE);
       });
     },
 
-    message(conn, data, isBinary) {
-      const state = conn.getUserData();
+    message(_conn, state, data, isBinary) {
       if (!isRejection(state)) handleClientFrame(ctx, state, data, isBinary);
     },
 
@@ -69,16 +68,15 @@ export function createSocketHandlers(
       // Flow control is the slow-consumer sweep's job; nothing is queued in JavaScript.
     },
 
-    close(conn, code) {
+    close(_conn, state, code) {
       ctx.meters.closed(code);
-      const state = conn.getUserData();
       if (isRejection(state) || state.closed) return;
       state.closed = true;
       state.conn = undefined;
       ctx.registry.remove(state);
       ctx.meters.connections[state.protocol].dec();
       releaseSocket(ctx, state);
-      for (const sub of [...state.subs.values()]) void leaveChannel(ctx, state, sub);
+      for (const sub of state.subs.values()) leaveChannel(ctx, state, sub);
     },
   };
 }

@@ -105,7 +105,7 @@ async function subscribe(
       await enterChannel(ctx, state, sub, () => reply(), resume);
     } catch (error) {
       ctx.logger.warn({ err: error, channel }, 'history read failed; subscribe refused');
-      void leaveChannel(ctx, state, sub);
+      leaveChannel(ctx, state, sub);
       reply(HISTORY_UNAVAILABLE);
     }
   } finally {
@@ -119,7 +119,7 @@ function unsubscribe(ctx: GatewayContext, state: ConnectionState, channel: strin
   const sub = state.subs.get(channel);
   if (!sub) return reply(`Not subscribed to channel ${channel}`);
   reply();
-  void leaveChannel(ctx, state, sub);
+  leaveChannel(ctx, state, sub);
 }
 
 function getMembers(ctx: GatewayContext, state: ConnectionState, channel: string, reply: Reply): void {
