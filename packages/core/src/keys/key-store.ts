@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { normalizeDomain } from '../protocol/domain';
 import type { ApiKey } from '../types';
@@ -96,9 +97,15 @@ export const UNKNOWN_KEY_SECRET = 'no such key: compared anyway';
 
 /** Compares a presented secret with the stored one in constant time (digests hide the length). */
 export function secretMatches(presented: string, stored: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
+  const a = sha256(presented);
   return timingSafeEqual(a, digestOf(stored));
 }
+
+/** SHA-256 in one call (`crypto.hash`, Node ≥ 20.12: no Hash object per request), else a Hash. */
+const sha256: (text: string) => Buffer =
+  typeof (crypto as { hash?: unknown }).hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'buffer')
+    : (text) => createHash('sha256').update(text).digest();
 
 /** Digests of stored secrets, computed once per secret (requests present them over and over). */
 const storedDigests = new Map<string, Buffer>();

@@ -2,6 +2,7 @@ import { BlockList, isIPv6 } from 'node:net';
 import { quotaError, takePublishQuota } from '@switchboard/core';
 import type { ApiKeyRecord, QuotaRefusal } from '@switchboard/core';
 import type { GatewayContext } from '../context';
+import type { HttpReply } from '../transport/types';
 
 /**
  * Counts one cluster API request against the key's `apiRequestsPerSecond` across the cluster;
@@ -74,8 +75,18 @@ export class ClientAddresses {
  */
 export class ConnectionRateLimit {
   private readonly windows = new Map<string, { start: number; count: number }>();
+  /** The refusal text and its 429 reply, built once: a flood of connects gets them over and over. */
+  private readonly refusal: string;
+  readonly refusalReply: HttpReply;
 
-  constructor(private readonly perSecond: number) {}
+  constructor(private readonly perSecond: number) {
+    this.refusal = `Too many new connections: more than ${perSecond} per second from this address (NEW_CONNECTIONS_PER_SECOND_PER_IP)`;
+    this.refusalReply = Object.freeze({
+      status: 429,
+      headers: Object.freeze({ 'retry-after': '1' }),
+      body: JSON.stringify({ success: false, error: this.refusal, code: 'SB_RATE_LIMITED' }),
+    });
+  }
 
   /** The refusal text when `address` is over the limit, else `undefined` (and the connect is counted). */
   take(address: string, now = Date.now()): string | undefined {
@@ -87,6 +98,6 @@ export class ConnectionRateLimit {
       this.windows.set(address, window);
     }
     if (++window.count <= this.perSecond) return undefined;
-    return `Too many new connections: more than ${this.perSecond} per second from this address (NEW_CONNECTIONS_PER_SECOND_PER_IP)`;
+    return this.refusal;
   }
 }

@@ -35,6 +35,7 @@ export interface HttpRequest {
   readonly method: string;
   readonly path: string;
   readonly query: string;
+  /** Lower-cased header names; only the ones the cluster API reads (`x-forwarded-for`). */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
   /** The socket peer's IP address as text (a proxy's, when one stands in front). */

@@ -112,10 +112,11 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     const method = req.getMethod().toUpperCase();
     const path = req.getUrl();
     const query = req.getQuery();
+    // Only the headers the cluster API reads, not a copy of every header per request.
     const headers: Record<string, string> = {};
-    req.forEach((name, value) => {
-      headers[name] = value;
-    });
+    const forwardedFor = req.getHeader('x-forwarded-for');
+    if (forwardedFor) headers['x-forwarded-for'] = forwardedFor;
+    const contentLength = req.getHeader('content-length');
     const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
     let aborted = false;
     res.onAborted(() => {
@@ -136,7 +137,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       dispatch(Buffer.alloc(0));
       return;
     }
-    if (Number(headers['content-length'] ?? 0) > options.maxBodyBytes) {
+    if (Number(contentLength || 0) > options.maxBodyBytes) {
       respond(handlers.bodyTooLarge());
       return;
     }
