@@ -36,9 +36,13 @@ const FLOOD_CPU = 0;
 
 /** `taskset` affinity: every thread of `pid` onto `cpus` ("1", "1-3"…); returns the previous mask. */
 const pin = (pid: number, cpuList: string): string => {
-  const previous = /affinity mask: *([0-9a-f]+)/.exec(
-    execFileSync('taskset', ['-p', String(pid)], { encoding: 'utf8' }),
-  )?.[1];
+  let current: string;
+  try {
+    current = execFileSync('taskset', ['-p', String(pid)], { encoding: 'utf8' });
+  } catch (error) {
+    throw new Error(`taskset (util-linux) pins the flooder apart from the gateways: ${String(error)}`);
+  }
+  const previous = /affinity mask: *([0-9a-f]+)/.exec(current)?.[1];
   execFileSync('taskset', ['-a', '-pc', cpuList, String(pid)], { stdio: 'ignore' });
   return previous ?? 'ffffffff';
 };
