@@ -29,18 +29,29 @@ export const HTTP_ERRORS = {
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;
 
-/** An error answered over HTTP. `message` overrides the catalog text with a more precise one. */
+/**
+ * An error answered over HTTP. `message` overrides the catalog text with a more precise one.
+ * Catalog errors are expected answers (a 400, a 429 to a flooding tenant…), not faults: they carry
+ * no stack trace, whose capture was the largest single cost of refusing a request. Faults keep
+ * theirs (anything not an `AppError` is answered SB_INTERNAL and logged with its stack;
+ * `EngineUnavailableError` captures one).
+ */
 export class AppError extends Error {
+  readonly code: HttpErrorCode;
   readonly status: number;
   /** Sent as `Retry-After` (seconds) with a 429. */
   readonly retryAfterSeconds: number | undefined;
   constructor(
-    readonly code: HttpErrorCode,
+    code: HttpErrorCode,
     message?: string,
     options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message ?? HTTP_ERRORS[code].message, options);
+    Error.stackTraceLimit = limit;
     this.name = 'AppError';
+    this.code = code;
     this.status = HTTP_ERRORS[code].status;
     this.retryAfterSeconds = options?.retryAfterSeconds;
   }
@@ -51,6 +62,8 @@ export class EngineUnavailableError extends AppError {
   constructor(cause?: unknown) {
     super('SB_ENGINE_UNAVAILABLE', undefined, { cause });
     this.name = 'EngineUnavailableError';
+    // A fault worth a stack in the logs, unlike the other catalog errors.
+    Error.captureStackTrace(this, EngineUnavailableError);
   }
 }
 

@@ -93,6 +93,13 @@ const DAY_MS = 86_400_000;
  */
 export class RateLimiterQuotas implements Quotas {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
+  /**
+   * Counters refused in their current window, by limiter and counter name: the window's end
+   * (`Date.now()` time). The windows are fixed, so a counter over its limit stays over it until
+   * its window ends, whichever node counts: later uses are refused from this map without calling
+   * the limiter (no promise rejection, no result object), which is what a flooding tenant costs.
+   */
+  private readonly refusedUntil = new Map<string, number>();
 
   constructor(
     private readonly create: LimiterFactory,
@@ -146,6 +153,13 @@ export class RateLimiterQuotas implements Quotas {
     durationSeconds: number,
     name: string,
   ): Promise<number | undefined> {
+    const blocked = `${id}|${name}`;
+    const until = this.refusedUntil.get(blocked);
+    if (until !== undefined) {
+      const wait = until - Date.now();
+      if (wait > 0) return wait;
+      this.refusedUntil.delete(blocked);
+    }
     let limiter = this.limiters.get(id);
     if (!limiter) {
       if (this.limiters.size > 1000) this.limiters.clear();
@@ -156,7 +170,11 @@ export class RateLimiterQuotas implements Quotas {
       await limiter.consume(name, 1, { customDuration: durationSeconds });
       return undefined;
     } catch (result) {
-      if (result instanceof RateLimiterRes) return result.msBeforeNext;
+      if (result instanceof RateLimiterRes) {
+        if (this.refusedUntil.size >= 100_000) this.refusedUntil.clear();
+        this.refusedUntil.set(blocked, Date.now() + result.msBeforeNext);
+        return result.msBeforeNext;
+      }
       this.onError(result);
       return undefined;
     }
@@ -179,8 +197,9 @@ export function createMemoryQuotas(now?: () => number): Quotas {
 /**
  * Quotas on Redis: counters named by keys.ts (`quota:{<key>}:…`), so they live in the key's slot
  * on a cluster. Once a key is refused in a window, further uses on this node are refused from
- * memory until the window ends (`inMemoryBlockOnConsumed`): a flooding tenant costs no more
- * Redis round trips than its limit allows.
+ * memory until the window ends (`RateLimiterQuotas`' own map; `inMemoryBlockOnConsumed` as well
+ * for uses already on their way): a flooding tenant costs no more Redis round trips than its
+ * limit allows.
  */
 export function createRedisQuotas(
   client: RedisClient,

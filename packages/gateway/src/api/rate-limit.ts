@@ -2,6 +2,7 @@ import { BlockList, isIPv6 } from 'node:net';
 import { quotaError, takePublishQuota } from '@switchboard/core';
 import type { ApiKeyRecord, QuotaRefusal } from '@switchboard/core';
 import type { GatewayContext } from '../context';
+import type { HttpReply } from '../transport/types';
 
 /**
  * Counts one cluster API request against the key's `apiRequestsPerSecond` across the cluster;
@@ -77,8 +78,18 @@ export class ClientAddresses {
  */
 export class ConnectionRateLimit {
   private readonly windows = new Map<string, { start: number; count: number }>();
+  /** The refusal text and its 429 reply, built once: a flood of connects gets them over and over. */
+  private readonly refusal: string;
+  readonly refusalReply: HttpReply;
 
-  constructor(private readonly perSecond: number) {}
+  constructor(private readonly perSecond: number) {
+    this.refusal = `Too many new connections: more than ${perSecond} per second from this address (NEW_CONNECTIONS_PER_SECOND_PER_IP)`;
+    this.refusalReply = Object.freeze({
+      status: 429,
+      headers: Object.freeze({ 'retry-after': '1' }),
+      body: JSON.stringify({ success: false, error: this.refusal, code: 'SB_RATE_LIMITED' }),
+    });
+  }
 
   /** Off (0) when unset: nothing to count, and the peer's address need not be read. */
   get limited(): boolean {
@@ -95,6 +106,6 @@ export class ConnectionRateLimit {
       this.windows.set(address, window);
     }
     if (++window.count <= this.perSecond) return undefined;
-    return `Too many new connections: more than ${this.perSecond} per second from this address (NEW_CONNECTIONS_PER_SECOND_PER_IP)`;
+    return this.refusal;
   }
 }

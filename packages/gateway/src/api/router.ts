@@ -25,9 +25,30 @@ const POST_ROUTES: Record<string, Handler> = {
 const json = (status: number, value: object, headers?: Record<string, string>): HttpReply =>
   headers ? { status, headers, body: JSON.stringify(value) } : { status, body: JSON.stringify(value) };
 
+/**
+ * 429 replies by text and `Retry-After`, serialized once: a flooding tenant gets the same few
+ * answers thousands of times a second. Bounded (the texts name a limit value, not client input).
+ */
+const refusals = new Map<string, HttpReply>();
+
+function refusalReply(error: AppError): HttpReply {
+  const id = `${error.code}|${error.retryAfterSeconds}|${error.message}`;
+  let reply = refusals.get(id);
+  if (!reply) {
+    if (refusals.size >= 1000) refusals.clear();
+    const body = { success: false, error: error.message, code: error.code };
+    const headers =
+      error.retryAfterSeconds === undefined ? undefined : { 'retry-after': String(error.retryAfterSeconds) };
+    reply = Object.freeze(json(error.status, body, headers));
+    refusals.set(id, reply);
+  }
+  return reply;
+}
+
 /** The one mapping from errors to responses: `{"success":false,"error":text,"code":CODE}`. */
 export function errorReply(error: unknown, ctx: GatewayContext): HttpReply {
   if (error instanceof AppError) {
+    if (error.status === 429) return refusalReply(error);
     const headers =
       error.retryAfterSeconds === undefined ? undefined : { 'retry-after': String(error.retryAfterSeconds) };
     return json(error.status, { success: false, error: error.message, code: error.code }, headers);

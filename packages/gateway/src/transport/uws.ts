@@ -137,6 +137,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     const method = req.getMethod().toUpperCase();
     const path = req.getUrl();
     const query = req.getQuery();
+    // Only the headers the cluster API reads, not a copy of every header per request.
     const headers: Record<string, string> = {};
     for (const name of READ_HEADERS) {
       const value = req.getHeader(name);

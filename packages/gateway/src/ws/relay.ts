@@ -31,9 +31,22 @@ export function relayClientMessage(
   void quota.then((refusal) => {
     if (!refusal) return relay(ctx, state, sub, body, options);
     if (state.closed) return;
-    state.conn?.send(errorFrame(refusal.message));
+    state.conn?.send(refusalFrame(refusal.message));
     closeConnection(state, 'RATE_LIMITED', refusal.message);
   });
+}
+
+/** Error frames of refusals, serialized once per text (a flooding key gets the same few). */
+const refusalFrames = new Map<string, string>();
+
+function refusalFrame(text: string): string {
+  let frame = refusalFrames.get(text);
+  if (frame === undefined) {
+    if (refusalFrames.size >= 1000) refusalFrames.clear();
+    frame = errorFrame(text);
+    refusalFrames.set(text, frame);
+  }
+  return frame;
 }
 
 function relay(

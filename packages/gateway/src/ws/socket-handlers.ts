@@ -25,12 +25,7 @@ export function createSocketHandlers(
     refuseUpgrade: (request) => {
       if (!ctx.connectionRate.limited) return undefined;
       const text = ctx.connectionRate.take(ctx.addresses.of(request.remoteAddress(), request.forwardedFor));
-      if (text === undefined) return undefined;
-      return {
-        status: 429,
-        headers: { 'retry-after': '1' },
-        body: JSON.stringify({ success: false, error: text, code: 'SB_RATE_LIMITED' }),
-      };
+      return text === undefined ? undefined : ctx.connectionRate.refusalReply;
     },
     upgradeAborted: releaseAdmitted,
 
