@@ -1,0 +1,196 @@
+/**
+ * The soak run's verdicts, on measurements given as data (bench/test/soak-verdict.test.ts pins
+ * them). See docs/reliability.md, "Soak run".
+ */
+
+/** One reading of one gateway, every sample interval. */
+export interface NodeSample {
+  /** Seconds since the load started. */
+  t: number;
+  rssBytes: number;
+  heapUsedBytes: number;
+  heapTotalBytes: number;
+  /** Event-loop lag over the interval since the previous reading (prom-client resets its histogram per scrape). */
+  lagP99Ms: number;
+  lagMaxMs: number;
+  lagMeanMs: number;
+  /** `switchboard_connections`, both protocols. */
+  connections: number;
+  cpuSeconds: number;
+}
+
+export interface HeapVerdict {
+  ok: boolean;
+  /** Post-GC heap estimate over the window after warm-up and over the last window, bytes. */
+  baselineBytes: number;
+  finalBytes: number;
+  /** finalBytes / baselineBytes − 1. */
+  growth: number;
+  /** The floor (minimum) of each bucket, in time order: what the two estimates are medians of. */
+  floors: { t: number; bytes: number }[];
+  why?: string;
+}
+
+export interface HeapRule {
+  /** Seconds from the start that are not judged (ramp-up, JIT, first GCs). */
+  warmupS: number;
+  /** Length of the baseline window (right after warm-up) and of the final window (the end). */
+  windowS: number;
+  /** Width of a bucket whose minimum estimates the heap after a collection. */
+  bucketS: number;
+  /** Largest allowed growth, 0.10 for 10 %. */
+  maxGrowth: number;
+}
+
+/** Warm-up, windows and buckets for a run of `durationS`: a fifth each, buckets of a tenth (at most a minute). */
+export function heapRule(durationS: number, maxGrowth = 0.1): HeapRule {
+  const windowS = Math.max(durationS / 5, 1);
+  return { warmupS: windowS, windowS, bucketS: Math.min(60, Math.max(durationS / 10, 1)), maxGrowth };
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/**
+ * Heap growth after warm-up, judged on the heap a collection leaves behind rather than on single
+ * readings: used heap is a sawtooth (it climbs between collections and drops at each), so one
+ * reading says more about where in its cycle the collector was than about what is retained. The
+ * minimum reading of each bucket estimates that bucket's post-collection floor (no GC is forced:
+ * the gateway runs as in production); the baseline is the median floor of the buckets in the
+ * window after warm-up, the final figure the median floor of the buckets in the last window. A
+ * leak raises every floor; a single unlucky reading moves one floor of several at most.
+ */
+export function heapVerdict(
+  samples: { t: number; heapUsedBytes: number }[],
+  endS: number,
+  rule: HeapRule,
+): HeapVerdict {
+  const buckets = new Map<number, number>();
+  for (const s of samples) {
+    if (s.t < rule.warmupS) continue;
+    const b = Math.floor((s.t - rule.warmupS) / rule.bucketS);
+    buckets.set(b, Math.min(buckets.get(b) ?? Infinity, s.heapUsedBytes));
+  }
+  const floors = [...buckets.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([b, bytes]) => ({ t: rule.warmupS + b * rule.bucketS, bytes }));
+  const inBaseline = floors.filter((f) => f.t + rule.bucketS <= rule.warmupS + rule.windowS + 1e-9);
+  const inFinal = floors.filter(
+    (f) => f.t >= endS - rule.windowS - 1e-9 && f.t + rule.bucketS <= endS + 1e-9,
+  );
+  if (inBaseline.length === 0 || inFinal.length === 0 || endS - rule.windowS < rule.warmupS + rule.windowS) {
+    return {
+      ok: false,
+      baselineBytes: 0,
+      finalBytes: 0,
+      growth: 0,
+      floors,
+      why: `too short to judge: needs samples after the ${rule.warmupS} s warm-up, a ${rule.windowS} s baseline window and a final window after it`,
+    };
+  }
+  const baselineBytes = median(inBaseline.map((f) => f.bytes));
+  const finalBytes = median(inFinal.map((f) => f.bytes));
+  const growth = finalBytes / baselineBytes - 1;
+  const ok = growth <= rule.maxGrowth;
+  return {
+    ok,
+    baselineBytes,
+    finalBytes,
+    growth,
+    floors,
+    ...(ok
+      ? {}
+      : {
+          why: `heap after collections grew ${(growth * 100).toFixed(1)} % (more than ${(rule.maxGrowth * 100).toFixed(0)} %)`,
+        }),
+  };
+}
+
+/** What a checkpoint compares: the load generator's sockets against what the cluster reports. */
+export interface CountsView {
+  /** `<key>|<channel>` → connections (V3 and V4 together, as `ConnectionCounts` counts them). */
+  channels: Record<string, number>;
+  /** key → `ConnectionCounts.sum`. */
+  sums: Record<string, number>;
+  /** `<key>|<protocol>|<channel>` → presence: V3 entries, V4 distinct identities. */
+  presence: Record<string, number>;
+  /** Per gateway: `switchboard_connections`. */
+  nodes: number[];
+}
+
+/** Every difference between what the sockets imply and what the cluster reports (zeros omitted on both sides). */
+export function countsDrift(expected: CountsView, actual: CountsView): string[] {
+  const problems: string[] = [];
+  const compare = (what: string, a: Record<string, number>, b: Record<string, number>): void => {
+    for (const name of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const want = a[name] ?? 0;
+      const got = b[name] ?? 0;
+      if (want !== got) problems.push(`${what} ${name}: expected ${want}, reported ${got}`);
+    }
+  };
+  compare('sum', expected.sums, actual.sums);
+  compare('channel', expected.channels, actual.channels);
+  compare('presence', expected.presence, actual.presence);
+  expected.nodes.forEach((want, i) => {
+    const got = actual.nodes[i] ?? 0;
+    if (want !== got)
+      problems.push(`node ${i + 1} switchboard_connections: expected ${want}, reported ${got}`);
+  });
+  return problems;
+}
+
+export interface CheckpointResult {
+  t: number;
+  /** Sockets the load generator held open. */
+  open: number;
+  /** Milliseconds until the cluster agreed (after churn paused), or undefined when it never did. */
+  settledMs?: number;
+  /** The differences at the deadline, when it never agreed (at most 20). */
+  drift: string[];
+}
+
+export interface SoakVerdict {
+  ok: boolean;
+  reasons: string[];
+}
+
+/** The run's verdict: heap growth per node, drift at any checkpoint, and what the sockets saw. */
+export function soakVerdict(input: {
+  heap: HeapVerdict[];
+  checkpoints: CheckpointResult[];
+  /** Keys the cluster still held after every socket closed. */
+  leftovers: string[];
+  /** Closes the run did not cause (neither a client close nor a kick), by code. */
+  unexpectedCloses: Record<string, number>;
+  wrongKicks: number;
+  missedKicks: number;
+  /** Sockets that never opened, and every open attempt. */
+  failedOpens: number;
+  opens: number;
+  /** Largest share of failed opens tolerated (timeouts on a loaded machine), 0.001 for 0.1 %. */
+  maxFailedShare: number;
+}): SoakVerdict {
+  const reasons: string[] = [];
+  input.heap.forEach((h, i) => {
+    if (!h.ok) reasons.push(`node ${i + 1}: ${h.why ?? 'heap grew'}`);
+  });
+  for (const c of input.checkpoints) {
+    if (c.drift.length)
+      reasons.push(`counts drifted at ${Math.round(c.t)} s: ${c.drift.slice(0, 3).join('; ')}`);
+  }
+  if (input.leftovers.length)
+    reasons.push(`state left in Redis after every socket closed: ${input.leftovers.slice(0, 5).join(', ')}`);
+  const unexpected = Object.entries(input.unexpectedCloses).filter(([, n]) => n > 0);
+  if (unexpected.length)
+    reasons.push(
+      `sockets closed by the server unasked: ${unexpected.map(([c, n]) => `${n}× ${c}`).join(', ')}`,
+    );
+  if (input.wrongKicks) reasons.push(`${input.wrongKicks} sockets kicked that no kick matched`);
+  if (input.missedKicks) reasons.push(`${input.missedKicks} sockets a kick matched stayed open`);
+  if (input.failedOpens > input.opens * input.maxFailedShare)
+    reasons.push(`${input.failedOpens} of ${input.opens} opens failed`);
+  return { ok: reasons.length === 0, reasons };
+}
