@@ -10,6 +10,7 @@ import { loadavg } from 'node:os';
 import { gitCommit, machine } from '../lib/machine';
 import { ROOT, product, stopDescendants } from '../lib/procs';
 import { soakSvg } from './plot';
+import { soakSummary } from './summary';
 import { DEFAULT_SOAK, runSoak } from './soak';
 import type { SoakOptions } from './soak';
 
@@ -132,7 +133,9 @@ async function main(): Promise<void> {
     `publishes: ${result.publishes.sent} sent, ${result.publishes.failed} failed, ${result.publishes.skipped} skipped (all publishers busy)`,
   );
   log(`load average at end: ${loadAverageAtEnd.join(' / ')}`);
-  log(`wrote ${base}.json and ${base}.svg`);
+  const summary = soakSummary(result, meta, `../bench/results/soak-${stamp}.svg`);
+  writeFileSync(`${base}.md`, summary);
+  log(`wrote ${base}.json, .svg and .md (the figures for docs/reliability.md)`);
   log(result.verdict.ok ? 'PASS' : `FAIL\n  ${result.verdict.reasons.join('\n  ')}`);
   process.exit(result.verdict.ok ? 0 : 1);
 }

@@ -41,6 +41,8 @@ export interface SoakOptions {
   /** Seconds between `POST /api/kick` on the kick key, and between `/api/v4/kick` of one user. */
   keyKickEveryS: number;
   userKickEveryS: number;
+  /** How long after a kick every socket it matched must be closed. */
+  kickCheckMs: number;
   sampleS: number;
   checkpointS: number;
   /** How long a checkpoint waits for the cluster to agree with the sockets. */
@@ -62,6 +64,7 @@ export const DEFAULT_SOAK: Omit<SoakOptions, 'log'> = {
   kickKeyConnections: 200,
   keyKickEveryS: 60,
   userKickEveryS: 15,
+  kickCheckMs: 5000,
   sampleS: 10,
   checkpointS: 120,
   settleTimeoutS: 30,
@@ -351,14 +354,21 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         connection.close();
       }
       // Every socket the kick matched when it was sent must be closed by now.
-      await sleep(5000);
+      await sleep(o.kickCheckMs);
       for (const c of sockets.openList) if (c.kickedAt === at) kickStats.missed++;
+    };
+    const kicking = new Set<Promise<void>>();
+    const track = (p: Promise<void>): void => {
+      kicking.add(p);
+      void p.finally(() => kicking.delete(p));
     };
     const kickKey = (): void => {
       if (paused) return;
       kickStats.keyKicks++;
-      void sendKick({ key: KICK_KEY, secret: SECRET }, '/api/kick', { key: KICK_KEY }).catch((e) =>
-        log(`  kick failed: ${String(e)}`),
+      track(
+        sendKick({ key: KICK_KEY, secret: SECRET }, '/api/kick', { key: KICK_KEY }).catch((e) =>
+          log(`  kick failed: ${String(e)}`),
+        ),
       );
     };
     const kickUser = (): void => {
@@ -367,10 +377,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       const target = candidates[Math.floor(random() * candidates.length)];
       if (!target?.user) return;
       kickStats.userKicks++;
-      void sendKick({ key: KEY, secret: SECRET, user: target.user }, '/api/v4/kick', {
-        key: KEY,
-        user: target.user,
-      }).catch((e) => log(`  kick failed: ${String(e)}`));
+      track(
+        sendKick({ key: KEY, secret: SECRET, user: target.user }, '/api/v4/kick', {
+          key: KEY,
+          user: target.user,
+        }).catch((e) => log(`  kick failed: ${String(e)}`)),
+      );
     };
 
     // Readings.
@@ -379,24 +391,39 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const fleetSamples: FleetSample[] = [];
     const started = performance.now();
     const elapsed = (): number => (performance.now() - started) / 1000;
+    // prom-client resets its event-loop histogram at every scrape, and checkpoints scrape too (for
+    // switchboard_connections): each scrape's lag is kept, and a sample reports the worst p99, max
+    // and mean of the scrapes since the previous sample, so no stretch of the run goes unseen.
+    const lagSince = nodes.map(() => ({ p99: 0, max: 0, mean: 0 }));
+    const scrapeNode = async (i: number): Promise<string> => {
+      const text = await scrape(metricsPorts[i]!);
+      const lag = lagSince[i]!;
+      const seconds = (name: string): number => (metricValue(text, name) ?? 0) * 1000;
+      lag.p99 = Math.max(lag.p99, seconds('nodejs_eventloop_lag_p99_seconds'));
+      lag.max = Math.max(lag.max, seconds('nodejs_eventloop_lag_max_seconds'));
+      lag.mean = Math.max(lag.mean, seconds('nodejs_eventloop_lag_mean_seconds'));
+      return text;
+    };
     const nodeConnections = async (): Promise<number[]> =>
       Promise.all(
-        metricsPorts.map(async (p) => metricValue(await scrape(p), 'switchboard_connections') ?? 0),
+        metricsPorts.map(async (_, i) => metricValue(await scrapeNode(i), 'switchboard_connections') ?? 0),
       );
     const sample = async (): Promise<void> => {
       const t = Math.round(elapsed() * 10) / 10;
       await Promise.all(
         nodes.map(async (node, i) => {
-          const text = await scrape(metricsPorts[i]!);
+          const text = await scrapeNode(i);
           const value = (name: string): number => metricValue(text, name) ?? 0;
+          const lag = lagSince[i]!;
+          lagSince[i] = { p99: 0, max: 0, mean: 0 };
           samples[i]!.push({
             t,
             rssBytes: rssKiB(node.pid) * 1024,
             heapUsedBytes: value('nodejs_heap_size_used_bytes'),
             heapTotalBytes: value('nodejs_heap_size_total_bytes'),
-            lagP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000,
-            lagMaxMs: value('nodejs_eventloop_lag_max_seconds') * 1000,
-            lagMeanMs: value('nodejs_eventloop_lag_mean_seconds') * 1000,
+            lagP99Ms: lag.p99,
+            lagMaxMs: lag.max,
+            lagMeanMs: lag.mean,
             connections: value('switchboard_connections'),
             cpuSeconds: cpuSeconds(node.pid),
           });
@@ -460,10 +487,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       const waitUntil = Date.now() + o.settleTimeoutS * 1000;
       while (sockets.opening > 0 && Date.now() < waitUntil) await sleep(50);
       const pausedAt = Date.now();
-      const expected = expectedView(sockets.openList, nodes.length, [KEY, KICK_KEY]);
       let drift: string[] = [];
       for (;;) {
-        drift = countsDrift(expected, await actualView());
+        // Read after the cluster: a close the sockets saw meanwhile (a kick) is in both.
+        const actual = await actualView();
+        drift = countsDrift(expectedView(sockets.openList, nodes.length, [KEY, KICK_KEY]), actual);
         if (drift.length === 0 || Date.now() > waitUntil) break;
         await sleep(250);
       }
@@ -512,8 +540,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       clearInterval(sampler);
       await sampling;
       await sample();
-      // Kicks still waiting for their 5 s check finish first.
-      await sleep(5500);
+      // Kicks still waiting for their check finish first.
+      await Promise.all([...kicking]);
       checkpoints.push(await checkpoint('end, under load'));
     } finally {
       for (const timer of timers) clearInterval(timer);

@@ -10,7 +10,10 @@ export interface NodeSample {
   rssBytes: number;
   heapUsedBytes: number;
   heapTotalBytes: number;
-  /** Event-loop lag over the interval since the previous reading (prom-client resets its histogram per scrape). */
+  /**
+   * Event-loop lag (ms) since the previous reading: the worst of the scrapes in between (prom-client
+   * resets its histogram at each scrape).
+   */
   lagP99Ms: number;
   lagMaxMs: number;
   lagMeanMs: number;
