@@ -69,6 +69,16 @@ describe('soak: the heap verdict', () => {
     expect(heapVerdict(samples, 600, rule).ok).toBe(true);
   });
 
+  it('finds the floor when full collections are further apart than a bucket', () => {
+    // A collection every 90 s: some minutes never see the floor, each 2-minute window does.
+    const samples = Array.from({ length: 60 }, (_, i) => {
+      const t = (i + 1) * 10;
+      return { t, heapUsedBytes: 40 * MiB + ((t % 90) / 90) * 20 * MiB };
+    });
+    const verdict = heapVerdict(samples, 600, rule);
+    expect(verdict).toMatchObject({ ok: true, baselineBytes: 40 * MiB, finalBytes: 40 * MiB });
+  });
+
   it('refuses to judge a run too short to have both windows', () => {
     const verdict = heapVerdict(
       sawtooth(60, () => 40 * MiB),

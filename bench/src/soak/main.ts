@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     `${base}.svg`,
     soakSvg(
       result,
-      `Soak: ${options.connections.toLocaleString('en-US')} sockets, churn ${options.churn}/s, ${Math.round(options.durationS / 60)} min, 2 gateways + Redis`,
+      `Soak: ${options.connections.toLocaleString('en-US')} sockets, churn ${options.churn}/s, ${options.durationS >= 120 ? `${Math.round(options.durationS / 60)} min` : `${options.durationS} s`}, 2 gateways + Redis`,
     ),
   );
   const pct = (g: number): string => `${(g * 100).toFixed(1)} %`;

@@ -1,4 +1,5 @@
 import type { SoakResult } from './soak';
+import { heapRule } from './verdict';
 
 const COLORS = ['#2b6cb0', '#dd6b20'];
 const WIDTH = 860;
@@ -79,14 +80,12 @@ function panel(
 export function soakSvg(r: SoakResult, title: string): string {
   const endS = r.options.durationS;
   const mib = (b: number): number => b / 2 ** 20;
-  const warm = r.heap[0];
-  const windowS = endS / 5;
+  const rule = heapRule(endS);
   const shade = [
-    { from: 0, to: Math.min(windowS, endS), label: 'warm-up' },
-    { from: windowS, to: Math.min(2 * windowS, endS), label: 'baseline window' },
-    { from: Math.max(endS - windowS, 0), to: endS, label: 'final window' },
+    { from: 0, to: Math.min(rule.warmupS, endS), label: 'warm-up' },
+    { from: rule.warmupS, to: Math.min(rule.warmupS + rule.windowS, endS), label: 'baseline window' },
+    { from: Math.max(endS - rule.windowS, 0), to: endS, label: 'final window' },
   ];
-  void warm;
   const perNode = (pick: (s: SoakResult['nodes'][number]['samples'][number]) => number): Series[] =>
     r.nodes.map((n, i) => ({
       label: n.nodeId,

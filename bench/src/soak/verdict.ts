@@ -24,12 +24,12 @@ export interface NodeSample {
 
 export interface HeapVerdict {
   ok: boolean;
-  /** Post-GC heap estimate over the window after warm-up and over the last window, bytes. */
+  /** Lowest heap reading (post-collection estimate) in the window after warm-up and in the last window, bytes. */
   baselineBytes: number;
   finalBytes: number;
   /** finalBytes / baselineBytes − 1. */
   growth: number;
-  /** The floor (minimum) of each bucket, in time order: what the two estimates are medians of. */
+  /** The lowest reading of each bucket after warm-up, in time order (plotted). */
   floors: { t: number; bytes: number }[];
   why?: string;
 }
@@ -39,7 +39,7 @@ export interface HeapRule {
   warmupS: number;
   /** Length of the baseline window (right after warm-up) and of the final window (the end). */
   windowS: number;
-  /** Width of a bucket whose minimum estimates the heap after a collection. */
+  /** Width of a bucket whose minimum is plotted as the heap's floor. */
   bucketS: number;
   /** Largest allowed growth, 0.10 for 10 %. */
   maxGrowth: number;
@@ -51,20 +51,17 @@ export function heapRule(durationS: number, maxGrowth = 0.1): HeapRule {
   return { warmupS: windowS, windowS, bucketS: Math.min(60, Math.max(durationS / 10, 1)), maxGrowth };
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
 /**
  * Heap growth after warm-up, judged on the heap a collection leaves behind rather than on single
  * readings: used heap is a sawtooth (it climbs between collections and drops at each), so one
- * reading says more about where in its cycle the collector was than about what is retained. The
- * minimum reading of each bucket estimates that bucket's post-collection floor (no GC is forced:
- * the gateway runs as in production); the baseline is the median floor of the buckets in the
- * window after warm-up, the final figure the median floor of the buckets in the last window. A
- * leak raises every floor; a single unlucky reading moves one floor of several at most.
+ * reading says more about where in its cycle the collector was than about what is retained. No
+ * collection is forced (the gateway runs as in production). The heap never reads below what is
+ * live, so the lowest reading of a window is the closest to what a full collection left: the
+ * baseline is the minimum over the window after warm-up, the final figure the minimum over the
+ * last window. A leak raises both the live set and every minimum; a high reading, however high,
+ * moves neither. The windows are long (a fifth of the run) so each holds at least one full
+ * collection: while it fills, a gateway's old generation can grow for 100 s without one.
+ * `floors` (the minimum per bucket) are for the plot.
  */
 export function heapVerdict(
   samples: { t: number; heapUsedBytes: number }[],
@@ -80,10 +77,8 @@ export function heapVerdict(
   const floors = [...buckets.entries()]
     .sort((a, b) => a[0] - b[0])
     .map(([b, bytes]) => ({ t: rule.warmupS + b * rule.bucketS, bytes }));
-  const inBaseline = floors.filter((f) => f.t + rule.bucketS <= rule.warmupS + rule.windowS + 1e-9);
-  const inFinal = floors.filter(
-    (f) => f.t >= endS - rule.windowS - 1e-9 && f.t + rule.bucketS <= endS + 1e-9,
-  );
+  const inBaseline = samples.filter((s) => s.t >= rule.warmupS && s.t < rule.warmupS + rule.windowS);
+  const inFinal = samples.filter((s) => s.t > endS - rule.windowS && s.t <= endS);
   if (inBaseline.length === 0 || inFinal.length === 0 || endS - rule.windowS < rule.warmupS + rule.windowS) {
     return {
       ok: false,
@@ -94,8 +89,8 @@ export function heapVerdict(
       why: `too short to judge: needs samples after the ${rule.warmupS} s warm-up, a ${rule.windowS} s baseline window and a final window after it`,
     };
   }
-  const baselineBytes = median(inBaseline.map((f) => f.bytes));
-  const finalBytes = median(inFinal.map((f) => f.bytes));
+  const baselineBytes = Math.min(...inBaseline.map((s) => s.heapUsedBytes));
+  const finalBytes = Math.min(...inFinal.map((s) => s.heapUsedBytes));
   const growth = finalBytes / baselineBytes - 1;
   const ok = growth <= rule.maxGrowth;
   return {
