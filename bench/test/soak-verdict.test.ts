@@ -79,6 +79,54 @@ describe('soak: the heap verdict', () => {
     expect(verdict).toMatchObject({ ok: true, baselineBytes: 40 * MiB, finalBytes: 40 * MiB });
   });
 
+  describe('with the gauge of the heap after full collections', () => {
+    /** Used heap as a sawtooth, the gauge stepping to `kept(t)` at each full collection (every 60 s). */
+    const withGauge = (
+      kept: (t: number) => number,
+    ): { t: number; heapUsedBytes: number; heapAfterGcBytes: number }[] =>
+      sawtooth(600, kept).map((s) => ({ ...s, heapAfterGcBytes: kept(Math.floor(s.t / 60) * 60) }));
+
+    it('judges the median of the gauge, not used heap', () => {
+      const verdict = heapVerdict(
+        withGauge(() => 30 * MiB).map((s) => ({ ...s, heapUsedBytes: s.heapUsedBytes + s.t * 100_000 })),
+        600,
+        rule,
+      );
+      expect(verdict).toMatchObject({
+        ok: true,
+        basis: 'after-gc',
+        baselineBytes: 30 * MiB,
+        finalBytes: 30 * MiB,
+      });
+    });
+
+    it('fails when what the collections leave climbs more than 10 %', () => {
+      const verdict = heapVerdict(
+        withGauge((t) => 30 * MiB + t * 10_000),
+        600,
+        rule,
+      );
+      expect(verdict).toMatchObject({ ok: false, basis: 'after-gc' });
+      expect(verdict.growth).toBeGreaterThan(0.1);
+    });
+
+    it('is not moved by one unusual collection in a window', () => {
+      const samples = withGauge(() => 30 * MiB).map((s) =>
+        s.t === 560 ? { ...s, heapAfterGcBytes: 60 * MiB } : s,
+      );
+      expect(heapVerdict(samples, 600, rule)).toMatchObject({ ok: true, growth: 0 });
+    });
+
+    it('falls back to the lowest used heap when the gauge reads 0 (no collection yet, or an older product)', () => {
+      const samples = withGauge(() => 30 * MiB).map((s) => ({ ...s, heapAfterGcBytes: s.t < 300 ? 0 : 1 }));
+      expect(heapVerdict(samples, 600, rule)).toMatchObject({
+        ok: true,
+        basis: 'lowest-used',
+        baselineBytes: 30 * MiB,
+      });
+    });
+  });
+
   it('refuses to judge a run too short to have both windows', () => {
     const verdict = heapVerdict(
       sawtooth(60, () => 40 * MiB),
@@ -147,7 +195,14 @@ describe('soak: drift', () => {
 });
 
 describe('soak: the verdict', () => {
-  const heapOk: HeapVerdict = { ok: true, baselineBytes: 1, finalBytes: 1, growth: 0, floors: [] };
+  const heapOk: HeapVerdict = {
+    ok: true,
+    baselineBytes: 1,
+    finalBytes: 1,
+    growth: 0,
+    basis: 'after-gc',
+    floors: [],
+  };
   const clean = {
     heap: [heapOk, heapOk],
     checkpoints: [{ t: 120, open: 10, settledMs: 40, drift: [] }],

@@ -92,13 +92,21 @@ export function soakSvg(r: SoakResult, title: string): string {
       color: COLORS[i % COLORS.length]!,
       points: n.samples.map((s) => ({ t: s.t, v: pick(s) })),
     }));
+  // Dashed: what the latest full collection left (the gauge), or the lowest reading per bucket
+  // for a product without the gauge.
   const heapSeries: Series[] = [
     ...perNode((s) => mib(s.heapUsedBytes)),
     ...r.heap.map((h, i) => ({
-      label: `${r.nodes[i]!.nodeId} floor`,
+      label: `${r.nodes[i]!.nodeId} ${h.basis === 'after-gc' ? 'after GC' : 'floor'}`,
       color: COLORS[i % COLORS.length]!,
       dashed: true,
-      points: h.floors.map((f) => ({ t: f.t, v: mib(f.bytes) })),
+      points:
+        h.basis === 'after-gc'
+          ? r.nodes[i]!.samples.filter((s) => s.heapAfterGcBytes > 0).map((s) => ({
+              t: s.t,
+              v: mib(s.heapAfterGcBytes),
+            }))
+          : h.floors.map((f) => ({ t: f.t, v: mib(f.bytes) })),
     })),
   ];
   let top = 60;
@@ -112,7 +120,13 @@ export function soakSvg(r: SoakResult, title: string): string {
     'MiB',
     perNode((s) => mib(s.rssBytes)),
   );
-  add('V8 heap used (nodejs_heap_size_used_bytes); dashed: per-bucket minimum', 'MiB', heapSeries);
+  add(
+    r.heap[0]?.basis === 'after-gc'
+      ? 'V8 heap used; dashed: heap after the latest full collection (switchboard_heap_used_after_gc_bytes)'
+      : 'V8 heap used (nodejs_heap_size_used_bytes); dashed: lowest reading per bucket',
+    'MiB',
+    heapSeries,
+  );
   add(
     'Event-loop lag p99 per 10 s (nodejs_eventloop_lag_p99_seconds)',
     'ms',

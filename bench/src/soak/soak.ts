@@ -227,7 +227,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     );
     const sockets = fleet;
     for (const node of nodes) {
-      for (let i = 0; i < 8; i++) {
+      for (let i = 0; i < 32; i++) {
         const connection = new KeepAliveConnection(HOST, node.port);
         await connection.open();
         publishers.push(connection);
@@ -421,6 +421,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
             rssBytes: rssKiB(node.pid) * 1024,
             heapUsedBytes: value('nodejs_heap_size_used_bytes'),
             heapTotalBytes: value('nodejs_heap_size_total_bytes'),
+            heapAfterGcBytes: value('switchboard_heap_used_after_gc_bytes'),
             lagP99Ms: lag.p99,
             lagMaxMs: lag.max,
             lagMeanMs: lag.mean,

@@ -26,9 +26,11 @@ export function soakSummary(r: SoakResult, meta: SoakMeta, svgPath: string): str
       `load average ${meta.machine.loadAverage.join(' / ')} at the start and ${meta.loadAverageAtEnd.join(' / ')} at the end; ` +
       `product ${meta.productCommit}.`,
     '',
+    `Heap kept: ${r.heap[0]?.basis === 'after-gc' ? 'median of `switchboard_heap_used_after_gc_bytes` over the window' : 'lowest used-heap reading of the window'}.`,
+    '',
     `**Verdict: ${r.verdict.ok ? 'PASS' : 'FAIL'}**${r.verdict.ok ? '' : ` (${r.verdict.reasons.join('; ')})`}.`,
     '',
-    '| Gateway | RSS after warm-up → end (MiB) | Heap floor, baseline → final window (MiB) | Heap growth | Event-loop lag p99 per 10 s: median / worst after warm-up (ms) | CPU used (s) |',
+    '| Gateway | RSS after warm-up → end (MiB) | Heap kept, baseline → final window (MiB) | Heap growth | Event-loop lag p99 per 10 s: median / worst after warm-up (ms) | CPU used (s) |',
     '|---|---|---|---|---|---|',
   ];
   r.nodes.forEach((n, i) => {
@@ -53,7 +55,7 @@ export function soakSummary(r: SoakResult, meta: SoakMeta, svgPath: string): str
       `${fleetLast ? `; ${int(fleetLast.framesReceived)} frames received, ${int(fleetLast.pingsAnswered)} pings answered` : ''}.`,
     `- Kicks: ${k.keyKicks} \`POST /api/kick\` of the kick key and ${k.userKicks} \`POST /api/v4/kick\` of one user closed ` +
       `${int(k.kickedSockets)} sockets (+${k.lateKicked} that opened while a kick was on its way); ${k.wrong} closed that no kick matched, ${k.missed} matched but left open.`,
-    `- Publishes: ${int(r.publishes.sent)} sent, ${int(r.publishes.failed)} failed, ${int(r.publishes.skipped)} skipped because all 16 publishing connections were busy.`,
+    `- Publishes: ${int(r.publishes.sent)} sent, ${int(r.publishes.failed)} failed, ${int(r.publishes.skipped)} skipped because all 64 publishing connections were busy.`,
     `- Redis: ${redisAfter[0] ? mib(redisAfter[0].usedMemoryBytes) : '–'} MiB after warm-up, ${redisLast ? mib(redisLast.usedMemoryBytes) : '–'} MiB at the end (${redisLast ? int(redisLast.keys) : '–'} keys), ${redisLast ? redisLast.cpuSeconds.toFixed(0) : '–'} CPU-s.`,
     `- Checkpoints (churn paused until the cluster agreed with the sockets): ` +
       r.checkpoints

@@ -10,6 +10,8 @@ export interface NodeSample {
   rssBytes: number;
   heapUsedBytes: number;
   heapTotalBytes: number;
+  /** `switchboard_heap_used_after_gc_bytes`: the heap the latest full collection left (0 before one, or from a product without it). */
+  heapAfterGcBytes: number;
   /**
    * Event-loop lag (ms) since the previous reading: the worst of the scrapes in between (prom-client
    * resets its histogram at each scrape).
@@ -24,11 +26,13 @@ export interface NodeSample {
 
 export interface HeapVerdict {
   ok: boolean;
-  /** Lowest heap reading (post-collection estimate) in the window after warm-up and in the last window, bytes. */
+  /** What the gateway kept, in the window after warm-up and in the last window, bytes (see `heapVerdict`). */
   baselineBytes: number;
   finalBytes: number;
   /** finalBytes / baselineBytes − 1. */
   growth: number;
+  /** Which statistic: the median heap after full collections, or (a product without that gauge) the lowest used heap. */
+  basis: 'after-gc' | 'lowest-used';
   /** The lowest reading of each bucket after warm-up, in time order (plotted). */
   floors: { t: number; bytes: number }[];
   why?: string;
@@ -51,20 +55,29 @@ export function heapRule(durationS: number, maxGrowth = 0.1): HeapRule {
   return { warmupS: windowS, windowS, bucketS: Math.min(60, Math.max(durationS / 10, 1)), maxGrowth };
 }
 
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
 /**
- * Heap growth after warm-up, judged on the heap a collection leaves behind rather than on single
- * readings: used heap is a sawtooth (it climbs between collections and drops at each), so one
- * reading says more about where in its cycle the collector was than about what is retained. No
- * collection is forced (the gateway runs as in production). The heap never reads below what is
- * live, so the lowest reading of a window is the closest to what a full collection left: the
- * baseline is the minimum over the window after warm-up, the final figure the minimum over the
- * last window. A leak raises both the live set and every minimum; a high reading, however high,
- * moves neither. The windows are long (a fifth of the run) so each holds at least one full
- * collection: while it fills, a gateway's old generation can grow for 100 s without one.
- * `floors` (the minimum per bucket) are for the plot.
+ * Heap growth after warm-up, judged on what the gateway keeps rather than on single readings of
+ * used heap, a sawtooth (it climbs between collections and drops at each) that mostly says where
+ * the collector is in its cycle. No collection is forced: the gateway runs as in production.
+ *
+ * - With `switchboard_heap_used_after_gc_bytes` (the heap the latest full collection left): the
+ *   median of its readings in the window after warm-up (baseline) and in the last window (final).
+ *   A leak raises it after every collection; the median ignores one unusual collection.
+ * - Without it (a product from before the gauge): the lowest used-heap reading of each window.
+ *   The heap never reads below what is live, so that is the closest reading to a collection's
+ *   leftovers; a high reading moves neither figure. Noisier: a window's lowest reading depends on
+ *   how close to a collection a sample fell.
+ *
+ * `floors` (the lowest reading per bucket) are for the plot.
  */
 export function heapVerdict(
-  samples: { t: number; heapUsedBytes: number }[],
+  samples: { t: number; heapUsedBytes: number; heapAfterGcBytes?: number }[],
   endS: number,
   rule: HeapRule,
 ): HeapVerdict {
@@ -79,18 +92,24 @@ export function heapVerdict(
     .map(([b, bytes]) => ({ t: rule.warmupS + b * rule.bucketS, bytes }));
   const inBaseline = samples.filter((s) => s.t >= rule.warmupS && s.t < rule.warmupS + rule.windowS);
   const inFinal = samples.filter((s) => s.t > endS - rule.windowS && s.t <= endS);
+  const afterGc = (window: typeof samples): number[] =>
+    window.map((s) => s.heapAfterGcBytes ?? 0).filter((bytes) => bytes > 0);
+  const basis = afterGc(inBaseline).length && afterGc(inFinal).length ? 'after-gc' : 'lowest-used';
   if (inBaseline.length === 0 || inFinal.length === 0 || endS - rule.windowS < rule.warmupS + rule.windowS) {
     return {
       ok: false,
       baselineBytes: 0,
       finalBytes: 0,
       growth: 0,
+      basis,
       floors,
       why: `too short to judge: needs samples after the ${rule.warmupS} s warm-up, a ${rule.windowS} s baseline window and a final window after it`,
     };
   }
-  const baselineBytes = Math.min(...inBaseline.map((s) => s.heapUsedBytes));
-  const finalBytes = Math.min(...inFinal.map((s) => s.heapUsedBytes));
+  const figure = (window: typeof samples): number =>
+    basis === 'after-gc' ? median(afterGc(window)) : Math.min(...window.map((s) => s.heapUsedBytes));
+  const baselineBytes = figure(inBaseline);
+  const finalBytes = figure(inFinal);
   const growth = finalBytes / baselineBytes - 1;
   const ok = growth <= rule.maxGrowth;
   return {
@@ -98,6 +117,7 @@ export function heapVerdict(
     baselineBytes,
     finalBytes,
     growth,
+    basis,
     floors,
     ...(ok
       ? {}
