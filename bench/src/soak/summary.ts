@@ -51,7 +51,7 @@ export function soakSummary(r: SoakResult, meta: SoakMeta, svgPath: string): str
   lines.push(
     '',
     `- Sockets: ${int(c.opened)} opened and ${int(c.closedByClient)} closed by the clients in ${o.durationS} s ` +
-      `(${int(c.failed)} opens failed${c.failed ? `: ${JSON.stringify(c.failures)}` : ''}); closed by the gateways: ${JSON.stringify(c.gone)}` +
+      `(${int(c.failed)} opens failed${c.failed ? `: ${JSON.stringify(c.failures)}` : ''}; after warm-up ${int(r.opensAfterWarmup.failed)} of ${int(r.opensAfterWarmup.opened + r.opensAfterWarmup.failed)}); closed by the gateways: ${JSON.stringify(c.gone)}` +
       `${fleetLast ? `; ${int(fleetLast.framesReceived)} frames received, ${int(fleetLast.pingsAnswered)} pings answered` : ''}.`,
     `- Kicks: ${k.keyKicks} \`POST /api/kick\` of the kick key and ${k.userKicks} \`POST /api/v4/kick\` of one user closed ` +
       `${int(k.kickedSockets)} sockets (+${k.lateKicked} that opened while a kick was on its way); ${k.wrong} closed that no kick matched, ${k.missed} matched but left open.`,

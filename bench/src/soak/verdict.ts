@@ -185,7 +185,7 @@ export function soakVerdict(input: {
   unexpectedCloses: Record<string, number>;
   wrongKicks: number;
   missedKicks: number;
-  /** Sockets that never opened, and every open attempt. */
+  /** Sockets that never opened, and every open attempt, after warm-up. */
   failedOpens: number;
   opens: number;
   /** Largest share of failed opens tolerated (timeouts on a loaded machine), 0.001 for 0.1 %. */
