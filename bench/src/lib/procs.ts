@@ -110,7 +110,7 @@ export async function stopDescendants(graceMs = 5000): Promise<void> {
   }
 }
 
-/** Spawns `node <args>` through bash with `ulimit -n` raised (to 65536 where allowed, else to the hard limit); resolves once a `"msg":"ready"` line appears. */
+/** Spawns `node <args>` through bash with `ulimit -n` raised; resolves once a `"msg":"ready"` line appears. */
 export async function startNode(
   args: string[],
   env: Record<string, string>,
@@ -122,20 +122,18 @@ export async function startNode(
   const quoted = [process.execPath, ...nodeFlags, ...args]
     .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
     .join(' ');
-  const child = spawn(
-    'bash',
-    ['-c', `{ ulimit -n 65536 || ulimit -n $(ulimit -Hn); } 2>/dev/null; exec ${quoted}`],
-    {
-      cwd: ROOT,
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        HOME: process.env['HOME'] ?? '',
-        ...env,
-        PORT: String(port),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  // As root, 65536 (soft and hard): the soak holds 10,000+ sockets per gateway. Else the hard limit.
+  const raise = '{ ulimit -n 65536 || ulimit -n $(ulimit -Hn); } 2>/dev/null';
+  const child = spawn('bash', ['-c', `${raise}; exec ${quoted}`], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '',
+      ...env,
+      PORT: String(port),
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
   let rest = '';
   const ready = new Promise<void>((resolve, reject) => {

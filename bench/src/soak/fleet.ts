@@ -36,6 +36,8 @@ export interface Conn extends ConnSpec {
   index: number;
   /** Set once a kick that matches it was sent while it was open. */
   kickedAt?: number;
+  /** When its 101 arrived (ms, Date.now()). */
+  openedAt?: number;
 }
 
 export interface FleetCounters {
@@ -178,6 +180,7 @@ export class ChurnFleet {
     if (kind === 'o') {
       this.opening--;
       conn.state = 'open';
+      conn.openedAt = Date.now();
       conn.index = this.openList.length;
       this.openList.push(conn);
       this.counters.opened++;

@@ -113,7 +113,22 @@ export interface SoakResult {
   opensAfterWarmup: { opened: number; failed: number };
   /** Error-level lines the gateways logged. */
   gatewayErrors: string[];
+  /** Each close the run did not cause (the first 100): when, which socket, how old. */
+  unexpectedDetails: UnexpectedClose[];
+  /** Per gateway, `switchboard_closes_total` by close code at the end (before the final close-all). */
+  serverCloses: Record<string, number>[];
   verdict: SoakVerdict;
+}
+
+export interface UnexpectedClose {
+  t: number;
+  code: number;
+  node: number;
+  protocol: 'v3' | 'v4';
+  key: string;
+  channel: string;
+  user?: string;
+  ageS: number;
 }
 
 /** mulberry32: a seeded generator, so a run's mix of sockets is reproducible. */
@@ -265,11 +280,23 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const kicks: { at: number; key: string; user?: string }[] = [];
     const kickStats = { keyKicks: 0, userKicks: 0, kickedSockets: 0, lateKicked: 0, wrong: 0, missed: 0 };
     const unexpectedCloses: Record<string, number> = {};
+    const unexpectedDetails: UnexpectedClose[] = [];
     const matches = (c: Conn, k: { key: string; user?: string }): boolean =>
       c.key === k.key && (k.user === undefined || (c.protocol === 'v4' && c.user === k.user));
     sockets.onGone = (conn, code) => {
       if (code !== 4509) {
         unexpectedCloses[String(code)] = (unexpectedCloses[String(code)] ?? 0) + 1;
+        if (unexpectedDetails.length < 100)
+          unexpectedDetails.push({
+            t: Math.round(elapsed() * 10) / 10,
+            code,
+            node: conn.node,
+            protocol: conn.protocol,
+            key: conn.key,
+            channel: conn.channel,
+            ...(conn.user !== undefined ? { user: conn.user } : {}),
+            ageS: conn.openedAt ? Math.round((Date.now() - conn.openedAt) / 100) / 10 : 0,
+          });
         return;
       }
       if (conn.kickedAt !== undefined) kickStats.kickedSockets++;
@@ -557,6 +584,17 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       for (const timer of timers) clearInterval(timer);
       clearInterval(sampler);
     }
+    // What the gateways saw close, by code (switchboard_closes_total), to set beside the client's view.
+    const serverCloses = await Promise.all(
+      nodes.map(async (_, i) => {
+        const counts: Record<string, number> = {};
+        for (const line of (await scrape(metricsPorts[i]!)).split('\n')) {
+          const match = /^switchboard_closes_total\{.*code="([^"]+)".*\} (\d+)/.exec(line);
+          if (match && Number(match[2]) > 0) counts[match[1]!] = Number(match[2]);
+        }
+        return counts;
+      }),
+    );
     sockets.closeAll();
     checkpoints.push(await checkpoint('after every socket closed'));
     // Nothing of the run may stay in Redis: counts and presence keys are deleted when emptied.
@@ -613,6 +651,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       unexpectedCloses,
       opensAfterWarmup,
       gatewayErrors,
+      unexpectedDetails,
+      serverCloses,
       verdict,
     };
   } finally {

@@ -53,6 +53,7 @@ export function soakSummary(r: SoakResult, meta: SoakMeta, svgPath: string): str
     `- Sockets: ${int(c.opened)} opened and ${int(c.closedByClient)} closed by the clients in ${o.durationS} s ` +
       `(${int(c.failed)} opens failed${c.failed ? `: ${JSON.stringify(c.failures)}` : ''}; after warm-up ${int(r.opensAfterWarmup.failed)} of ${int(r.opensAfterWarmup.opened + r.opensAfterWarmup.failed)}); closed by the gateways: ${JSON.stringify(c.gone)}` +
       `${fleetLast ? `; ${int(fleetLast.framesReceived)} frames received, ${int(fleetLast.pingsAnswered)} pings answered` : ''}.`,
+    `- Closes the run did not cause: ${r.unexpectedDetails.length ? r.unexpectedDetails.map((u) => `${u.code} at ${u.t} s (${u.protocol}${u.user ? ' presence' : ''} on gateway ${u.node + 1}, open ${u.ageS} s)`).join(', ') : 'none'}; the gateways counted by code (\`switchboard_closes_total\`): ${r.serverCloses.map((c, i) => `${r.nodes[i]!.nodeId} ${JSON.stringify(c)}`).join(', ')}.`,
     `- Kicks: ${k.keyKicks} \`POST /api/kick\` of the kick key and ${k.userKicks} \`POST /api/v4/kick\` of one user closed ` +
       `${int(k.kickedSockets)} sockets (+${k.lateKicked} that opened while a kick was on its way); ${k.wrong} closed that no kick matched, ${k.missed} matched but left open.`,
     `- Publishes: ${int(r.publishes.sent)} sent, ${int(r.publishes.failed)} failed, ${int(r.publishes.skipped)} skipped because all 64 publishing connections were busy.`,
