@@ -145,7 +145,9 @@ export async function startNode(
   const quoted = [process.execPath, ...nodeFlags, ...args]
     .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
     .join(' ');
-  const child = spawn('bash', ['-c', `${fdLimitPrefix(options.fdLimit)}exec ${quoted}`], {
+  // 65,536 by default (the soak holds 10,000+ sockets per gateway), or what the scenario asks;
+  // the hard limit where the machine allows no more.
+  const child = spawn('bash', ['-c', `${fdLimitPrefix(options.fdLimit ?? 65_536)}exec ${quoted}`], {
     cwd: ROOT,
     env: {
       PATH: process.env['PATH'] ?? '',

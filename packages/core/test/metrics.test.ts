@@ -1,4 +1,6 @@
 import { Agent, request } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { DELIVERY_LATENCY_BUCKETS, createMetrics } from '../src/metrics/metrics';
 import type { Metrics } from '../src/metrics/metrics';
 import { startMetricsServer } from '../src/metrics/metrics-server';
@@ -115,6 +117,25 @@ describe('metrics', () => {
     // The instantaneous lag is measured at the scrape, after the block: small but real.
     expect(sample(body, 'nodejs_eventloop_lag_seconds')).toBeGreaterThan(0);
     expect(sample(body, 'nodejs_eventloop_lag_seconds')).toBeLessThan(0.2);
+  });
+
+  it('reports the heap left by the latest full collection', async () => {
+    // A full collection on demand, without starting the process with --expose-gc.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const retained = Array.from({ length: 20_000 }, (_, i) => ({ i, text: `kept-${i}` }));
+    gc();
+    // The observer hears of the collection in a later turn.
+    let after = 0;
+    for (let turn = 0; after === 0 && turn < 100; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      after = sample((await get(server.port, '/metrics')).body, 'switchboard_heap_used_after_gc_bytes') ?? 0;
+    }
+    const used = sample((await get(server.port, '/metrics')).body, 'nodejs_heap_size_used_bytes') ?? 0;
+    // The live set after the collection, not a reading of the sawtooth: no more than used heap now.
+    expect(after).toBeLessThanOrEqual(used);
+    expect(after).toBeGreaterThan(1024 * 1024);
+    expect(retained).toHaveLength(20_000);
   });
 
   it('reports values that move when the instruments are used', async () => {
