@@ -32,7 +32,10 @@ export interface DeliveryStats {
   publications: number;
   resumes: number;
   recovered: number;
+  /** Resumes answered `recovered: false`. */
   unrecovered: number;
+  /** `recovered: false` positions in the middle of a subscription (a gateway that missed publications). */
+  gapNotices: number;
   /** Publications replayed from history by `recovered: true` resumes. */
   caughtUp: number;
   /** Acknowledged publications the subscription was told it may have lost. */
@@ -90,11 +93,13 @@ export function deliveryProblems(
   let lastSession = 0;
   for (const entry of track.entries) {
     if (entry.kind === 'position') {
-      problems.push(...positionProblems(entry, at, entry.session !== lastSession));
+      const firstOfSocket = entry.session !== lastSession;
+      problems.push(...positionProblems(entry, at, firstOfSocket));
       lastSession = entry.session;
       if (entry.recovered === false && at) {
         covers.push([at, { epoch: entry.epoch, offset: entry.offset }]);
-        stats.unrecovered++;
+        if (firstOfSocket) stats.unrecovered++;
+        else stats.gapNotices++;
       }
       if (entry.since) stats.resumes++;
       if (entry.recovered === true && entry.since) {

@@ -97,7 +97,11 @@ export class Publisher {
         why = `${response.status} ${
           typeof body?.['error'] === 'string'
             ? body['error']
-            : `from the balancer: ${text.split('\n')[0]!.slice(0, 80)}`
+            : `from the balancer: ${text
+                .replace(/<[^>]*>/g, ' ')
+                .trim()
+                .split('\n')[0]!
+                .slice(0, 80)}`
         }`;
     } catch (error) {
       const { name, message, cause } = error as Error & { cause?: { code?: string } };

@@ -221,6 +221,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     // ---- the checks --------------------------------------------------------------------------
     const truth = truthOf(fleet);
     const scan = await scanKeys(cluster, redis, truth);
+    for (const key of scan.keys) say(`${key.problem ? 'GHOST ' : ''}${key.key} (${key.type}): ${key.note}`);
     const checks: CheckResult[] = [
       { name: 'faults carried out', problems: actionFailures, detail: `${counts(plan.events)} planned` },
       { name: 'convergence', problems: convergence, detail: '' },
@@ -383,6 +384,7 @@ function deliveryCheck(
     resumes: 0,
     recovered: 0,
     unrecovered: 0,
+    gapNotices: 0,
     caughtUp: 0,
     covered: 0,
   };
@@ -430,8 +432,9 @@ function deliveryCheck(
     problems,
     detail:
       `${subscriptions} subscriptions received ${stats.publications} publications; ${stats.resumes} resumes ` +
-      `(${stats.recovered} recovered: true catching up ${stats.caughtUp} publications, ${stats.unrecovered} recovered: false ` +
-      `covering ${stats.covered} acknowledged publications)`,
+      `(${stats.recovered} recovered: true catching up ${stats.caughtUp} publications, ${stats.unrecovered} recovered: false), ` +
+      `${stats.gapNotices} recovered: false notices on open subscriptions (a gateway that lost publications with Redis); ` +
+      `${stats.covered} acknowledged publications missed and covered by a recovered: false`,
   };
 }
 

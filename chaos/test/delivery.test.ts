@@ -51,6 +51,7 @@ const check = (t: ChannelTrack, list: Ack[], end?: { epoch: string; offset: numb
     resumes: 0,
     recovered: 0,
     unrecovered: 0,
+    gapNotices: 0,
     caughtUp: 0,
     covered: 0,
   };
