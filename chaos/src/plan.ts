@@ -126,7 +126,8 @@ export function planChaos(seed: number, durationMs: number, timing: PlanTiming):
       down < MAX_GATEWAYS_DOWN
     ) {
       const gateway = rng.pick(free);
-      const downMs = rng.int(300, 3000);
+      // Up to twice NODE_TIMEOUT_MS: some restarts come after the survivors declared the node dead.
+      const downMs = rng.int(300, 6000);
       const end =
         at + (wanted === 'term-gateway' ? timing.drainGraceMs : 0) + downMs + timing.restartAllowanceMs;
       if (end <= durationMs) {

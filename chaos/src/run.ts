@@ -344,13 +344,22 @@ function processCheck(cluster: ChaosCluster): CheckResult {
       const msg = /"msg":"([^"]*)"/.exec(line)?.[1] ?? line.slice(0, 120);
       errors.set(msg, (errors.get(msg) ?? 0) + 1);
     }
+  // How the cluster handled the faults, from the gateways' own logs (docs/operations.md, "Log events").
+  const logged = (msg: string): number =>
+    cluster.incarnations.reduce(
+      (sum, i) => sum + i.proc.lines.filter((line) => line.includes(`"msg":"${msg}"`)).length,
+      0,
+    );
+  const handled =
+    `${logged('node declared dead; removing its presence and counts')} dead nodes cleaned up by a survivor, ` +
+    `${logged('Redis lost')} Redis losses and ${logged('local state rewritten to the engine')} rewrites of a node's state after Redis came back`;
   const running = cluster.incarnations.filter((i) => !i.exit).length;
   return {
     name: 'no process crashed (only those the schedule killed exited)',
     problems,
     detail:
       `${cluster.incarnations.length} processes started (${running} running, ${killed} SIGKILLed, ${terminated} SIGTERMed and exited 0, ` +
-      `${cluster.refusedStarts} refused to start while Redis was down); error log lines: ${
+      `${cluster.refusedStarts} refused to start while Redis was down); ${handled}; error log lines: ${
         [...errors].map(([msg, n]) => `${n} × ${msg}`).join('; ') || 'none'
       }`,
   };
