@@ -84,7 +84,8 @@ export class ChaosCluster {
       metricsPorts[name] = await fixedFreePort();
     }
     const cluster = new ChaosCluster(
-      await startRedis(),
+      // Restarted many times on its port: a fixed port, which no outgoing connection can take meanwhile.
+      await startRedis({ port: await fixedFreePort() }),
       ports,
       metricsPorts,
       await fixedFreePort(),

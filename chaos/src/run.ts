@@ -352,7 +352,7 @@ function processCheck(cluster: ChaosCluster): CheckResult {
     );
   const handled =
     `${logged('node declared dead; removing its presence and counts')} dead nodes cleaned up by a survivor, ` +
-    `${logged('Redis lost')} Redis losses and ${logged('local state rewritten to the engine')} rewrites of a node's state after Redis came back`;
+    `Redis lost ${logged('Redis lost')} times (gateways and account API) and ${logged('local state rewritten to the engine')} rewrites of a node's state after Redis came back`;
   const running = cluster.incarnations.filter((i) => !i.exit).length;
   return {
     name: 'no process crashed (only those the schedule killed exited)',
