@@ -39,6 +39,8 @@ export interface Incarnation {
   readonly startedAt: number;
   /** The signal the schedule sent it, when it did. */
   signal?: { readonly name: 'SIGKILL' | 'SIGTERM'; readonly at: number };
+  /** A SIGTERMed process still draining was SIGKILLed at this time. */
+  killedMidDrainAt?: number;
   exit?: { readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly at: number };
   /** It exited at start because Redis was down (documented: a start that must write to Redis fails). */
   refusedStart?: boolean;
@@ -203,14 +205,28 @@ export class ChaosCluster {
     await incarnation.proc.exited;
   }
 
-  /** SIGTERM: the node drains and exits; resolves once it exited. */
-  async terminateGateway(name: Gateway): Promise<void> {
+  /**
+   * SIGTERM: the node drains and exits; resolves once it exited. With `killAfterMs`, a node still
+   * draining then is SIGKILLed, as a supervisor does when its grace period runs out. Resolves
+   * whether that happened.
+   */
+  async terminateGateway(name: Gateway, killAfterMs?: number): Promise<'drained' | 'killed mid-drain'> {
     const incarnation = this.live.get(name);
     if (!incarnation) throw new Error(`${name} is not running`);
     this.live.delete(name);
     incarnation.signal = { name: 'SIGTERM', at: Date.now() };
     incarnation.proc.kill('SIGTERM');
+    const timer =
+      killAfterMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            if (incarnation.exit) return;
+            incarnation.killedMidDrainAt = Date.now();
+            incarnation.proc.kill('SIGKILL');
+          }, killAfterMs);
     await incarnation.proc.exited;
+    clearTimeout(timer);
+    return incarnation.killedMidDrainAt === undefined ? 'drained' : 'killed mid-drain';
   }
 
   /** Redis SIGKILLed: everything in it is lost (no persistence). */

@@ -49,7 +49,14 @@ export interface ClientSpec {
 
 export type ChaosEvent =
   | { readonly at: number; readonly kind: 'kill-gateway'; readonly gateway: Gateway; readonly downMs: number }
-  | { readonly at: number; readonly kind: 'term-gateway'; readonly gateway: Gateway; readonly downMs: number }
+  | {
+      readonly at: number;
+      readonly kind: 'term-gateway';
+      readonly gateway: Gateway;
+      readonly downMs: number;
+      /** SIGKILL this long after the SIGTERM if it is still draining (a supervisor's grace period running out). */
+      readonly killAfterMs: number | undefined;
+    }
   | { readonly at: number; readonly kind: 'restart-redis'; readonly downMs: number }
   | {
       readonly at: number;
@@ -130,8 +137,12 @@ export function planChaos(seed: number, durationMs: number, timing: PlanTiming):
       const downMs = rng.int(300, 6000);
       const end =
         at + (wanted === 'term-gateway' ? timing.drainGraceMs : 0) + downMs + timing.restartAllowanceMs;
+      const killAfterMs = wanted === 'term-gateway' && rng.chance(0.3) ? rng.int(10, 300) : undefined;
       if (end <= durationMs) {
-        event = { at, kind: wanted, gateway, downMs };
+        event =
+          wanted === 'term-gateway'
+            ? { at, kind: wanted, gateway, downMs, killAfterMs }
+            : { at, kind: wanted, gateway, downMs };
         busyUntil.set(gateway, end);
       }
     } else if (wanted === 'restart-redis' && redisBusyUntil <= at) {
@@ -170,7 +181,9 @@ export function describeEvent(event: ChaosEvent): string {
     case 'kill-gateway':
       return `SIGKILL ${event.gateway}, restart after ${event.downMs} ms`;
     case 'term-gateway':
-      return `SIGTERM ${event.gateway} (drain), restart ${event.downMs} ms after it exits`;
+      return `SIGTERM ${event.gateway} (drain)${
+        event.killAfterMs === undefined ? '' : `, SIGKILL ${event.killAfterMs} ms later if still draining`
+      }, restart ${event.downMs} ms after it exits`;
     case 'restart-redis':
       return `Redis SIGKILL, restarted empty after ${event.downMs} ms`;
     case 'churn':

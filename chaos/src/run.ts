@@ -115,8 +115,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           const signalled = Date.now();
           if (event.kind === 'kill-gateway') await cluster.killGateway(gateway);
           else {
-            await cluster.terminateGateway(gateway);
-            say(`${gateway} drained and exited in ${Date.now() - signalled} ms`);
+            const outcome = await cluster.terminateGateway(gateway, event.killAfterMs);
+            say(
+              outcome === 'drained'
+                ? `${gateway} drained and exited in ${Date.now() - signalled} ms`
+                : `${gateway} SIGKILLed while draining, ${Date.now() - signalled} ms after the SIGTERM`,
+            );
           }
           await delay(event.downMs);
           const restarted = Date.now();
@@ -312,6 +316,7 @@ function processCheck(cluster: ChaosCluster): CheckResult {
   const tail = (incarnation: Incarnation): string => incarnation.proc.lines.slice(-5).join(' | ');
   let killed = 0;
   let terminated = 0;
+  let killedMidDrain = 0;
   for (const incarnation of cluster.incarnations) {
     const { signal, exit, name } = incarnation;
     const pid = incarnation.proc.child.pid;
@@ -325,6 +330,10 @@ function processCheck(cluster: ChaosCluster): CheckResult {
       killed++;
       if (exit?.signal !== 'SIGKILL')
         problems.push(`${name} (pid ${pid}) SIGKILLed, but exit ${JSON.stringify(exit)}`);
+    } else if (incarnation.killedMidDrainAt !== undefined) {
+      killedMidDrain++;
+      if (exit?.signal !== 'SIGKILL' && exit?.code !== 0)
+        problems.push(`${name} (pid ${pid}) SIGKILLed while draining, but exit ${JSON.stringify(exit)}`);
     } else {
       terminated++;
       const took = exit ? exit.at - signal.at : undefined;
@@ -358,7 +367,7 @@ function processCheck(cluster: ChaosCluster): CheckResult {
     name: 'no process crashed (only those the schedule killed exited)',
     problems,
     detail:
-      `${cluster.incarnations.length} processes started (${running} running, ${killed} SIGKILLed, ${terminated} SIGTERMed and exited 0, ` +
+      `${cluster.incarnations.length} processes started (${running} running, ${killed} SIGKILLed, ${terminated} SIGTERMed and exited 0, ${killedMidDrain} SIGKILLed while draining, ` +
       `${cluster.refusedStarts} refused to start while Redis was down); ${handled}; error log lines: ${
         [...errors].map(([msg, n]) => `${n} × ${msg}`).join('; ') || 'none'
       }`,
