@@ -22,7 +22,11 @@ module.exports = {
       ],
       testPathIgnorePatterns: ['\\.int\\.test\\.ts$'],
     },
-    { ...base, displayName: 'redis', testMatch: ['<rootDir>/packages/*/test/**/*.int.test.ts'] },
+    {
+      ...base,
+      displayName: 'redis',
+      testMatch: ['<rootDir>/packages/*/test/**/*.int.test.ts', '<rootDir>/chaos/test/**/*.int.test.ts'],
+    },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
   ],
 };
