@@ -128,6 +128,8 @@ export class ChaosClient {
   readonly errors: string[] = [];
   closedAt: number | undefined;
   readonly openedAt = Date.now();
+  /** `system::subscribe_error` answers marked `retry: true` (the client subscribed again). */
+  retriedSubscribes = 0;
 
   constructor(
     readonly spec: ClientSpec,
@@ -262,7 +264,9 @@ export class ChaosClient {
       return;
     }
     if (event === 'system::subscribe_error') {
-      this.errors.push(`subscribe_error on socket ${tap.session}: ${JSON.stringify(data)}`);
+      // `retry: true`: the engine was unreachable; the client subscribes again (docs/protocol.md).
+      if (data['retry'] === true) this.retriedSubscribes++;
+      else this.errors.push(`subscribe_error on socket ${tap.session}: ${JSON.stringify(data)}`);
       return;
     }
     const stamp = frame['system::channel'];

@@ -384,10 +384,11 @@ function socketCheck(fleet: Fleet): CheckResult {
     if (client.errors.length > 0) problems.push(`${client.name}: ${client.errors.join('; ')}`);
   }
   const sockets = fleet.clients.reduce((sum, client) => sum + client.taps.length, 0);
+  const retried = fleet.clients.reduce((sum, client) => sum + client.retriedSubscribes, 0);
   return {
     name: 'clients hold one socket each and none was refused for good',
     problems,
-    detail: `${sockets} sockets opened by ${fleet.clients.length} clients`,
+    detail: `${sockets} sockets opened by ${fleet.clients.length} clients; ${retried} secondary subscribes refused with retry: true (engine unreachable) and sent again`,
   };
 }
 
