@@ -23,7 +23,7 @@ module.exports = tseslint.config(
     },
   },
   {
-    files: ['**/*.js', 'bench/**', 'packages/cli/src/**'],
+    files: ['**/*.js', 'bench/**', 'chaos/src/main.ts', 'packages/cli/src/**'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -15,10 +15,18 @@ module.exports = {
     {
       ...base,
       displayName: 'unit',
-      testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/bench/test/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/packages/*/test/**/*.test.ts',
+        '<rootDir>/bench/test/**/*.test.ts',
+        '<rootDir>/chaos/test/**/*.test.ts',
+      ],
       testPathIgnorePatterns: ['\\.int\\.test\\.ts$'],
     },
-    { ...base, displayName: 'redis', testMatch: ['<rootDir>/packages/*/test/**/*.int.test.ts'] },
+    {
+      ...base,
+      displayName: 'redis',
+      testMatch: ['<rootDir>/packages/*/test/**/*.int.test.ts', '<rootDir>/chaos/test/**/*.int.test.ts'],
+    },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
   ],
 };

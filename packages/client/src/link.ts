@@ -60,6 +60,8 @@ export class Link implements Carrier {
   private stableTimer: Timer | undefined;
   /** The text of an `{"error": …}` frame: it precedes a terminal close and names its reason. */
   private errorText: string | undefined;
+  /** Consecutive retryable refusals per secondary channel (reset when it is subscribed). */
+  private readonly resubscribes = new Map<string, number>();
   private memberRequests = new Map<
     string,
     Array<{ resolve: (m: Member[]) => void; reject: (e: Error) => void }>
@@ -289,6 +291,20 @@ export class Link implements Carrier {
     this.write({ event: 'system::subscribe', data });
   }
 
+  /** Subscribes `channel` again after a backoff, unless its socket or the channel went away meanwhile. */
+  private resubscribeLater(channel: Channel): void {
+    const generation = this.generation;
+    const attempt = (this.resubscribes.get(channel.name) ?? 0) + 1;
+    this.resubscribes.set(channel.name, attempt);
+    host.setTimeout(
+      () => {
+        if (generation !== this.generation || this.channels.get(channel.name) !== channel) return;
+        if (channel.state === 'pending') void this.subscribe(channel, generation);
+      },
+      reconnectDelay(attempt, this.settings.backoff),
+    );
+  }
+
   private write(frame: Record<string, unknown>): void {
     if (this.socket?.readyState === OPEN) this.socket.send(JSON.stringify(frame));
   }
@@ -320,8 +336,13 @@ export class Link implements Carrier {
     const channel = typeof name === 'string' ? this.channels.get(name) : this.primary;
     if (!channel) return;
     const info = typeof body === 'object' && body ? (body as Record<string, unknown>) : {};
+    // A refusal marked `retry` (the server could not reach its engine) is no answer to this
+    // subscribe: the channel stays pending and asks again, with its resume position, after a
+    // backoff. Failing it would lose the channel for good over a blip.
+    if (event === 'system::subscribe_error' && info['retry'] === true) return this.resubscribeLater(channel);
     switch (event) {
       case 'system::subscribe_success':
+        this.resubscribes.delete(channel.name);
         if (channel.state === 'pending') channel.subscribed();
         return;
       case 'system::subscribe_error':

@@ -220,6 +220,48 @@ describe('ordering against a server that repeats offsets', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
+  it('subscribes a secondary again after a refusal marked retry (engine unreachable) instead of failing it', async () => {
+    // Found by the chaos run (docs/reliability.md): a secondary subscribed while Redis was down
+    // was refused with "History is unavailable" and the channel failed for good.
+    const subscribes: Array<Record<string, unknown>> = [];
+    script = (socket) => {
+      const send = (value: unknown): void => socket.send(JSON.stringify(value));
+      send({ event: 'system::position', data: { channel: 'main', epoch: 'e1', offset: 0, missed: 0 } });
+      socket.on('message', (raw) => {
+        const frame = JSON.parse(String(raw)) as { event?: string; data?: Record<string, unknown> };
+        if (frame.event !== 'system::subscribe' || !frame.data) return;
+        subscribes.push(frame.data);
+        if (subscribes.length < 3) {
+          const error = 'History is unavailable (the engine is unreachable); try again with since and epoch';
+          send({ event: 'system::subscribe_error', data: { channel: 'side', error, retry: true } });
+          return;
+        }
+        send({ event: 'system::subscribe_success', data: { channel: 'side' } });
+        send({
+          event: 'system::position',
+          data: { channel: 'side', epoch: 'e2', offset: 4, missed: 0 },
+          'system::channel': 'side',
+        });
+      });
+    };
+    const { port } = server.address() as AddressInfo;
+    const sb: Switchboard = newClient({
+      url: `ws://127.0.0.1:${port}`,
+      apiKey: 'k',
+      backoff: { baseMs: 10 },
+    });
+    sb.channel('main');
+    const side = sb.channel('side');
+    const errors: unknown[] = [];
+    side.on('error', (error) => errors.push(error));
+    await side.ready();
+    expect(side.state).toBe('subscribed');
+    expect(side.epoch).toBe('e2');
+    expect(errors).toEqual([]);
+    expect(subscribes.map((data) => data['channel'])).toEqual(['side', 'side', 'side']);
+    expect(urls).toHaveLength(1); // the socket stayed up: only the subscribe was repeated
+  });
+
   it('drops repeated offsets, and resumes from the last offset it delivered', async () => {
     const frame = (n: number) => ({ event: 'n', data: n, 'system::offset': n });
     script = (socket, connection) => {

@@ -4,3 +4,5 @@ export * from './ws-client';
 export * from './process';
 export * from './chromium';
 export * from './wait';
+export * from './haproxy';
+export * from './ports';

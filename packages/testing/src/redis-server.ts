@@ -175,13 +175,20 @@ async function startProcess(port: number, args: string[], cwd: string): Promise<
   return child;
 }
 
-/** One standalone server on a free port. */
-export async function startRedis(): Promise<RedisServer> {
+/**
+ * One standalone server on a free port, or on `port` (say one from `fixedFreePort`, outside the
+ * ephemeral range, for a server that is restarted many times: while it is down, an outgoing
+ * connection of a busy machine could take an ephemeral port).
+ */
+export async function startRedis(options: { port?: number } = {}): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-redis-'));
-  const { port, started } = await onFreshPorts(async () => {
-    const candidate = await freePort();
-    return { port: candidate, started: await startProcess(candidate, [], dir) };
-  });
+  const { port, started } =
+    options.port === undefined
+      ? await onFreshPorts(async () => {
+          const candidate = await freePort();
+          return { port: candidate, started: await startProcess(candidate, [], dir) };
+        })
+      : { port: options.port, started: await startProcess(options.port, [], dir) };
   let child: ChildProcess | undefined = started;
   const end = async (signal: NodeJS.Signals): Promise<void> => {
     const current = child;

@@ -12,7 +12,11 @@ import { isResumeProblem, parseResume } from '../history/resume';
 
 const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';
 
-type Reply = (error?: string) => void;
+/**
+ * Answers a control frame: success without `error`. `retry` marks a refusal that says nothing
+ * about the request (the engine was unreachable): the client should send it again, unchanged.
+ */
+type Reply = (error?: string, retry?: boolean) => void;
 
 /** Control frames of a V4 socket (docs/protocol.md, "Control frames"); every one is answered within the SDKs' 10 s. */
 export function handleV4Control(
@@ -27,9 +31,15 @@ export function handleV4Control(
   const name = typeof channel === 'string' ? channel : '';
   const reply =
     (kind: 'subscribe' | 'unsubscribe' | 'member_list'): Reply =>
-    (error) => {
+    (error, retry) => {
       const type = error === undefined ? `system::${kind}_success` : `system::${kind}_error`;
-      sendTo(ctx, state, v4Event(type, error === undefined ? { channel: name } : { channel: name, error }));
+      const data =
+        error === undefined
+          ? { channel: name }
+          : retry
+            ? { channel: name, error, retry: true }
+            : { channel: name, error };
+      sendTo(ctx, state, v4Event(type, data));
     };
   const problem =
     typeof channel !== 'string'
@@ -42,7 +52,7 @@ export function handleV4Control(
       if (problem) return reply('subscribe')(problem);
       subscribe(ctx, state, name, fields, reply('subscribe')).catch((error: unknown) => {
         ctx.logger.error({ err: error }, 'subscribe failed');
-        reply('subscribe')('Subscribe failed; try again');
+        reply('subscribe')('Subscribe failed; try again', true);
       });
       return;
     case 'system::unsubscribe':
@@ -106,7 +116,7 @@ async function subscribe(
     } catch (error) {
       ctx.logger.warn({ err: error, channel }, 'history read failed; subscribe refused');
       leaveChannel(ctx, state, sub);
-      reply(HISTORY_UNAVAILABLE);
+      reply(HISTORY_UNAVAILABLE, true);
     }
   } finally {
     state.pending?.delete(channel);

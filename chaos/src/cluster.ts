@@ -1,0 +1,300 @@
+import { randomBytes } from 'node:crypto';
+import { startHaproxy } from '@switchboard/testing/dist/haproxy';
+import type { HaproxyServerState, RunningHaproxy } from '@switchboard/testing/dist/haproxy';
+import { fixedFreePort } from '@switchboard/testing/dist/ports';
+import { startSwitchboardProcess } from '@switchboard/testing/dist/process';
+import type { SwitchboardProcess } from '@switchboard/testing/dist/process';
+import { startRedis } from '@switchboard/testing/dist/redis-server';
+import type { RedisServer } from '@switchboard/testing/dist/redis-server';
+import { waitFor } from '@switchboard/testing/dist/wait';
+import { GATEWAYS } from './plan';
+import type { Gateway } from './plan';
+
+/**
+ * The cluster under chaos, as docker-compose runs it but without containers: one Redis, three
+ * gateway processes on fixed ports (a gateway restarts on its port under its NODE_ID, as
+ * `docker compose restart gwN` does), HAProxy rendered from the shipped deploy/haproxy.cfg in
+ * front of them, and the account API process. Every process is kept with what the schedule did
+ * to it, so the end of the run can tell a crash from a kill.
+ */
+
+export const CLUSTER_TIMING = {
+  /** The gateways' DRAIN_GRACE_MS. */
+  drainGraceMs: 2000,
+  /** NODE_TIMEOUT_MS: a SIGKILLed gateway's presence and counts are gone within this. */
+  nodeTimeoutMs: 3000,
+  heartbeatIntervalMs: 500,
+  /** HAProxy's health-check interval. */
+  checkIntervalMs: 250,
+} as const;
+
+/** The line a gateway prints when it cannot start because Redis is down (docs/operations.md). */
+const REDIS_UNREACHABLE_AT_START = /Redis at .* is unreachable/;
+
+/** One process the run started, and what the run did to it. */
+export interface Incarnation {
+  readonly role: 'gateway' | 'account-api';
+  readonly name: string;
+  readonly proc: SwitchboardProcess;
+  readonly startedAt: number;
+  /** The signal the schedule sent it, when it did. */
+  signal?: { readonly name: 'SIGKILL' | 'SIGTERM'; readonly at: number };
+  /** A SIGTERMed process still draining was SIGKILLed at this time. */
+  killedMidDrainAt?: number;
+  exit?: { readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly at: number };
+  /** It exited at start because Redis was down (documented: a start that must write to Redis fails). */
+  refusedStart?: boolean;
+}
+
+export interface ApiKey {
+  readonly key: string;
+  readonly secret: string;
+}
+
+export class ChaosCluster {
+  readonly key: ApiKey = {
+    key: `chaos${randomBytes(5).toString('hex')}`,
+    secret: randomBytes(16).toString('hex'),
+  };
+  readonly prefix = `chaos${randomBytes(3).toString('hex')}`;
+  readonly incarnations: Incarnation[] = [];
+  /** The running incarnation of each gateway; absent while it is down. */
+  readonly live = new Map<Gateway, Incarnation>();
+  private account: Incarnation | undefined;
+  private haproxy: RunningHaproxy | undefined;
+  /** Resolves when Redis is up again; undefined while it is up. */
+  private redisBack: Promise<void> | undefined;
+  private redisBackResolve: (() => void) | undefined;
+  /** Redis processes the schedule killed (the first one, then one per restart). */
+  redisRestarts = 0;
+  refusedStarts = 0;
+
+  private constructor(
+    readonly redis: RedisServer,
+    readonly ports: Readonly<Record<Gateway, number>>,
+    readonly metricsPorts: Readonly<Record<Gateway, number>>,
+    readonly balancerPort: number,
+    readonly accountPort: number,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  static async start(log: (line: string) => void): Promise<ChaosCluster> {
+    const ports = {} as Record<Gateway, number>;
+    const metricsPorts = {} as Record<Gateway, number>;
+    for (const name of GATEWAYS) {
+      ports[name] = await fixedFreePort();
+      metricsPorts[name] = await fixedFreePort();
+    }
+    const cluster = new ChaosCluster(
+      // Restarted many times on its port: a fixed port, which no outgoing connection can take meanwhile.
+      await startRedis({ port: await fixedFreePort() }),
+      ports,
+      metricsPorts,
+      await fixedFreePort(),
+      await fixedFreePort(),
+      log,
+    );
+    try {
+      await Promise.all(GATEWAYS.map((name) => cluster.startGateway(name)));
+      cluster.haproxy = await startHaproxy({
+        listenPort: cluster.balancerPort,
+        backends: GATEWAYS.map((name) => ({ name, port: ports[name] })),
+        checkIntervalMs: CLUSTER_TIMING.checkIntervalMs,
+      });
+      for (const name of GATEWAYS) await cluster.waitUntilInRotation(name);
+      await cluster.startAccountApi();
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
+    return cluster;
+  }
+
+  /** Configuration shared by every process of the cluster. */
+  get env(): Record<string, string> {
+    return {
+      REDIS_URL: this.redis.url,
+      REDIS_PREFIX: this.prefix,
+      SWITCHBOARD_KEYS: JSON.stringify([{ key: this.key.key, secret: this.key.secret, domains: [] }]),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    };
+  }
+
+  get balancerUrl(): string {
+    return `http://127.0.0.1:${this.balancerPort}`;
+  }
+
+  get balancerWsUrl(): string {
+    return `ws://127.0.0.1:${this.balancerPort}`;
+  }
+
+  get accountUrl(): string {
+    return `http://127.0.0.1:${this.accountPort}`;
+  }
+
+  get balancer(): RunningHaproxy {
+    if (!this.haproxy) throw new Error('HAProxy is not running');
+    return this.haproxy;
+  }
+
+  get redisUp(): boolean {
+    return this.redisBack === undefined;
+  }
+
+  private track(role: Incarnation['role'], name: string, proc: SwitchboardProcess): Incarnation {
+    const incarnation: Incarnation = { role, name, proc, startedAt: Date.now() };
+    this.incarnations.push(incarnation);
+    void proc.exited.then(({ code, signal }) => {
+      incarnation.exit = { code, signal, at: Date.now() };
+    });
+    return incarnation;
+  }
+
+  /**
+   * Starts a gateway on its port and waits until it is ready. A start while Redis is down exits
+   * with "Redis … is unreachable" (it must apply SWITCHBOARD_KEYS): like a supervisor, try again
+   * once Redis is back.
+   */
+  async startGateway(name: Gateway): Promise<Incarnation> {
+    for (let attempt = 1; ; attempt++) {
+      const proc = startSwitchboardProcess(['gateway'], {
+        ...this.env,
+        PORT: String(this.ports[name]),
+        METRICS_PORT: String(this.metricsPorts[name]),
+        NODE_ID: name,
+        NODE_TIMEOUT_MS: String(CLUSTER_TIMING.nodeTimeoutMs),
+        HEARTBEAT_INTERVAL_MS: String(CLUSTER_TIMING.heartbeatIntervalMs),
+        DRAIN_GRACE_MS: String(CLUSTER_TIMING.drainGraceMs),
+        // Generous: recovery is tested by catching up, not by the retention limit.
+        HISTORY_SIZE: '1000',
+      });
+      const incarnation = this.track('gateway', name, proc);
+      try {
+        const ready = await proc.waitForLog({ msg: 'ready' }, 30_000);
+        if (ready['port'] !== this.ports[name])
+          throw new Error(`${name} listens on ${String(ready['port'])}, not ${this.ports[name]}`);
+        this.live.set(name, incarnation);
+        return incarnation;
+      } catch (error) {
+        const exit = await Promise.race([
+          proc.exited,
+          new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 1000)),
+        ]);
+        const refused =
+          exit?.code === 1 && proc.errorLines.some((line) => REDIS_UNREACHABLE_AT_START.test(line));
+        if (!refused || attempt >= 10) {
+          proc.kill('SIGKILL');
+          throw new Error(`${name} did not start: ${(error as Error).message}`);
+        }
+        incarnation.refusedStart = true;
+        this.refusedStarts++;
+        this.log(`${name} refused to start (Redis is down); starting it again once Redis is back`);
+        await this.redisBack;
+      }
+    }
+  }
+
+  /** SIGKILL: the node is gone without a word. */
+  async killGateway(name: Gateway): Promise<void> {
+    const incarnation = this.live.get(name);
+    if (!incarnation) throw new Error(`${name} is not running`);
+    this.live.delete(name);
+    incarnation.signal = { name: 'SIGKILL', at: Date.now() };
+    incarnation.proc.kill('SIGKILL');
+    await incarnation.proc.exited;
+  }
+
+  /**
+   * SIGTERM: the node drains and exits; resolves once it exited. With `killAfterMs`, a node still
+   * draining then is SIGKILLed, as a supervisor does when its grace period runs out. Resolves
+   * whether that happened.
+   */
+  async terminateGateway(name: Gateway, killAfterMs?: number): Promise<'drained' | 'killed mid-drain'> {
+    const incarnation = this.live.get(name);
+    if (!incarnation) throw new Error(`${name} is not running`);
+    this.live.delete(name);
+    incarnation.signal = { name: 'SIGTERM', at: Date.now() };
+    incarnation.proc.kill('SIGTERM');
+    const timer =
+      killAfterMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            if (incarnation.exit) return;
+            incarnation.killedMidDrainAt = Date.now();
+            incarnation.proc.kill('SIGKILL');
+          }, killAfterMs);
+    await incarnation.proc.exited;
+    clearTimeout(timer);
+    return incarnation.killedMidDrainAt === undefined ? 'drained' : 'killed mid-drain';
+  }
+
+  /** Redis SIGKILLed: everything in it is lost (no persistence). */
+  async killRedis(): Promise<void> {
+    this.redisBack = new Promise((resolve) => (this.redisBackResolve = resolve));
+    this.redisRestarts++;
+    await this.redis.kill();
+  }
+
+  /** Redis started again on its port, empty. */
+  async startRedisAgain(): Promise<void> {
+    await this.redis.restart();
+    const resolve = this.redisBackResolve;
+    this.redisBack = undefined;
+    this.redisBackResolve = undefined;
+    resolve?.();
+  }
+
+  private async startAccountApi(): Promise<void> {
+    const proc = startSwitchboardProcess(['account-api'], {
+      ...this.env,
+      ACCOUNT_PORT: String(this.accountPort),
+    });
+    this.account = this.track('account-api', 'account-api', proc);
+    await proc.waitForLog({ msg: 'ready' }, 30_000);
+  }
+
+  /** The status of a node's own /api/health; 0 when nothing listens. */
+  async health(name: Gateway): Promise<number> {
+    try {
+      return (
+        await fetch(`http://127.0.0.1:${this.ports[name]}/api/health`, { signal: AbortSignal.timeout(2000) })
+      ).status;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** The balancer's view of its servers; an empty list when its runtime API did not answer. */
+  async servers(): Promise<HaproxyServerState[]> {
+    try {
+      return await this.balancer.servers();
+    } catch {
+      return [];
+    }
+  }
+
+  /** Health 200 on the node, then HAProxy's check passes: new clients may land on it. */
+  async waitUntilInRotation(name: Gateway, timeoutMs = 20_000): Promise<void> {
+    await waitFor(`${name} /api/health 200`, async () => (await this.health(name)) === 200, timeoutMs, 50);
+    await waitFor(
+      `haproxy sees ${name} UP`,
+      async () => (await this.servers()).some((s) => s.name === name && s.status === 'UP'),
+      timeoutMs,
+      50,
+    );
+  }
+
+  /** Kills every process the run started, HAProxy and Redis. */
+  async stop(): Promise<void> {
+    for (const incarnation of this.incarnations) incarnation.proc.kill('SIGKILL');
+    await Promise.all(this.incarnations.map((incarnation) => incarnation.proc.exited));
+    await this.haproxy?.close();
+    await this.redis.stop();
+  }
+
+  /** The account API process (for the end-of-run process check). */
+  get accountApi(): Incarnation | undefined {
+    return this.account;
+  }
+}

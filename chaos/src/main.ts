@@ -1,0 +1,48 @@
+import { freshSeed } from './random';
+import { runChaos } from './run';
+
+/**
+ * `npm run chaos [-- --seed N] [--duration SECONDS]`: one chaos run (docs/reliability.md), three
+ * minutes by default with a fresh seed. Exits 0 when every check passed, 1 otherwise.
+ */
+
+function parseArgs(argv: readonly string[]): { seed: number; durationMs: number } {
+  let seed: number | undefined;
+  let seconds = 180;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [name, inline] = arg.includes('=') ? arg.split('=', 2) : [arg, undefined];
+    const value = (): string => {
+      const text = inline ?? argv[++i];
+      if (text === undefined) throw new Error(`${name} needs a value`);
+      return text;
+    };
+    if (name === '--seed') seed = Number(value());
+    else if (name === '--duration') seconds = Number(value());
+    else if (name === '--help' || name === '-h') {
+      console.log('usage: npm run chaos -- [--seed N] [--duration SECONDS (default 180)]');
+      process.exit(0);
+    } else throw new Error(`unknown argument ${arg} (expected --seed N, --duration SECONDS)`);
+  }
+  if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed > 2 ** 32 - 1))
+    throw new Error('--seed must be an integer from 0 to 4294967295');
+  if (!Number.isFinite(seconds) || seconds < 10) throw new Error('--duration must be at least 10 (seconds)');
+  return { seed: seed ?? freshSeed(), durationMs: Math.round(seconds * 1000) };
+}
+
+async function main(): Promise<void> {
+  let args: { seed: number; durationMs: number };
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(2);
+  }
+  const result = await runChaos(args);
+  process.exitCode = result.ok ? 0 : 1;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
