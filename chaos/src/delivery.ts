@@ -1,3 +1,4 @@
+import { ranges } from '@switchboard/testing/dist/wait';
 import type { Ack } from './publisher';
 import type { AppTrack, ChannelTrack, PositionEntry, Standing } from './fleet';
 
@@ -40,19 +41,6 @@ export interface DeliveryStats {
   caughtUp: number;
   /** Acknowledged publications the subscription was told it may have lost. */
   covered: number;
-}
-
-/** `[3,4,5,9]` → `3-5, 9` */
-export function ranges(offsets: readonly number[]): string {
-  const sorted = [...new Set(offsets)].sort((a, b) => a - b);
-  const parts: string[] = [];
-  for (let i = 0; i < sorted.length;) {
-    let j = i;
-    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
-    parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
-    i = j + 1;
-  }
-  return parts.join(', ');
 }
 
 const same = (a: Standing | undefined, b: Standing | undefined): boolean =>

@@ -1,4 +1,5 @@
 import WebSocket from 'ws';
+import { Waiters } from '@switchboard/testing/dist/wait';
 import { Switchboard } from '@switchboard/client';
 import type { ChaosCluster } from './cluster';
 import type { ClientSpec, Protocol } from './plan';
@@ -339,11 +340,12 @@ function parseObject(text: string): Record<string, unknown> | undefined {
 }
 
 /** Every client of the run, and a way to wait for state their frames change. */
-export class Fleet {
+export class Fleet extends Waiters {
   readonly clients: ChaosClient[] = [];
-  private readonly waiting = new Set<() => void>();
 
-  constructor(private readonly cluster: ChaosCluster) {}
+  constructor(private readonly cluster: ChaosCluster) {
+    super();
+  }
 
   open(spec: ClientSpec): ChaosClient {
     const client = new ChaosClient(spec, this.cluster, () => this.changed());
@@ -357,28 +359,6 @@ export class Fleet {
 
   get active(): ChaosClient[] {
     return this.clients.filter((client) => !client.closed);
-  }
-
-  changed(): void {
-    for (const wake of [...this.waiting]) wake();
-  }
-
-  /** Resolves once `condition` holds (checked on every frame, open and close); rejects at the deadline. */
-  until(condition: () => boolean, timeoutMs: number, what: () => string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        if (!condition()) return;
-        this.waiting.delete(check);
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        this.waiting.delete(check);
-        reject(new Error(what()));
-      }, timeoutMs);
-      this.waiting.add(check);
-      check();
-    });
   }
 
   closeAll(): void {

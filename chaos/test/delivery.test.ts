@@ -1,4 +1,5 @@
-import { deliveryProblems, epochRanking, ranges } from '../src/delivery';
+import { ranges } from '@switchboard/testing/dist/wait';
+import { deliveryProblems, epochRanking } from '../src/delivery';
 import type { DeliveryStats } from '../src/delivery';
 import { ChannelTrack } from '../src/fleet';
 import type { Ack } from '../src/publisher';

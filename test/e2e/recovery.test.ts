@@ -1,3 +1,4 @@
+import { ranges } from '@switchboard/testing';
 import { BalancedCluster, within } from './support/balanced-cluster';
 import type { Waiters } from './support/balanced-cluster';
 import { RecoveringFleet } from './support/recovering-client';
@@ -220,19 +221,6 @@ async function finishRun(run: Run): Promise<Map<string, Position>> {
 
 // ---------------------------------------------------------------------------------------------
 // What a subscription received, against what the publisher was told
-
-/** `[3,4,5,9]` → `3-5, 9` */
-function ranges(offsets: readonly number[]): string {
-  const sorted = [...new Set(offsets)].sort((a, b) => a - b);
-  const parts: string[] = [];
-  for (let i = 0; i < sorted.length;) {
-    let j = i;
-    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
-    parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
-    i = j + 1;
-  }
-  return parts.join(', ');
-}
 
 const subject = (client: RecoveringClient, log: ChannelLog): string =>
   `${client.spec.name} on ${log.channel}${log.channel === client.spec.secondary ? ' (secondary)' : ''}`;

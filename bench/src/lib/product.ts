@@ -2,22 +2,32 @@ import { join } from 'node:path';
 import { product } from './procs';
 
 /** The slice of the product's core package the benchmark uses (loaded from the product under test). */
-interface CoreModule {
+interface CoreModule<E> {
   loadConfig(env: Record<string, string>): unknown;
   createLogger(options: { level: string }): unknown;
-  createEngine(
-    config: unknown,
-    deps: { logger: unknown },
-  ): Promise<{
-    presence: {
-      join(
-        topic: { key: string; protocol: 'v3' | 'v4'; channel: string },
-        entry: { connId: string; nodeId: string; member: { uuid: string; user?: string } },
-        now: number,
-      ): Promise<unknown>;
-    };
-    close(): Promise<void>;
-  }>;
+  createEngine(config: unknown, deps: { logger: unknown }): Promise<E>;
+}
+
+/**
+ * An engine of the product under test (`--product-dir`), built from its own core package with
+ * `env` as its configuration and a silent logger. `E` is the slice of the engine the caller uses.
+ */
+export function openProductEngine<E>(env: Record<string, string>): Promise<E> {
+  const core = require(join(product.dir, 'packages', 'core', 'dist', 'index.js')) as CoreModule<E>;
+  return core.createEngine(core.loadConfig({ LOG_LEVEL: 'silent', ...env }), {
+    logger: core.createLogger({ level: 'silent' }),
+  });
+}
+
+interface PresenceEngine {
+  presence: {
+    join(
+      topic: { key: string; protocol: 'v3' | 'v4'; channel: string },
+      entry: { connId: string; nodeId: string; member: { uuid: string; user?: string } },
+      now: number,
+    ): Promise<unknown>;
+  };
+  close(): Promise<void>;
 }
 
 /**
@@ -33,14 +43,11 @@ export async function fillPresence(
   channel: string,
   count: number,
 ): Promise<void> {
-  const core = require(join(product.dir, 'packages', 'core', 'dist', 'index.js')) as CoreModule;
-  const config = core.loadConfig({
+  const engine = await openProductEngine<PresenceEngine>({
     REDIS_URL: redisUrl,
     REDIS_PREFIX: prefix,
     NODE_ID: 'bench-filler',
-    LOG_LEVEL: 'silent',
   });
-  const engine = await core.createEngine(config, { logger: core.createLogger({ level: 'silent' }) });
   try {
     const topic = { key, protocol: 'v4' as const, channel };
     const now = performance.timeOrigin + performance.now();

@@ -1,7 +1,9 @@
 import Redis from 'ioredis';
 import { connectFleet } from '../lib/native-fleet';
 import type { ConnectFleet } from '../lib/native-fleet';
-import { KEY, REDIS_PREFIX, cpuSeconds, startSystem } from '../lib/procs';
+import { cpuOf } from '../lib/cpu';
+import type { CpuUse } from '../lib/cpu';
+import { KEY, REDIS_PREFIX, startSystem } from '../lib/procs';
 import type { System, SystemName } from '../lib/procs';
 
 /**
@@ -66,21 +68,7 @@ export interface ConnectCostOptions {
   log: (line: string) => void;
 }
 
-interface Cpu {
-  servers: number;
-  redis: number;
-  clients: number;
-}
-
-function cpuOf(system: System, fleet: ConnectFleet): Cpu {
-  return {
-    servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
-    redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
-    clients: fleet.pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0),
-  };
-}
-
-const serverSide = (c: Cpu): number => c.servers + c.redis;
+const serverSide = (c: CpuUse): number => c.servers + c.redis;
 
 /** Waits until the servers' and Redis' CPU stopped moving (two windows in a row adding at most a clock tick each). */
 async function settle(system: System, fleet: ConnectFleet): Promise<void> {
@@ -101,7 +89,7 @@ async function pubsubChannels(redis: Redis): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
-function phase(before: Cpu, after: Cpu, seconds: number, ok: number): PhaseCost {
+function phase(before: CpuUse, after: CpuUse, seconds: number, ok: number): PhaseCost {
   const cpu = {
     servers: after.servers - before.servers,
     redis: after.redis - before.redis,

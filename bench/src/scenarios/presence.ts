@@ -5,7 +5,9 @@ import type { ConnectFleet } from '../lib/native-fleet';
 import { KeepAliveConnection, postRequest } from '../lib/http';
 import { fillPresence } from '../lib/product';
 import { cpus } from 'node:os';
-import { HOST, KEY, REDIS_PREFIX, SECRET, cpuSeconds, pinToCpus, startSystem } from '../lib/procs';
+import { cpuOf, cpuSince } from '../lib/cpu';
+import type { CpuUse } from '../lib/cpu';
+import { HOST, KEY, REDIS_PREFIX, SECRET, pinToCpus, startSystem } from '../lib/procs';
 import type { System } from '../lib/procs';
 import { WebhookSink } from '../lib/webhook-sink';
 
@@ -29,26 +31,6 @@ export interface ConnectRate {
   warmUp?: number;
   firstError?: string;
 }
-
-export interface CpuUse {
-  servers: number;
-  redis: number;
-  clients: number;
-}
-
-function cpuOf(system: System, fleet: ConnectFleet): CpuUse {
-  return {
-    servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
-    redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
-    clients: fleet.pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0),
-  };
-}
-
-const cpuSince = (before: CpuUse, after: CpuUse): CpuUse => ({
-  servers: after.servers - before.servers,
-  redis: after.redis - before.redis,
-  clients: after.clients - before.clients,
-});
 
 /** How the events of a webhook-on run reached the receiver, once every socket was closed. */
 export interface WebhookDelivery {

@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import { KeepAliveConnection, postRequest } from '../lib/http';
 import { nativeFleet } from '../lib/native-fleet';
 import type { NativeFleet } from '../lib/native-fleet';
+import { cpuOf } from '../lib/cpu';
 import { nowUs } from '../lib/payload';
 import { fillPresence } from '../lib/product';
 import {
@@ -10,7 +11,6 @@ import {
   KEY,
   REDIS_PREFIX,
   SECRET,
-  cpuSeconds,
   fdLimitOf,
   reachableFdLimit,
   rssKiB,
@@ -152,12 +152,6 @@ export function scaleLayout(o: Pick<ScaleOptions, 'connections' | 'nodes'>): {
 
 /** Files a server process is given beyond its share of sockets, at a reachable limit. */
 export const serverSlack = (reachable: number): number => Math.min(SERVER_SLACK, Math.floor(reachable / 4));
-
-const cpuOf = (system: System, fleet: NativeFleet): { servers: number; redis: number; clients: number } => ({
-  servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
-  redis: system.redisPid ? cpuSeconds(system.redisPid) : 0,
-  clients: fleet.pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0),
-});
 
 const percentile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * q) - 1))] ?? 0;

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import Redis from 'ioredis';
 import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
 import type { RedisServer } from '@switchboard/testing/dist/redis-server';
@@ -11,12 +10,12 @@ import {
   cliPath,
   cpuSeconds,
   gatewayEnv,
-  product,
   productNodeFlags,
   rssKiB,
   startNode,
 } from '../lib/procs';
 import type { ServerProcess } from '../lib/procs';
+import { openProductEngine } from '../lib/product';
 import { ChurnFleet } from './fleet';
 import type { Conn, ConnSpec, FleetCounters } from './fleet';
 import { metricValue, scrape } from './metrics';
@@ -145,34 +144,28 @@ function rng(seed: number): () => number {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-interface CoreModule {
-  loadConfig(env: Record<string, string>): unknown;
-  createLogger(options: { level: string }): unknown;
-  createEngine(
-    config: unknown,
-    deps: { logger: unknown },
-  ): Promise<{
-    counts: {
-      list(
-        key: string,
-        offset?: number,
-        limit?: number,
-      ): Promise<{ items: { channel: string; count: number }[] }>;
-      sum(key: string): Promise<number>;
-    };
-    presence: {
-      roster(topic: Topic, limit: number): Promise<{ total: number }>;
-      identities(topic: Topic, offset: number, limit: number): Promise<{ count: number }>;
-    };
-    close(): Promise<void>;
-  }>;
+/** The slice of the product's engine the soak reads counts and presence through. */
+interface Engine {
+  counts: {
+    list(
+      key: string,
+      offset?: number,
+      limit?: number,
+    ): Promise<{ items: { channel: string; count: number }[] }>;
+    sum(key: string): Promise<number>;
+  };
+  presence: {
+    roster(topic: Topic, limit: number): Promise<{ total: number }>;
+    identities(topic: Topic, offset: number, limit: number): Promise<{ count: number }>;
+  };
+  close(): Promise<void>;
 }
+
 interface Topic {
   key: string;
   protocol: 'v3' | 'v4';
   channel: string;
 }
-type Engine = Awaited<ReturnType<CoreModule['createEngine']>>;
 
 /** What the sockets the load generator holds imply the cluster should report. */
 export function expectedView(open: readonly ConnSpec[], nodes: number, keys: readonly string[]): CountsView {
@@ -232,11 +225,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     }
     await redisClient.connect();
     const redisPid = Number(/process_id:(\d+)/.exec(await redisClient.info('server'))?.[1] ?? 0);
-    const core = require(join(product.dir, 'packages', 'core', 'dist', 'index.js')) as CoreModule;
-    engine = await core.createEngine(
-      core.loadConfig({ REDIS_URL: redis.url, REDIS_PREFIX, NODE_ID: 'soak-observer', LOG_LEVEL: 'silent' }),
-      { logger: core.createLogger({ level: 'silent' }) },
-    );
+    engine = await openProductEngine<Engine>({
+      REDIS_URL: redis.url,
+      REDIS_PREFIX,
+      NODE_ID: 'soak-observer',
+    });
     const observer = engine;
     fleet = new ChurnFleet(
       o.workers,

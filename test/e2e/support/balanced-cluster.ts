@@ -225,35 +225,4 @@ export class BalancedCluster {
   }
 }
 
-/**
- * Waits on state that changes with events (socket opens, frames, closes): whoever changes it
- * calls `changed`, and every `until` re-checks its condition then. No polling, no sleeps.
- */
-export class Waiters {
-  private readonly waiting = new Set<() => void>();
-
-  constructor(private readonly description: () => string = () => '') {}
-
-  /** Wakes every `until`: call on every event that may change what they wait for. */
-  changed(): void {
-    for (const wake of [...this.waiting]) wake();
-  }
-
-  /** Resolves once `condition` holds; rejects at the deadline, with `what` and the description. */
-  until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        if (!condition()) return;
-        this.waiting.delete(check);
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        this.waiting.delete(check);
-        reject(new Error(`${what}: not within ${timeoutMs} ms (${this.description()})`));
-      }, timeoutMs);
-      this.waiting.add(check);
-      check();
-    });
-  }
-}
+export { Waiters } from '@switchboard/testing';
