@@ -154,6 +154,8 @@ describe('Redis outages', () => {
       5000,
       'presence rewritten',
     );
+    // The test's own reader reconnects on its own schedule, which may be later than the gateways'.
+    await waitUntil(() => reader.isAvailable(), 5000, 'the reader reconnected');
     await waitUntil(async () => (await reader.counts.sum(key.key)) === 4, 5000, 'counts rewritten');
     expect((await api(b, '/api/v4/publish', { channel: 'outage', message: 'back' })).status).toBe(200);
     for (const c of [c1, c2, late, remote]) await c.next((f) => f.text === 'back');
