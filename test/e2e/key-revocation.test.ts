@@ -81,7 +81,8 @@ describe('key changes reach every gateway at once', () => {
       const allowed = await connectClient(node.wsUrl('/v3/c', { api_key: record.key, presence: '1' }), {
         origin: 'https://allowed.example',
       });
-      expect((await allowed.next()).json?.['event']).toBe('system:member_list');
+      // Admitted: its member list arrives (a member_left of a probe closed above may come first).
+      await allowed.next((f) => f.json?.['event'] === 'system:member_list');
       allowed.close();
     }
 
