@@ -83,6 +83,13 @@ export class Channel extends Emitter {
    */
   private resuming: number | null | undefined;
   readonly presence: boolean;
+  /**
+   * V4 member events that came before this subscription's `system::member_list`, in order. They
+   * travel apart from the list (on the server, one comes from Redis' pub/sub, the other from the
+   * join's reply), so one may overtake the other; applied after the list, they leave the members
+   * the server has, whether or not the list already holds their change.
+   */
+  private held: Array<{ joined: boolean; member: unknown }> | undefined;
   /** Why the channel failed or was left. */
   error: SwitchboardError | undefined;
   private queue: Queued[] = [];
@@ -110,6 +117,7 @@ export class Channel extends Emitter {
   ) {
     super();
     this.presence = options.presence === true || name.startsWith('presence-');
+    if (this.presence) this.held = [];
   }
 
   /** Every publication that has an event: `(event, data, meta, publication)`. */
@@ -254,6 +262,7 @@ export class Channel extends Emitter {
 
   /** @internal The socket is gone; the channel waits for the next one. */
   down(): void {
+    if (this.presence) this.held = [];
     if (this.state !== 'subscribed') return;
     this.state = 'pending';
     this.tapState?.(false);
@@ -318,13 +327,21 @@ export class Channel extends Emitter {
       case 'system::position':
         return this.position(body);
       case 'system::member_list':
-      case 'system:member_list':
+      case 'system:member_list': {
         this.members = Array.isArray(body['members']) ? (body['members'] as Member[]) : [];
         this.emit('members', this.members);
+        const held = this.held ?? [];
+        this.held = undefined;
+        for (const { joined, member } of held) this.delta(joined, member);
         return;
+      }
       case 'system::member_joined':
-      case 'system::member_left':
-        return this.delta(event === 'system::member_joined', body['member']);
+      case 'system::member_left': {
+        const joined = event === 'system::member_joined';
+        if (this.held) this.held.push({ joined, member: body['member'] });
+        else this.delta(joined, body['member']);
+        return;
+      }
       case 'system:member_joined':
       case 'system:member_left':
         return this.roster(event === 'system:member_joined', body);

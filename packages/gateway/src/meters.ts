@@ -65,6 +65,17 @@ export function createMeters(metrics: Metrics | undefined): Meters {
     v4: make('v4'),
   });
   const latency = per((protocol) => metrics.deliveryLatency.labels(protocol));
+  // One labelled child per route and status (both bounded sets), found without hashing labels.
+  const httpChildren = new Map<string, { inc(): void }>();
+  const http = (route: string, status: number): void => {
+    const id = `${status} ${route}`;
+    let child = httpChildren.get(id);
+    if (!child) {
+      child = metrics.httpRequests.labels(route, String(status));
+      httpChildren.set(id, child);
+    }
+    child.inc();
+  };
   return {
     connections: per((protocol) => metrics.connections.labels(protocol)),
     subscriptions: per((protocol) => metrics.subscriptions.labels(protocol)),
@@ -80,7 +91,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
     deliveryLatency: (protocol, seconds) => latency[protocol].observe(seconds),
     closed: (code) => metrics.closes.inc({ code: CLOSE_LABELS.has(code) ? String(code) : 'other' }),
     dropped: (kind) => metrics.droppedMessages.inc({ kind }),
-    http: (route, status) => metrics.httpRequests.inc({ route, status: String(status) }),
+    http,
     authFailure: () => metrics.authFailures.inc({ api: 'cluster' }),
     redisConnected: (up) => metrics.redisConnected.set(up ? 1 : 0),
     redisCommandError: () => metrics.redisCommandErrors.inc(),

@@ -16,7 +16,7 @@ describe('drain', () => {
       path: '/api/health',
       query: '',
       headers: {},
-      remoteAddress: '127.0.0.1',
+      remoteAddress: () => '127.0.0.1',
       body: Buffer.alloc(0),
     });
     expect(health.status).toBe(503);

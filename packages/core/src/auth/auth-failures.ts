@@ -26,10 +26,17 @@ export class AuthFailureLimiter {
 
   constructor(private readonly limits: AuthFailureLimits) {}
 
+  /**
+   * False while nothing failed lately (the common case): `check` would pass whatever it is
+   * given, so a caller can skip finding the client's address.
+   */
+  get tracking(): boolean {
+    return this.windows.size > 0;
+  }
+
   /** Throws `SB_AUTH_RATE_LIMITED` (with `retryAfterSeconds`) while the key or the address is over its limit. */
   check(key: string | undefined, address: string | undefined, now = Date.now()): void {
-    // Nothing failed lately (the common case): no subject names to build, no lookups.
-    if (this.windows.size === 0) return;
+    if (!this.tracking) return;
     const over = (subject: string, limit: number): number | undefined => {
       if (limit === 0) return undefined;
       const window = this.windows.get(subject);

@@ -104,13 +104,14 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
   async function authenticated(request: HttpRequest, handler: Handler): Promise<object> {
     const body = parseBody(request);
     const key = isValidApiKey(body['key']) ? body['key'] : undefined;
-    const address = ctx.addresses.of(request.remoteAddress, request.headers['x-forwarded-for']);
-    ctx.authFailures.check(key, address);
+    const address = (): string =>
+      ctx.addresses.of(request.remoteAddress(), request.headers['x-forwarded-for']);
+    if (ctx.authFailures.tracking) ctx.authFailures.check(key, address());
     try {
       return await handler(ctx, body);
     } catch (error) {
       if (error instanceof AppError && error.code === 'SB_UNAUTHORIZED') {
-        ctx.authFailures.failed(key, address);
+        ctx.authFailures.failed(key, address());
         ctx.meters.authFailure();
       }
       throw error;

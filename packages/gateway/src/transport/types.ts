@@ -43,8 +43,12 @@ export interface HttpRequest {
    */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
-  /** The socket peer's IP address as text (a proxy's, when one stands in front). */
-  readonly remoteAddress: string;
+  /**
+   * The socket peer's IP address as text (a proxy's, when one stands in front). Read on demand:
+   * it costs a system call, and only the failed-authentication limits need it. Empty once the
+   * client went away (its socket is gone).
+   */
+  remoteAddress(): string;
 }
 
 export interface HttpReply {

@@ -143,11 +143,14 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       const value = req.getHeader(name);
       if (value) headers[name] = value;
     }
-    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
     });
+    let peer: string | undefined;
+    // uWS throws on any call to a response after it was aborted or ended.
+    const remoteAddress = (): string =>
+      (peer ??= aborted ? '' : Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
     const respond = (reply: HttpReply): void => {
       if (!aborted) writeReply(res, reply);
       aborted = true;
