@@ -204,6 +204,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       membership.stop();
       for (const state of [...registry.all()]) closeConnection(state, 'SERVER_DRAINING');
       ctx.status.draining = true;
+      recovery.stop();
       ctx.transport.close();
       await webhooks.stop();
     },

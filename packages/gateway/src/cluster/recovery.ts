@@ -9,6 +9,15 @@ import { topicKey } from '../ws/topics';
 
 const BATCH = 500;
 
+/** How long after a failed write the node's share is rewritten (failures in a burst share one). */
+export const REPAIR_DELAY_MS = 2000;
+
+/**
+ * Repairs are at least this far apart: failures that come from load (timeouts) must not turn
+ * into a rewrite of every connection every few seconds, which is more load.
+ */
+const REPAIR_INTERVAL_MS = 30_000;
+
 /**
  * Brings the engine back in line with this node's own connections (docs/scaling.md), after Redis was
  * unreachable or after this node was wrongly declared dead:
@@ -28,8 +37,36 @@ const BATCH = 500;
 export class Recovery {
   private running: Promise<void> | undefined;
   private again = false;
+  private repairTimer: NodeJS.Timeout | undefined;
+  private lastRepairAt = -Infinity;
 
   constructor(private readonly ctx: GatewayContext) {}
+
+  /**
+   * A count or presence write of this node failed. When the engine is unreachable, the restore
+   * on its return rewrites everything; but a write can fail while the connection stays up (a
+   * command timeout under load, an error reply such as OOM), and nothing else would then set
+   * the count right. A restore runs `REPAIR_DELAY_MS` after the first such failure (it is
+   * idempotent; failures meanwhile share it), `REPAIR_INTERVAL_MS` after the previous repair at
+   * the soonest, and again if it fails too.
+   */
+  repairSoon(): void {
+    if (this.repairTimer || this.ctx.status.draining) return;
+    const delay = Math.max(REPAIR_DELAY_MS, this.lastRepairAt + REPAIR_INTERVAL_MS - Date.now());
+    this.repairTimer = setTimeout(() => {
+      this.repairTimer = undefined;
+      if (this.ctx.status.draining || !this.ctx.engine.isAvailable()) return;
+      this.lastRepairAt = Date.now();
+      void this.restore();
+    }, delay);
+    this.repairTimer.unref();
+  }
+
+  /** Stops a pending repair (the gateway is closing). */
+  stop(): void {
+    clearTimeout(this.repairTimer);
+    this.repairTimer = undefined;
+  }
 
   /** Runs a restore; a request while one runs schedules exactly one more after it. */
   restore(): Promise<void> {
@@ -99,7 +136,9 @@ export class Recovery {
       await Promise.all(batch);
       logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
     } catch (error) {
-      logger.warn({ err: error }, 'rewriting local state failed; retried when the engine is back');
+      logger.warn({ err: error }, 'rewriting local state failed; retried');
+      // Unreachable engine: its return restores. Reachable (an error reply): try again later.
+      if (engine.isAvailable()) this.repairSoon();
     }
   }
 

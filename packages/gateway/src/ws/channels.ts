@@ -7,10 +7,17 @@ import { localTopicOf } from './topics';
 
 type FailureLog = (error: unknown) => void;
 
+/**
+ * A count or presence write that failed is not retried on its own: the node rewrites its whole
+ * share instead (`Recovery`), when the engine is back or, if it never went away (a timeout, an
+ * error reply), shortly after.
+ */
 const logFailure =
   (ctx: GatewayContext, what: string): FailureLog =>
-  (error: unknown) =>
-    ctx.logger.warn({ err: error }, `${what} failed; it is rewritten when the engine is back`);
+  (error: unknown) => {
+    ctx.logger.warn({ err: error }, `${what} failed; this node's share is rewritten to the engine`);
+    ctx.recovery.repairSoon();
+  };
 
 /** The failure loggers of a gateway, made once rather than a closure per subscription. */
 const loggers = new WeakMap<

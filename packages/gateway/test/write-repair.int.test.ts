@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
+import type { ApiKeyRecord } from '@switchboard/core';
+import { connectClient, createTestKey, startGateway, startRedis, waitFor } from '@switchboard/testing';
+import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+
+/**
+ * A count or presence write can fail while the connection to Redis stays up (an error reply, a
+ * command timeout under load): no reconnect follows to rewrite the node's share, so the node
+ * repairs it itself shortly after (docs/scaling.md, "Failure behaviour"). Here Redis refuses
+ * writes (out of memory) while sockets open, then accepts them again.
+ */
+
+let redis: RedisServer;
+let admin: Redis;
+let node: TestGateway;
+let key: ApiKeyRecord;
+const clients: TestClient[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  admin = new Redis(redis.url);
+  node = await startGateway({
+    env: { REDIS_URL: redis.url, REDIS_PREFIX: `repair-${randomBytes(4).toString('hex')}` },
+  });
+  key = await createTestKey(node.engine);
+});
+
+afterAll(async () => {
+  for (const client of clients) client.close();
+  await node?.close();
+  admin?.disconnect();
+  await redis?.stop();
+});
+
+const oomReplies = async (): Promise<number> =>
+  Number(/errorstat_OOM:count=(\d+)/.exec(await admin.info('errorstats'))?.[1] ?? 0);
+
+it('rewrites the counts and presence that Redis refused once it accepts writes again', async () => {
+  await admin.config('SET', 'maxmemory-policy', 'noeviction');
+  await admin.config('SET', 'maxmemory', '1');
+  const refusedBefore = await oomReplies();
+  for (const query of [{}, { presence: '1', uuid: 'p1' }]) {
+    const client = await connectClient(node.wsUrl('/v3/room', { api_key: key.key, ...query }));
+    clients.push(client);
+  }
+  await waitFor('Redis to refuse the count writes', async () => (await oomReplies()) > refusedBefore);
+  expect(node.engine.isAvailable()).toBe(true);
+  await admin.config('SET', 'maxmemory', '0');
+
+  const count = async (): Promise<number> =>
+    (await node.engine.counts.list(key.key)).items.find((item) => item.channel === 'room')?.count ?? 0;
+  await waitFor('the node to rewrite its count', async () => (await count()) === 2, 15_000, 100);
+  const roster = await node.engine.presence.roster({ key: key.key, protocol: 'v3', channel: 'room' }, 10);
+  expect(roster.members.map((m) => m.uuid)).toEqual(['p1']);
+});
