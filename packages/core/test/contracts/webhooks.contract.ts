@@ -170,6 +170,32 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
       expect(await ports.webhooks.depth(key)).toBe(1);
     });
 
+    it('acknowledges what a read is given before reading, in the same call', async () => {
+      await enable({ url: 'http://example.test/hook' });
+      for (const channel of ['c1', 'c2', 'c3']) await ports.counts.increment('node-a', key, channel);
+      const first = await ports.webhooks.next(key, 'gw1', 2);
+      const second = await ports.webhooks.next(
+        key,
+        'gw1',
+        2,
+        first.map((e) => e.id),
+      );
+      expect(second.map(channelOf)).toEqual(['c3']);
+      expect(await ports.webhooks.depth(key)).toBe(1);
+      // A consumer taking over gets back only what is still unacknowledged.
+      const taken = await ports.webhooks.next(key, 'gw2', 100);
+      expect(taken).toEqual(second);
+      expect(
+        await ports.webhooks.next(
+          key,
+          'gw2',
+          100,
+          taken.map((e) => e.id),
+        ),
+      ).toEqual([]);
+      expect(await ports.webhooks.depth(key)).toBe(0);
+    });
+
     it("forgets a deleted key's stored and pending events, and stores none after", async () => {
       await enable({ url: 'http://example.test/hook' });
       for (const channel of ['c1', 'c2']) await ports.counts.increment('node-a', key, channel);
