@@ -48,4 +48,29 @@ describeEachRedis((backend) => {
     expect(await queue.next(key, 'gw1', 100)).toEqual([]);
     expect(await left()).toBe(0);
   });
+
+  it('delivers entries an older node stored and left pending, and skips pending entries with nothing to deliver', async () => {
+    const keys = backend().freshKeys();
+    const client = clients.command;
+    const queue = new RedisWebhookQueue(client, keys);
+    const key = unique('old');
+    const stream = keys.webhookEvents(key);
+    // What a node of the previous version left: its group, a batch read and not acknowledged.
+    const json = '{"channel":"room\\/1","name":"member_added","user_id":"alice"}';
+    const old = await client.xadd(stream, '*', 'e', json);
+    const trimmed = await client.xadd(stream, '*', 'e', '{"name":"channel_occupied","channel":"c2"}');
+    await client.xadd(stream, '*', 'x', 'not an event');
+    await client.xgroup('CREATE', stream, 'dispatch', '0');
+    await client.xreadgroup('GROUP', 'dispatch', 'old-node', 'COUNT', 100, 'STREAMS', stream, '>');
+    await client.xdel(stream, trimmed!);
+
+    const batch = await queue.next(key, 'new-node', 100);
+    expect(batch).toEqual([{ id: old, storedAt: Number(old!.split('-')[0]), json }]);
+    expect(JSON.parse(batch[0]!.json)).toEqual({ name: 'member_added', channel: 'room/1', user_id: 'alice' });
+    // The trimmed and the malformed entry were acknowledged (and deleted): only the event is left.
+    expect(await client.xpending(stream, 'dispatch')).toEqual([1, old, old, [['new-node', '1']]]);
+    expect(await client.xrange(stream, '-', '+')).toEqual([[old, ['e', json]]]);
+    expect(await queue.next(key, 'new-node', 100, [old!])).toEqual([]);
+    expect(await queue.depth(key)).toBe(0);
+  });
 });

@@ -138,7 +138,7 @@ export class RedisKeyStore implements KeyStore {
     // The key's webhook state (its own slot): the switch, so no event is stored any more, and the
     // stream with its consumer group and the lease, so a deleted key leaves nothing behind. A
     // dispatcher still reading the key meanwhile does not create the stream again (see
-    // RedisWebhookQueue.next).
+    // `webhookRead` in webhook-scripts.ts).
     await guard(this.client, () =>
       this.client
         .multi()

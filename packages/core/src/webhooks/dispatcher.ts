@@ -1,4 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { KeyStore } from '../keys/key-store';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics/metrics';
@@ -51,6 +54,8 @@ export interface WebhookDispatcherOptions {
 interface Target {
   readonly secret: string;
   readonly webhook: WebhookConfig;
+  /** `webhook.url`, parsed once. */
+  readonly url: URL;
 }
 
 /** The id of a batch: the same for the same events, whoever delivers it and however often. */
@@ -58,6 +63,16 @@ export function deliveryId(key: ApiKey, batch: readonly QueuedEvent[]): string {
   const first = batch[0]?.id ?? '';
   const last = batch[batch.length - 1]?.id ?? '';
   return createHash('sha256').update(`${key}\n${first}\n${last}`).digest('hex').slice(0, 32);
+}
+
+/**
+ * A request's body, `{"time_ms":…,"events":[…]}`, from the events' stored JSON text as it is:
+ * the same text `JSON.stringify` of the parsed events would give, without parsing them.
+ */
+export function batchBody(timeMs: number, batch: readonly QueuedEvent[]): string {
+  let events = '';
+  for (const e of batch) events += events ? `,${e.json}` : e.json;
+  return `{"time_ms":${timeMs},"events":[${events}]}`;
 }
 
 /** `X-Pusher-Signature`: hex HMAC-SHA256 of the raw body, keyed by the key's secret. */
@@ -80,6 +95,11 @@ export class WebhookDispatcher {
   private readonly workers = new Map<ApiKey, Promise<void>>();
   private readonly depths = new Map<ApiKey, number>();
   private readonly stopping = new AbortController();
+  /** Keep-alive connections to the receivers: a key's batches reuse one connection. */
+  private readonly agents = {
+    http: new HttpAgent({ keepAlive: true }),
+    https: new HttpsAgent({ keepAlive: true }),
+  };
   private refreshing: Promise<void> | undefined;
   private refreshTimer: NodeJS.Timeout | undefined;
 
@@ -106,6 +126,8 @@ export class WebhookDispatcher {
     this.stopping.abort();
     await this.refreshing;
     await Promise.all(this.workers.values());
+    this.agents.http.destroy();
+    this.agents.https.destroy();
   }
 
   private get stopped(): boolean {
@@ -124,7 +146,15 @@ export class WebhookDispatcher {
     for (const record of records) {
       if (!record.webhook) continue;
       seen.add(record.key);
-      this.targets.set(record.key, { secret: record.secret, webhook: record.webhook });
+      const known = this.targets.get(record.key);
+      let url = known?.webhook.url === record.webhook.url ? known.url : undefined;
+      try {
+        url ??= new URL(record.webhook.url);
+      } catch {
+        // The key store only takes http: and https: URLs; a record it did not check is skipped.
+        continue;
+      }
+      this.targets.set(record.key, { secret: record.secret, webhook: record.webhook, url });
     }
     for (const key of [...this.targets.keys()]) if (!seen.has(key)) this.targets.delete(key);
     for (const key of this.targets.keys()) {
@@ -142,53 +172,74 @@ export class WebhookDispatcher {
     this.options.metrics?.webhookQueueDepth.set(depth);
   }
 
-  /** One key: wait for its lease, then deliver batch after batch while holding it. */
+  /**
+   * One key: wait for its lease, then deliver batch after batch while holding it. A batch's
+   * acknowledgement goes with the read of the next one (one Redis call per batch); the lease is
+   * renewed, and the depth read, every third of its time.
+   */
   private async work(key: ApiKey): Promise<void> {
     const { queue, owner } = this.options;
     let renewedAt = 0;
+    /** The ids of the batch last delivered (or dropped), not yet acknowledged. */
+    let settled: readonly string[] = [];
+    const acknowledge = async (): Promise<void> => {
+      if (settled.length === 0) return;
+      await queue.ack(key, settled);
+      settled = [];
+    };
     while (!this.stopped && this.targets.has(key)) {
       try {
         if (Date.now() - renewedAt > this.timing.leaseMs / 3) {
           if (!(await queue.lease(key, owner, this.timing.leaseMs))) {
             renewedAt = 0;
             this.depths.delete(key);
+            await acknowledge();
             await this.sleep(this.timing.leaseMs / 2);
             continue;
           }
           renewedAt = Date.now();
           this.depths.set(key, await queue.depth(key));
         }
-        const batch = await queue.next(key, owner, this.timing.batchSize);
+        const batch = await queue.next(key, owner, this.timing.batchSize, settled);
+        settled = [];
         if (batch.length === 0) {
           await this.sleep(this.timing.pollMs);
           continue;
         }
-        await this.deliver(key, batch);
-        renewedAt = 0;
+        if (await this.deliver(key, batch)) settled = batch.map((e) => e.id);
+        else renewedAt = 0;
       } catch (error) {
         this.log.debug({ err: error, key }, 'webhook queue unavailable; trying again');
         renewedAt = 0;
         await this.sleep(this.timing.refreshMs);
       }
     }
+    // Stopped, or the key's webhook is gone: what was delivered is acknowledged now.
+    await acknowledge().catch((error: unknown) =>
+      this.log.debug(
+        { err: error, key },
+        'cannot acknowledge a delivered webhook batch; it may be sent again',
+      ),
+    );
   }
 
-  /** Sends one batch until a 2xx, the end of the retry window, a lost lease, or stop. */
-  private async deliver(key: ApiKey, batch: QueuedEvent[]): Promise<void> {
+  /**
+   * Sends one batch until a 2xx, the end of the retry window, a lost lease, or stop. True when
+   * the batch is done with (delivered or dropped): the caller acknowledges it.
+   */
+  private async deliver(key: ApiKey, batch: QueuedEvent[]): Promise<boolean> {
     const { queue, owner, metrics, retrySeconds } = this.options;
     const id = deliveryId(key, batch);
     const deadline = (batch[0]?.storedAt ?? Date.now()) + retrySeconds * 1000;
-    const ids = batch.map((e) => e.id);
     for (let attempt = 0; ; attempt += 1) {
       const target = this.targets.get(key);
-      if (!target) return;
+      if (!target) return false;
       const problem = await this.post(key, target, id, batch);
       if (problem === undefined) {
         metrics?.webhookDeliveries.inc({ result: 'delivered' });
         const now = Date.now();
         for (const e of batch) metrics?.webhookLatency.observe(Math.max(0, now - e.storedAt) / 1000);
-        await queue.ack(key, ids);
-        return;
+        return true;
       }
       metrics?.webhookDeliveries.inc({ result: 'failed' });
       const url = target.webhook.url;
@@ -202,46 +253,74 @@ export class WebhookDispatcher {
           { key, url, delivery: id, events: batch.length, problem, retrySeconds },
           'webhook batch dropped: no 2xx answer within WEBHOOK_RETRY_SECONDS',
         );
-        await queue.ack(key, ids);
-        return;
+        return true;
       }
       const cap = Math.min(this.timing.maxDelayMs, this.timing.baseDelayMs * 2 ** Math.min(attempt, 30));
       await this.sleep(Math.min(Math.random() * cap, Math.max(0, deadline - Date.now())));
-      if (this.stopped) return;
+      if (this.stopped) return false;
       // Another node took the key over: it will send this batch itself, with the same id.
-      if (!(await queue.lease(key, owner, this.timing.leaseMs))) return;
+      if (!(await queue.lease(key, owner, this.timing.leaseMs))) return false;
     }
   }
 
-  /** One request; resolves undefined on a 2xx, else what went wrong. */
-  private async post(
+  /**
+   * One request; resolves undefined on a 2xx (decided on the status line: the answer's body is
+   * read and discarded, so the connection is kept for the next batch), else what went wrong.
+   * Redirects are not followed.
+   */
+  private post(
     key: ApiKey,
     target: Target,
     id: string,
     batch: readonly QueuedEvent[],
   ): Promise<string | undefined> {
-    const body = JSON.stringify({ time_ms: Date.now(), events: batch.map((e) => e.event) });
-    try {
-      const response = await fetch(target.webhook.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-pusher-key': key,
-          'x-pusher-signature': webhookSignature(target.secret, body),
-          'x-switchboard-delivery': id,
-        },
-        body,
-        redirect: 'manual',
-        signal: AbortSignal.any([AbortSignal.timeout(this.timing.timeoutMs), this.stopping.signal]),
-      });
-      await response.body?.cancel().catch(() => undefined);
-      return response.status >= 200 && response.status < 300 ? undefined : `HTTP ${response.status}`;
-    } catch (error) {
-      // fetch's own message is "fetch failed"; its cause says what (ECONNREFUSED, a DNS failure, a timeout).
-      const { message, cause } = (error ?? {}) as { message?: unknown; cause?: { message?: unknown } };
-      const reason = cause?.message ?? message;
-      return typeof reason === 'string' ? reason : String(error);
-    }
+    const body = batchBody(Date.now(), batch);
+    const { url } = target;
+    const secure = url.protocol === 'https:';
+    const options: RequestOptions = {
+      method: 'POST',
+      agent: secure ? this.agents.https : this.agents.http,
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        'x-pusher-key': key,
+        'x-pusher-signature': webhookSignature(target.secret, body),
+        'x-switchboard-delivery': id,
+      },
+    };
+    const signal = this.stopping.signal;
+    return new Promise((resolve) => {
+      let request: ClientRequest | undefined;
+      const finish = (problem: string | undefined): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', stop);
+        resolve(problem);
+      };
+      const stop = (): void => {
+        request?.destroy(new Error('dispatcher stopped'));
+      };
+      const timer = setTimeout(
+        () => request?.destroy(new Error(`no answer within ${this.timing.timeoutMs} ms`)),
+        this.timing.timeoutMs,
+      );
+      const answered = (response: IncomingMessage): void => {
+        response.on('error', () => undefined);
+        response.resume();
+        const status = response.statusCode ?? 0;
+        finish(status >= 200 && status < 300 ? undefined : `HTTP ${status}`);
+      };
+      try {
+        request = (secure ? httpsRequest : httpRequest)(url, options, answered);
+      } catch (error) {
+        finish(error instanceof Error ? error.message : String(error));
+        return;
+      }
+      // Errors after the answer (a reset while its body is discarded) change nothing.
+      request.on('error', (error) => finish(error.message));
+      if (signal.aborted) stop();
+      else signal.addEventListener('abort', stop, { once: true });
+      request.end(body);
+    });
   }
 
   private sleep(ms: number): Promise<void> {

@@ -33,7 +33,7 @@ export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
     if (!this.eventsOf(key)?.includes(event.name)) return;
     const queue = this.queueOf(key);
     queue.sequence += 1;
-    queue.events.push({ id: String(queue.sequence), storedAt: this.now(), event });
+    queue.events.push({ id: String(queue.sequence), storedAt: this.now(), json: JSON.stringify(event) });
   }
 
   async append(key: ApiKey, event: WebhookEvent): Promise<void> {
@@ -48,7 +48,13 @@ export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
     return true;
   }
 
-  async next(key: ApiKey, _consumer: string, max: number): Promise<QueuedEvent[]> {
+  async next(
+    key: ApiKey,
+    _consumer: string,
+    max: number,
+    acknowledge: readonly string[] = [],
+  ): Promise<QueuedEvent[]> {
+    if (acknowledge.length > 0) await this.ack(key, acknowledge);
     const queue = this.live(key);
     if (!queue) return [];
     const pending = queue.events.filter((e) => queue.pending.has(e.id));

@@ -43,7 +43,11 @@ export interface QueuedEvent {
   readonly id: string;
   /** When the event was stored (ms since the epoch): the retry window counts from it. */
   readonly storedAt: number;
-  readonly event: WebhookEvent;
+  /**
+   * The event as JSON text (a `WebhookEvent`), stored so: the dispatcher puts it in a request's
+   * body as it is, without parsing and encoding it again.
+   */
+  readonly json: string;
 }
 
 /** The events a webhook sends. */
@@ -63,13 +67,15 @@ export const webhookEvents = (webhook: WebhookConfig): readonly WebhookEventName
  *   call; the owner renews it with the same call. Only the lease holder should read.
  * - `next` returns, first, the events read earlier by any consumer and not acknowledged (a dead
  *   dispatcher's batch, unchanged), otherwise up to `max` new ones; `ack` removes events for good.
+ *   `next(…, acknowledge)` acknowledges `acknowledge` first, as `ack` would, in the same call
+ *   (the dispatcher's one round trip per batch).
  * - `depth` counts stored, unacknowledged events of a key.
  * - Failures reject with `EngineUnavailableError`.
  */
 export interface WebhookQueue {
   append(key: ApiKey, event: WebhookEvent): Promise<void>;
   lease(key: ApiKey, owner: string, ttlMs: number): Promise<boolean>;
-  next(key: ApiKey, consumer: string, max: number): Promise<QueuedEvent[]>;
+  next(key: ApiKey, consumer: string, max: number, acknowledge?: readonly string[]): Promise<QueuedEvent[]>;
   ack(key: ApiKey, ids: readonly string[]): Promise<void>;
   depth(key: ApiKey): Promise<number>;
 }

@@ -3,7 +3,7 @@ import type { KeyStore } from '../../src/keys/key-store';
 import { generateKeyRecord } from '../../src/keys/key-store';
 import type { PresenceStore } from '../../src/presence/presence-store';
 import type { Member, Topic } from '../../src/types';
-import type { WebhookConfig, WebhookEvent, WebhookQueue } from '../../src/webhooks/webhooks';
+import type { QueuedEvent, WebhookConfig, WebhookEvent, WebhookQueue } from '../../src/webhooks/webhooks';
 import { unique } from '../support/wait';
 
 /** One engine's ports that produce and hold webhook events. */
@@ -36,13 +36,14 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
       for (;;) {
         const batch = await ports.webhooks.next(key, 'test', 100);
         if (batch.length === 0) return out;
-        out.push(...batch.map((e) => e.event));
+        out.push(...batch.map((e) => JSON.parse(e.json) as WebhookEvent));
         await ports.webhooks.ack(
           key,
           batch.map((e) => e.id),
         );
       }
     };
+    const channelOf = (e: QueuedEvent): string => (JSON.parse(e.json) as WebhookEvent).channel;
     const topic = (protocol: 'v3' | 'v4', channel = 'room'): Topic => ({ key, protocol, channel });
     const entry = (connId: string, member: Member, nodeId = 'node-a') => ({ connId, nodeId, member });
 
@@ -156,7 +157,7 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
       await enable({ url: 'http://example.test/hook' });
       for (const channel of ['c1', 'c2', 'c3']) await ports.counts.increment('node-a', key, channel);
       const first = await ports.webhooks.next(key, 'dead', 2);
-      expect(first.map((e) => e.event.channel)).toEqual(['c1', 'c2']);
+      expect(first.map(channelOf)).toEqual(['c1', 'c2']);
       expect(first[0]!.storedAt).toBeGreaterThan(Date.now() - 60_000);
       const again = await ports.webhooks.next(key, 'survivor', 100);
       expect(again).toEqual(first);
@@ -165,8 +166,34 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
         key,
         again.map((e) => e.id),
       );
-      expect((await ports.webhooks.next(key, 'survivor', 100)).map((e) => e.event.channel)).toEqual(['c3']);
+      expect((await ports.webhooks.next(key, 'survivor', 100)).map(channelOf)).toEqual(['c3']);
       expect(await ports.webhooks.depth(key)).toBe(1);
+    });
+
+    it('acknowledges what a read is given before reading, in the same call', async () => {
+      await enable({ url: 'http://example.test/hook' });
+      for (const channel of ['c1', 'c2', 'c3']) await ports.counts.increment('node-a', key, channel);
+      const first = await ports.webhooks.next(key, 'gw1', 2);
+      const second = await ports.webhooks.next(
+        key,
+        'gw1',
+        2,
+        first.map((e) => e.id),
+      );
+      expect(second.map(channelOf)).toEqual(['c3']);
+      expect(await ports.webhooks.depth(key)).toBe(1);
+      // A consumer taking over gets back only what is still unacknowledged.
+      const taken = await ports.webhooks.next(key, 'gw2', 100);
+      expect(taken).toEqual(second);
+      expect(
+        await ports.webhooks.next(
+          key,
+          'gw2',
+          100,
+          taken.map((e) => e.id),
+        ),
+      ).toEqual([]);
+      expect(await ports.webhooks.depth(key)).toBe(0);
     });
 
     it("forgets a deleted key's stored and pending events, and stores none after", async () => {
