@@ -6,7 +6,8 @@ import { LuaScript } from './clients';
 
 /**
  * Topic stream scripts. Both keys and the fan-out channel carry the topic's hash tag, so each
- * script runs in the topic's slot, atomically: every node sees one order of offsets.
+ * script runs in the topic's slot, atomically: every node sees one order of offsets. (The batch
+ * script, standalone servers only, touches several topics in one call: there is one slot.)
  *
  * The meta HASH holds `e` (epoch) and `o` (latest offset); the LIST holds the wire forms of the
  * latest publications, oldest first, so its last entry is offset `o` and entry `i` is offset
