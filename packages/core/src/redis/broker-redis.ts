@@ -3,12 +3,14 @@ import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../bro
 import { newEpoch } from '../history/epochs';
 import type { HistoryRetention, StreamPosition } from '../history/history';
 import type { Topic } from '../types';
+import { Cluster } from 'ioredis';
 import { coalesceWrites, guard } from './clients';
 import type { RedisClients } from './clients';
 import type { RedisKeys } from './keys';
 import { runHistoryPublish } from './history-scripts';
 import type { LogAppend } from './message-log-redis';
 import { decodePublication, encodePublication, publicationHead, publicationTail } from './publication-codec';
+import { StreamPublishes } from './stream-publishes';
 
 /**
  * Fan-out through Redis pub/sub: one channel per topic, and one control channel every node
@@ -32,12 +34,16 @@ export class RedisBroker implements Broker {
   private closed = false;
   /** The subscriber connection was ready once: a later `ready` is a reconnect. */
   private readyBefore = false;
+  /** Standalone only: this turn's stream publications, sent as one script call. */
+  private readonly streamPublishes: StreamPublishes | undefined;
 
   constructor(
     private readonly clients: RedisClients,
     private readonly keys: RedisKeys,
   ) {
     this.sharded = clients.target.kind === 'cluster';
+    const { command } = clients;
+    if (!(command instanceof Cluster)) this.streamPublishes = new StreamPublishes(command);
     const { subscriber } = clients;
     subscriber.on(this.sharded ? 'smessage' : 'message', this.onMessage);
     subscriber.on('ready', this.resubscribe);
@@ -104,6 +110,8 @@ export class RedisBroker implements Broker {
     if (retention) return this.publishToStream(publication, retention, channel, log);
     if (log) throw new Error('a log append rides only with a stream publication');
     const wire = encodePublication(publication);
+    // Behind the stream publications issued before it, as it would be without batching.
+    this.streamPublishes?.flush();
     await guard(command, () =>
       this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
     );
@@ -111,9 +119,11 @@ export class RedisBroker implements Broker {
   }
 
   /**
-   * One script in the topic's slot counts, stores and publishes (history-scripts.ts). Not
-   * batched per turn: it shares the connection, hence the order, with the topic's plain
-   * publishes; on a standalone server the calls of one turn still leave in one write.
+   * One script in the topic's slot counts, stores and publishes (history-scripts.ts). On a
+   * standalone server the stream publications of one event-loop turn go out as one script call
+   * (stream-publishes.ts): it shares the connection, hence the order, with plain and control
+   * publishes, which send the pending batch before themselves. On a cluster the topics of one
+   * turn are in different slots: one script per publication.
    */
   private async publishToStream(
     publication: Publication,
@@ -121,25 +131,22 @@ export class RedisBroker implements Broker {
     channel: string,
     log: LogAppend | undefined,
   ): Promise<StreamPosition> {
-    const { command } = this.clients;
     const { topic } = publication;
     if (log && this.sharded) throw new Error('a log append cannot ride with a publish on a cluster');
     const meta = this.keys.historyMeta(topic);
     const list = this.keys.historyStream(topic);
-    const args = [
-      publicationHead(publication),
-      publicationTail(publication),
-      retention.size,
-      retention.ttlSeconds,
-      newEpoch(),
-      channel,
-      this.sharded ? 'spublish' : 'publish',
+    const head = publicationHead(publication);
+    const tail = publicationTail(publication);
+    const { size, ttlSeconds } = retention;
+    if (this.streamPublishes) {
+      return this.streamPublishes.add({ meta, list, head, tail, size, ttlSeconds, channel, log });
+    }
+    const { command } = this.clients;
+    const args = [head, tail, size, ttlSeconds, newEpoch(), channel, 'spublish'];
+    const reply = (await guard(command, () => runHistoryPublish(command, [meta, list], args))) as [
+      number,
+      string,
     ];
-    const reply = (await guard(command, () =>
-      log
-        ? runHistoryPublish(command, [meta, list, log.list], [...args, log.record, log.trimAbove, log.trimTo])
-        : runHistoryPublish(command, [meta, list], args),
-    )) as [number, string];
     return { offset: reply[0], epoch: reply[1] };
   }
 
@@ -147,6 +154,7 @@ export class RedisBroker implements Broker {
     const { command } = this.clients;
     const channel = this.keys.control();
     const wire = JSON.stringify(controlCommand);
+    this.streamPublishes?.flush();
     await guard(command, () =>
       this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
     );

@@ -119,7 +119,8 @@ export async function guard<T>(client: RedisClient, call: () => Promise<T>): Pro
   }
 }
 
-const corked = new WeakSet<object>();
+/** Corked connections (their sockets) → what runs at the end of the turn, before the uncork. */
+const corked = new WeakMap<object, Array<() => void>>();
 
 /**
  * Holds a standalone connection's writes until the end of the event-loop turn, so the commands
@@ -132,12 +133,28 @@ export function coalesceWrites(client: RedisClient): void {
   // `stream` is unset until the first connect, and replaced on each reconnect.
   const stream = client.stream as Writable | undefined;
   if (!stream || corked.has(stream)) return;
-  corked.add(stream);
+  const atEnd: Array<() => void> = [];
+  corked.set(stream, atEnd);
   stream.cork();
   setImmediate(() => {
+    // A hook may issue commands: they join this write (the socket is still corked).
+    for (const hook of atEnd) hook();
     corked.delete(stream);
     stream.uncork();
   });
+}
+
+/**
+ * Runs `hook` at the end of this event-loop turn, just before the standalone connection's
+ * coalesced writes leave, so the commands it issues go out in the same write as the turn's
+ * others, without waiting a turn more. `hook` must not throw.
+ */
+export function atTurnEnd(client: Redis, hook: () => void): void {
+  coalesceWrites(client);
+  const stream = client.stream as Writable | undefined;
+  const atEnd = stream && corked.get(stream);
+  if (atEnd) atEnd.push(hook);
+  else setImmediate(hook);
 }
 
 const commandErrorListeners = new WeakMap<RedisClient, Array<() => void>>();

@@ -115,6 +115,76 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       }
     });
 
+    // Issued in one event-loop turn, as a busy gateway issues them (the Redis engine sends the
+    // stream publications of one turn in one script call on a standalone server).
+    it('numbers publications issued in one turn across topics in call order, per topic', async () => {
+      const rooms = [topic('t0'), topic('t1'), topic('t2')];
+      for (const room of rooms) await node(1).broker.subscribe(room);
+      await publishAll(rooms[0] as Topic, ['before']);
+      const sent = Array.from({ length: 30 }, (_, i) => ({ room: rooms[i % 3] as Topic, body: `m${i}` }));
+      const wide: HistoryRetention = { size: 20, ttlSeconds: 60 };
+      const returned = await Promise.all(sent.map(({ room, body }) => publish(0, room, body, wide)));
+      await waitUntil('every publication', () => node(1).received.length === sent.length + 1);
+      for (const [r, room] of rooms.entries()) {
+        const mine = sent.filter((_, i) => i % 3 === r).map((p) => p.body);
+        const first = r === 0 ? 2 : 1;
+        const expected = mine.map((body, i) => ({ offset: first + i, body }));
+        const epoch = (await read(room, undefined, 0)).epoch;
+        expect(returned.filter((_, i) => i % 3 === r)).toEqual(
+          expected.map(({ offset }) => ({ offset, epoch })),
+        );
+        const received = node(1).received.filter(
+          (p) => p.topic.channel === room.channel && p.body !== 'before',
+        );
+        expect(positions(received)).toEqual(expected.map((e) => ({ ...e, epoch })));
+        expect(positions((await read(room, first - 1)).publications)).toEqual(
+          expected.map((e) => ({ ...e, epoch })),
+        );
+      }
+    });
+
+    it('applies each publication its own retention within one turn', async () => {
+      const small = topic('small');
+      const off = topic('off-in-turn');
+      const big = topic('big');
+      await publishAll(small, ['s0']);
+      const calls = [
+        publish(0, small, 's1', { size: 2, ttlSeconds: 60 }),
+        publish(0, off, 'o1', { size: 0, ttlSeconds: 60 }),
+        publish(0, big, 'b1', { size: 10, ttlSeconds: 60 }),
+        publish(0, small, 's2', { size: 2, ttlSeconds: 60 }),
+        publish(0, big, 'b2', { size: 10, ttlSeconds: 60 }),
+        publish(0, small, 's3', { size: 1, ttlSeconds: 60 }),
+        publish(0, off, 'o2', { size: 0, ttlSeconds: 60 }),
+      ];
+      expect((await Promise.all(calls)).map((p) => p?.offset)).toEqual([2, 1, 1, 3, 2, 4, 2]);
+      expect((await read(small, 0)).publications.map((p) => p.body)).toEqual(['s3']);
+      expect(await read(off, 0)).toMatchObject({ offset: 2, publications: [] });
+      expect((await read(big, 0)).publications.map((p) => p.body)).toEqual(['b1', 'b2']);
+    });
+
+    it('delivers a plain publish issued after stream publishes in the same turn after them', async () => {
+      const room = topic('mixed-turn');
+      await node(1).broker.subscribe(room);
+      const b = node(0).broker;
+      const calls = [
+        publish(0, room, 's1'),
+        publish(0, room, 's2'),
+        b.publish({ topic: room, body: 'plain', origin: 'n0' }),
+        publish(0, room, 's3'),
+        b.publish({ topic: room, body: 'direct', origin: 'n0', to: 'bob' }),
+      ];
+      await Promise.all(calls);
+      await waitUntil('five publications', () => node(1).received.length === 5);
+      expect(node(1).received.map((p) => [p.body, p.offset])).toEqual([
+        ['s1', 1],
+        ['s2', 2],
+        ['plain', undefined],
+        ['s3', 3],
+        ['direct', undefined],
+      ]);
+    });
+
     it('keeps streams apart per topic: key, protocol and channel', async () => {
       await publishAll(topic('a'), ['a1', 'a2']);
       await publishAll(topic('a', 'v3'), ['v3']);

@@ -1,0 +1,144 @@
+import type { Redis } from 'ioredis';
+import { newEpoch } from '../history/epochs';
+import type { StreamPosition } from '../history/history';
+import { atTurnEnd, guard } from './clients';
+import { runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
+import type { LogAppend } from './message-log-redis';
+
+/** One stream publication waiting for the end of its turn. */
+export interface StreamPublish {
+  readonly meta: string;
+  readonly list: string;
+  /** `publicationHead` and `publicationTail` (publication-codec.ts). */
+  readonly head: string;
+  readonly tail: string;
+  readonly size: number;
+  readonly ttlSeconds: number;
+  /** The topic's fan-out channel. */
+  readonly channel: string;
+  readonly log: LogAppend | undefined;
+}
+
+interface Pending {
+  readonly publish: StreamPublish;
+  readonly resolve: (position: StreamPosition) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Bounds of one batch, so one script never holds Redis for long (each publication costs it
+ * about 10 µs): past either, the batch goes out at once and a new one starts.
+ */
+export const MAX_BATCH_PUBLICATIONS = 200;
+export const MAX_BATCH_BYTES = 512 * 1024;
+
+/**
+ * The stream publications of one event-loop turn on a standalone server, sent as one script call
+ * (history-scripts.ts) just before the connection's coalesced writes leave at the end of the
+ * turn: at high rates a gateway accepts several publishes per turn, and each script call costs
+ * Redis and ioredis a fixed overhead far above the publication's own work. Each caller still
+ * resolves with its own position, or rejects when the call failed (all of a batch's callers do,
+ * as they would have one by one). A batch of one runs the single-publication script.
+ *
+ * Order: batches leave in the order they were filled, on the one command connection, and a
+ * batch's publications are made in call order; so offsets per topic follow the calls. A command
+ * that must stay behind the stream publications issued before it (a plain or control publish
+ * on the same connection) calls `flush` first.
+ */
+export class StreamPublishes {
+  private pending: Pending[] = [];
+  private bytes = 0;
+  private scheduled = false;
+
+  constructor(private readonly client: Redis) {}
+
+  add(publish: StreamPublish): Promise<StreamPosition> {
+    const bytes = publish.head.length + publish.tail.length + (publish.log?.record.length ?? 0);
+    if (
+      this.pending.length > 0 &&
+      (this.pending.length >= MAX_BATCH_PUBLICATIONS || this.bytes + bytes > MAX_BATCH_BYTES)
+    ) {
+      this.flush();
+    }
+    return new Promise<StreamPosition>((resolve, reject) => {
+      this.pending.push({ publish, resolve, reject });
+      this.bytes += bytes;
+      if (!this.scheduled) {
+        this.scheduled = true;
+        atTurnEnd(this.client, this.atTurnEnd);
+      }
+    });
+  }
+
+  /** Sends what is pending now (a no-op when nothing is). */
+  flush(): void {
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    this.bytes = 0;
+    const only = batch.length === 1 ? batch[0] : undefined;
+    if (only) this.sendOne(only);
+    else this.sendMany(batch);
+  }
+
+  private readonly atTurnEnd = (): void => {
+    this.scheduled = false;
+    this.flush();
+  };
+
+  private sendOne({ publish: p, resolve, reject }: Pending): void {
+    const { client } = this;
+    const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel, 'publish'];
+    const { log } = p;
+    guard(client, () =>
+      log
+        ? runHistoryPublish(
+            client,
+            [p.meta, p.list, log.list],
+            [...args, log.record, log.trimAbove, log.trimTo],
+          )
+        : runHistoryPublish(client, [p.meta, p.list], args),
+    ).then((reply) => {
+      const [offset, epoch] = reply as [number, string];
+      resolve({ offset, epoch });
+    }, reject);
+  }
+
+  private sendMany(batch: Pending[]): void {
+    const { client } = this;
+    const n = batch.length;
+    const keys: string[] = [];
+    const args: Array<string | number> = ['publish', newEpoch(), n, 0];
+    /** Log LIST → its index j (1-based) in the batch. */
+    const logs = new Map<string, number>();
+    const trims: number[] = [];
+    for (const { publish: p } of batch) {
+      keys.push(p.meta, p.list);
+      let j = 0;
+      const { log } = p;
+      if (log) {
+        j = logs.get(log.list) ?? 0;
+        if (j === 0) {
+          j = logs.size + 1;
+          logs.set(log.list, j);
+          trims.push(log.trimAbove, log.trimTo);
+        }
+      }
+      args.push(p.head, p.tail, p.size, p.ttlSeconds, p.channel, j, log ? log.record : '');
+    }
+    keys.push(...logs.keys());
+    args[3] = logs.size;
+    args.push(...trims);
+    guard(client, () => runHistoryPublishBatch(client, keys, args)).then(
+      (reply) => {
+        const flat = reply as Array<number | string>;
+        for (let i = 0; i < n; i++) {
+          (batch[i] as Pending).resolve({ offset: flat[2 * i] as number, epoch: flat[2 * i + 1] as string });
+        }
+      },
+      (error: unknown) => {
+        for (const p of batch) p.reject(error);
+      },
+    );
+  }
+}

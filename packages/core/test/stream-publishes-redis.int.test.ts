@@ -1,0 +1,141 @@
+import type { Redis } from 'ioredis';
+import { EngineUnavailableError } from '../src/errors';
+import type { LogRecord } from '../src/logs/message-log';
+import { RedisBroker } from '../src/redis/broker-redis';
+import { createRedisClients } from '../src/redis/clients';
+import type { RedisClients } from '../src/redis/clients';
+import { redisKeys } from '../src/redis/keys';
+import { RedisMessageLog } from '../src/redis/message-log-redis';
+import { MAX_BATCH_PUBLICATIONS } from '../src/redis/stream-publishes';
+import type { Topic } from '../src/types';
+import { startRedis } from '../../testing/src/redis-server';
+import type { RedisServer } from '../../testing/src/redis-server';
+import { silentLogger } from './support/redis-targets';
+import { unique, waitUntil } from './support/wait';
+
+/**
+ * A standalone server's stream publications of one event-loop turn go out as one script call
+ * (stream-publishes.ts). The contract suites check what callers see; this checks the batching
+ * itself, the log records riding in it, and a batch that fails.
+ */
+describe('stream publications batched per turn (standalone)', () => {
+  let server: RedisServer;
+  let clients: RedisClients;
+  let broker: RedisBroker;
+  let log: RedisMessageLog;
+  let keys: ReturnType<typeof redisKeys>;
+  beforeAll(async () => {
+    server = await startRedis();
+  }, 30_000);
+  beforeEach(async () => {
+    clients = createRedisClients({ kind: 'standalone', url: server.url }, silentLogger);
+    await clients.up();
+    keys = redisKeys(unique('sbt'));
+    broker = new RedisBroker(clients, keys);
+    await broker.ready();
+    log = new RedisMessageLog(clients.command, keys, 500);
+  });
+  afterEach(async () => {
+    await broker.close();
+    await clients.close();
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  const retention = { size: 100, ttlSeconds: 60 };
+  const record = (message: string): LogRecord => ({
+    id: message,
+    channel: 'room',
+    protocol: 'v3',
+    source: 'api',
+    message,
+    timestamp: '2026-01-01T00:00:00.000Z',
+  });
+  const publishLogged = (topic: Topic, body: string) =>
+    broker.publish(
+      { topic, body, origin: 'n1', source: 'api' },
+      retention,
+      log.ridingAppend(topic.key, record(body)),
+    );
+  const scriptCalls = async (): Promise<number> => {
+    const stats = await (clients.command as Redis).info('commandstats');
+    const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    return calls('evalsha') + calls('eval');
+  };
+
+  it('sends one script call per turn; each caller gets its position, and the log records are in', async () => {
+    const a: Topic = { key: unique('ka'), protocol: 'v3', channel: 'room' };
+    const b: Topic = { key: unique('kb'), protocol: 'v4', channel: 'room' };
+    await publishLogged(a, 'warm-up');
+    const before = await scriptCalls();
+    const sent = Array.from({ length: 40 }, (_, i) => ({ topic: i % 4 === 3 ? b : a, body: `m${i}` }));
+    const returned = await Promise.all(sent.map(({ topic, body }) => publishLogged(topic, body)));
+    // The INFO call itself is not a script call.
+    expect((await scriptCalls()) - before).toBe(1);
+    const ofA = sent.filter((p) => p.topic === a).map((p) => p.body);
+    const ofB = sent.filter((p) => p.topic === b).map((p) => p.body);
+    expect(returned.filter((_, i) => sent[i]?.topic === a).map((p) => p?.offset)).toEqual(
+      ofA.map((_, i) => i + 2),
+    );
+    expect(returned.filter((_, i) => sent[i]?.topic === b).map((p) => p?.offset)).toEqual(
+      ofB.map((_, i) => i + 1),
+    );
+    expect((await log.recent(a.key)).map((r) => r.message)).toEqual([...ofA].reverse().concat('warm-up'));
+    expect((await log.recent(b.key)).map((r) => r.message)).toEqual([...ofB].reverse());
+  });
+
+  it(`splits a turn into batches of at most ${MAX_BATCH_PUBLICATIONS}, in order`, async () => {
+    const topic: Topic = { key: unique('k'), protocol: 'v3', channel: 'many' };
+    await broker.subscribe(topic);
+    const received: number[] = [];
+    broker.setHandlers({ message: (p) => received.push(p.offset ?? -1), control: () => undefined });
+    const before = await scriptCalls();
+    const count = MAX_BATCH_PUBLICATIONS * 2 + 1;
+    const returned = await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        broker.publish({ topic, body: `m${i}`, origin: 'n1' }, retention),
+      ),
+    );
+    expect((await scriptCalls()) - before).toBe(3);
+    const expected = Array.from({ length: count }, (_, i) => i + 1);
+    expect(returned.map((p) => p?.offset)).toEqual(expected);
+    await waitUntil('every publication', () => received.length === count);
+    expect(received).toEqual(expected);
+  });
+
+  it('fails every caller of a batch that fails, and none of its publications is made', async () => {
+    const topic: Topic = { key: unique('k'), protocol: 'v3', channel: 'failing' };
+    expect(await publishLogged(topic, 'a')).toMatchObject({ offset: 1 });
+    // The script cache flushed under the connection: the whole batch meets NOSCRIPT.
+    await Promise.all([publishLogged(topic, 'b'), publishLogged(topic, 'c')]);
+    await clients.command.script('FLUSH');
+    const failed = await Promise.allSettled(['d', 'e', 'f'].map((body) => publishLogged(topic, body)));
+    for (const result of failed) {
+      expect(result).toMatchObject({ status: 'rejected', reason: expect.any(EngineUnavailableError) });
+    }
+    // The next batch loads the script again and continues the stream where it was.
+    const next = await Promise.all(['g', 'h'].map((body) => publishLogged(topic, body)));
+    expect(next.map((p) => p?.offset)).toEqual([4, 5]);
+    expect((await log.recent(topic.key)).map((r) => r.message)).toEqual(['h', 'g', 'c', 'b', 'a']);
+  });
+
+  it('fails every caller of a batch in flight when Redis goes away', async () => {
+    const topic: Topic = { key: unique('k'), protocol: 'v3', channel: 'outage' };
+    await publishLogged(topic, 'a');
+    // Held by the server until it dies: the batch is on its way, unanswered.
+    const pauser = createRedisClients({ kind: 'standalone', url: server.url }, silentLogger);
+    await pauser.up();
+    await pauser.command.call('CLIENT', 'PAUSE', '10000', 'WRITE');
+    await pauser.close();
+    const settled = Promise.allSettled(['b', 'c', 'd'].map((body) => publishLogged(topic, body)));
+    await new Promise((resolve) => setImmediate(resolve));
+    await server.kill();
+    const results = await settled;
+    for (const result of results) {
+      expect(result).toMatchObject({ status: 'rejected', reason: expect.any(EngineUnavailableError) });
+    }
+    await server.restart();
+    await clients.up();
+  });
+});
