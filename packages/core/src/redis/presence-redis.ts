@@ -87,6 +87,7 @@ export class RedisPresenceStore implements PresenceStore {
     (key) => key,
     (key, pending) => {
       const run = async (): Promise<Array<JoinResult | LeaveResult | null>> => {
+        if (pending.length <= WRITES_PER_CALL) return this.writeAll(key, pending);
         const calls: Promise<Array<JoinResult | LeaveResult | null>>[] = [];
         for (let i = 0; i < pending.length; i += WRITES_PER_CALL) {
           calls.push(this.writeAll(key, pending.slice(i, i + WRITES_PER_CALL)));
@@ -108,9 +109,17 @@ export class RedisPresenceStore implements PresenceStore {
   ): Promise<Array<JoinResult | LeaveResult | null>> {
     const keys = this.sharedKeys(key);
     const args: (string | number)[] = [];
+    // A burst of joins hits few channels: each topic's keys are built once per call, not per write.
+    const topicKeys: Record<Protocol, Map<string, string[]>> = { v3: new Map(), v4: new Map() };
     for (const write of pending) {
       const { topic } = write;
-      keys.push(...this.writeTopicKeys(topic));
+      const byChannel = topicKeys[topic.protocol];
+      let ownKeys = byChannel.get(topic.channel);
+      if (!ownKeys) {
+        ownKeys = this.writeTopicKeys(topic);
+        byChannel.set(topic.channel, ownKeys);
+      }
+      for (const k of ownKeys) keys.push(k);
       if (write.kind === 'leave') {
         args.push('leave', topic.protocol, topic.channel, write.connId, '', '', '', '', '', '');
         continue;
@@ -136,8 +145,9 @@ export class RedisPresenceStore implements PresenceStore {
       const write = pending[i]!;
       if (write.kind === 'leave') return reply ? toLeave(reply) : null;
       const [first, count, total, entries] = reply as [number, number, number, string[]];
-      const joined = { firstOfIdentity: first === 1, identityCount: count };
-      return write.listing ? { ...joined, listed: { members: entries.map(memberOf), total } } : joined;
+      const firstOfIdentity = first === 1;
+      if (!write.listing) return { firstOfIdentity, identityCount: count };
+      return { firstOfIdentity, identityCount: count, listed: { members: entries.map(memberOf), total } };
     });
   }
 

@@ -26,12 +26,11 @@ export async function joinPresence(
   const now = activityNow();
   const v3 = sub.topic.protocol === 'v3';
   const limit = ctx.config.limits.rosterLimit;
-  const joined = await presence.join(
-    sub.topic,
-    { connId: state.id, nodeId: ctx.nodeId, member: memberOf(sub) },
-    now,
-    { of: v3 ? 'entries' : 'identities', limit },
-  );
+  const member = memberOf(sub);
+  const joined = await presence.join(sub.topic, { connId: state.id, nodeId: ctx.nodeId, member }, now, {
+    of: v3 ? 'entries' : 'identities',
+    limit,
+  });
   sub.touchedAt = now;
   if (state.closed || state.subs.get(sub.channel) !== sub) {
     // Closed or unsubscribed while the join was in flight: the leave already ran and found nothing.
@@ -43,7 +42,7 @@ export async function joinPresence(
     sendTo(ctx, state, JSON.stringify({ event: 'system:member_list', data: { members } }));
     const joinedEvent = JSON.stringify({
       event: 'system:member_joined',
-      data: { member: memberOf(sub), members },
+      data: { member, members },
     });
     void publishToChannel(ctx, sub.topic, joinedEvent, { stampable: false });
     return;
@@ -57,7 +56,7 @@ export async function joinPresence(
   if (joined.firstOfIdentity) {
     const event = v4Event('system::member_joined', {
       channel: sub.channel,
-      member: memberOf(sub),
+      member,
       count: joined.identityCount,
     });
     void publishToChannel(ctx, sub.topic, event, { stampable: true });
