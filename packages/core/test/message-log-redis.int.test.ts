@@ -1,10 +1,10 @@
-import type { LogRecord } from '../src/logs/message-log';
 import { RedisBroker } from '../src/redis/broker-redis';
 import type { RedisClients } from '../src/redis/clients';
 import { RedisMessageLog } from '../src/redis/message-log-redis';
 import type { Topic } from '../src/types';
 import { describeMessageLogContract } from './contracts/message-log.contract';
 import { describeEachRedis } from './support/redis-targets';
+import { apiLogRecord } from './support/log-records';
 import { unique } from './support/wait';
 
 describeEachRedis((backend) => {
@@ -18,15 +18,6 @@ describeEachRedis((backend) => {
   );
 
   describe('appends riding in the publish script (standalone)', () => {
-    const record = (message: string): LogRecord => ({
-      id: message,
-      channel: 'room',
-      protocol: 'v3',
-      source: 'api',
-      message,
-      timestamp: '2026-01-01T00:00:00.000Z',
-    });
-
     it('are in the log once the publish resolves, trimmed like other appends; refused on a cluster', async () => {
       const keys = backend().freshKeys();
       const broker = new RedisBroker(clients, keys);
@@ -37,7 +28,7 @@ describeEachRedis((backend) => {
         broker.publish(
           { topic, body: message, origin: 'n1', source: 'api' },
           { size: 2, ttlSeconds: 30 },
-          log.ridingAppend(topic.key, record(message)),
+          log.ridingAppend(topic.key, apiLogRecord(message)),
         );
       try {
         if (backend().target.kind === 'cluster') {
@@ -46,8 +37,8 @@ describeEachRedis((backend) => {
           return;
         }
         expect(await publish('m1')).toMatchObject({ offset: 1 });
-        expect(await log.recent(topic.key)).toEqual([record('m1')]);
-        await log.append(topic.key, record('m2'));
+        expect(await log.recent(topic.key)).toEqual([apiLogRecord('m1')]);
+        await log.append(topic.key, apiLogRecord('m2'));
         for (let i = 3; i <= 150; i++) await publish(`m${i}`);
         expect((await log.recent(topic.key)).map((r) => r.message)).toEqual(['m150', 'm149', 'm148']);
         // Trimmed back once past capacity + slack, as `append` does: never longer than that.

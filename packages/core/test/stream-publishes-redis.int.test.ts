@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
 import { EngineUnavailableError } from '../src/errors';
-import type { LogRecord } from '../src/logs/message-log';
 import { RedisBroker } from '../src/redis/broker-redis';
 import { createRedisClients } from '../src/redis/clients';
 import type { RedisClients } from '../src/redis/clients';
@@ -11,6 +10,7 @@ import type { Topic } from '../src/types';
 import { startRedis } from '../../testing/src/redis-server';
 import type { RedisServer } from '../../testing/src/redis-server';
 import { silentLogger } from './support/redis-targets';
+import { apiLogRecord } from './support/log-records';
 import { unique, waitUntil } from './support/wait';
 
 /**
@@ -44,19 +44,11 @@ describe('stream publications batched per turn (standalone)', () => {
   });
 
   const retention = { size: 100, ttlSeconds: 60 };
-  const record = (message: string): LogRecord => ({
-    id: message,
-    channel: 'room',
-    protocol: 'v3',
-    source: 'api',
-    message,
-    timestamp: '2026-01-01T00:00:00.000Z',
-  });
   const publishLogged = (topic: Topic, body: string) =>
     broker.publish(
       { topic, body, origin: 'n1', source: 'api' },
       retention,
-      log.ridingAppend(topic.key, record(body)),
+      log.ridingAppend(topic.key, apiLogRecord(body)),
     );
   const scriptCalls = async (): Promise<number> => {
     const stats = await (clients.command as Redis).info('commandstats');
