@@ -8,13 +8,16 @@ import { WEBHOOK_STREAM_MAX, webhookLease, webhookRead } from './webhook-scripts
 /** The consumer group of every key's event stream. */
 const GROUP = 'dispatch';
 
-/** `webhookRead`'s reply, {id, event JSON…}, as queued events. */
+/** `webhookRead`'s reply, {ids separated by spaces, event JSON texts separated by newlines}. */
 function toQueued(reply: unknown): QueuedEvent[] {
-  const flat = reply as string[];
-  const out: QueuedEvent[] = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) {
-    const id = flat[i]!;
-    out.push({ id, storedAt: Number(id.slice(0, id.indexOf('-'))), json: flat[i + 1]! });
+  const [ids, events] = reply as [string, string];
+  if (!ids) return [];
+  const idList = ids.split(' ');
+  const jsons = events.split('\n');
+  const out: QueuedEvent[] = new Array(idList.length);
+  for (let i = 0; i < idList.length; i++) {
+    const id = idList[i]!;
+    out[i] = { id, storedAt: Number(id.slice(0, id.indexOf('-'))), json: jsons[i]! };
   }
   return out;
 }
@@ -61,7 +64,11 @@ export class RedisWebhookQueue implements WebhookQueue {
     acknowledge: readonly string[] = [],
   ): Promise<QueuedEvent[]> {
     const reply = await guard(this.client, () =>
-      webhookRead.run(this.client, [this.keys.webhookEvents(key)], [GROUP, consumer, max, ...acknowledge]),
+      webhookRead.run(
+        this.client,
+        [this.keys.webhookEvents(key)],
+        [GROUP, consumer, max, acknowledge.join(' ')],
+      ),
     );
     return toQueued(reply);
   }
@@ -70,7 +77,7 @@ export class RedisWebhookQueue implements WebhookQueue {
     if (ids.length === 0) return;
     // One script call (one slot), so an acknowledged entry is never left counted in the depth.
     await guard(this.client, () =>
-      webhookRead.run(this.client, [this.keys.webhookEvents(key)], [GROUP, '', 0, ...ids]),
+      webhookRead.run(this.client, [this.keys.webhookEvents(key)], [GROUP, '', 0, ids.join(' ')]),
     );
   }
 

@@ -153,6 +153,30 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
       ]);
     });
 
+    it('gives back event texts exactly, whatever their data holds', async () => {
+      await enable({ url: 'http://example.test/hook', events: ['client_event'] });
+      const data = { text: 'two words\nand a line break, "quotes", tabs\t, ünïcödé 🙂 and  spaces ' };
+      for (const socket_id of ['a/1', 'a/2'])
+        await ports.webhooks.append(key, {
+          name: 'client_event',
+          channel: 'room',
+          event: 'say',
+          data,
+          socket_id,
+        });
+      const batch = await ports.webhooks.next(key, 'test', 100);
+      expect(batch.map((e) => JSON.parse(e.json) as WebhookEvent)).toEqual(
+        ['a/1', 'a/2'].map((socket_id) => ({
+          name: 'client_event',
+          channel: 'room',
+          event: 'say',
+          data,
+          socket_id,
+        })),
+      );
+      expect(new Set(batch.map((e) => e.id)).size).toBe(2);
+    });
+
     it('gives an unacknowledged batch back whole, to any consumer, until it is acknowledged', async () => {
       await enable({ url: 'http://example.test/hook' });
       for (const channel of ['c1', 'c2', 'c3']) await ports.counts.increment('node-a', key, channel);
