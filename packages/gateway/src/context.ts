@@ -9,6 +9,7 @@ import type { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
 import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './history/streams';
 import type { SlowConsumers } from './ws/slow-consumers';
+import type { EarlyJoins } from './ws/early-joins';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -23,6 +24,8 @@ export interface GatewayContext {
   readonly streams: Streams;
   /** Checks the sockets of topics delivered to for the slow-consumer limit. */
   readonly slowConsumers: SlowConsumers;
+  /** Presence joins of connections still being admitted. */
+  readonly earlyJoins: EarlyJoins;
   readonly keys: KeyCache;
   readonly recovery: Recovery;
   readonly meters: Meters;

@@ -3,6 +3,7 @@ import type { Config, ControlCommand, DispatcherTiming, Engine, Logger, Metrics 
 import { bodyTooLarge, createApiHandler } from './api/router';
 import { Membership } from './cluster/membership';
 import { Recovery } from './cluster/recovery';
+import { EarlyJoins } from './ws/early-joins';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
@@ -73,6 +74,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       return streams;
     },
     slowConsumers: new SlowConsumers(registry, () => config.limits.slowConsumerBytes),
+    earlyJoins: new EarlyJoins(),
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),
     addresses: new ClientAddresses(config.trustedProxies),

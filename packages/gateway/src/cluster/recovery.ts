@@ -144,6 +144,8 @@ export class Recovery {
 
   /** Whether an open connection of this node is present at `place` (a leave in flight is not). */
   private isOpen({ topic, connId }: EntryPlace): boolean {
+    // A connection still being admitted has its entry before its socket (`EarlyJoins`).
+    if (this.ctx.earlyJoins.holds(connId, (sub) => topicKey(sub.topic) === topicKey(topic))) return true;
     const state = this.ctx.registry.byId(connId);
     if (!state || state.closed) return false;
     const sub = state.subs.get(topic.channel);

@@ -1,4 +1,4 @@
-import type { LeaveResult, Topic } from '@switchboard/core';
+import type { JoinResult, LeaveResult, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { memberOf } from './connection';
 import type { ConnectionState, Subscription } from './connection';
@@ -12,33 +12,62 @@ import { sendTo } from './send';
  */
 export const activityNow = (): number => performance.timeOrigin + performance.now();
 
+/** Writes `sub`'s presence entry and reads what the joiner is sent: the list, or the roster for V3. */
+export function writeJoin(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  sub: Subscription,
+  now: number,
+): Promise<JoinResult> {
+  return ctx.engine.presence.join(
+    sub.topic,
+    { connId: state.id, nodeId: ctx.nodeId, member: memberOf(sub) },
+    now,
+    { of: sub.topic.protocol === 'v3' ? 'entries' : 'identities', limit: ctx.config.limits.rosterLimit },
+  );
+}
+
 /**
  * Presence (docs/protocol.md). V3: full rosters (the `ROSTER_LIMIT` most recently active) in every event,
  * one event per connection. V4: deltas, one `member_joined`/`member_left` per identity (a user
  * with several connections joins once and leaves once).
+ *
+ * A new connection's primary subscription was usually joined during admission (`EarlyJoins`):
+ * then its list is sent and its arrival announced here at once, inside the socket's `open`.
  */
-export async function joinPresence(
+export function joinPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
+  const early = ctx.earlyJoins.take(state, sub);
+  if (early && 'joined' in early) {
+    announceJoin(ctx, state, sub, early.joined, early.now);
+    return Promise.resolve();
+  }
+  return joinNow(ctx, state, sub);
+}
+
+async function joinNow(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
+  const now = activityNow();
+  const joined = await writeJoin(ctx, state, sub, now);
+  if (state.closed || state.subs.get(sub.channel) !== sub) {
+    // Closed or unsubscribed while the join was in flight: the leave already ran and found nothing.
+    sub.touchedAt = now;
+    await ctx.engine.presence.leave(sub.topic, state.id);
+    return;
+  }
+  announceJoin(ctx, state, sub, joined, now);
+}
+
+/** Sends the joiner its list (when it has a socket) and tells the channel who arrived. */
+function announceJoin(
   ctx: GatewayContext,
   state: ConnectionState,
   sub: Subscription,
-): Promise<void> {
-  const { presence } = ctx.engine;
-  const now = activityNow();
-  const v3 = sub.topic.protocol === 'v3';
-  const limit = ctx.config.limits.rosterLimit;
-  const member = memberOf(sub);
-  const joined = await presence.join(sub.topic, { connId: state.id, nodeId: ctx.nodeId, member }, now, {
-    of: v3 ? 'entries' : 'identities',
-    limit,
-  });
+  joined: JoinResult,
+  now: number,
+): void {
   sub.touchedAt = now;
-  if (state.closed || state.subs.get(sub.channel) !== sub) {
-    // Closed or unsubscribed while the join was in flight: the leave already ran and found nothing.
-    await presence.leave(sub.topic, state.id);
-    return;
-  }
+  const member = memberOf(sub);
   const { members, total } = joined.listed ?? { members: [], total: 0 };
-  if (v3) {
+  if (sub.topic.protocol === 'v3') {
     sendTo(ctx, state, JSON.stringify({ event: 'system:member_list', data: { members } }));
     const joinedEvent = JSON.stringify({
       event: 'system:member_joined',
@@ -61,6 +90,35 @@ export async function joinPresence(
     });
     void publishToChannel(ctx, sub.topic, event, { stampable: true });
   }
+}
+
+/**
+ * Joins a new connection's primary subscription during admission, when it has presence (and no
+ * recovery, whose history read must come first): `EarlyJoins`.
+ */
+export function joinEarly(ctx: GatewayContext, state: ConnectionState): Promise<void> | undefined {
+  const sub = state.subs.get(state.primary);
+  if (!sub?.presence || sub.recover || ctx.status.draining) return undefined;
+  const now = activityNow();
+  return ctx.earlyJoins.start(state, sub, now, writeJoin(ctx, state, sub, now), (error) =>
+    ctx.logger.debug({ err: error }, 'presence join before the upgrade failed; joining at open'),
+  );
+}
+
+/**
+ * A connection whose upgrade was abandoned (the client went away) after its early join: it is
+ * announced and then left, as a socket that opened and closed at once would be, so the channel's
+ * events stay consistent (another tab of the same user may have joined after it, unannounced).
+ */
+export function abandonEarlyJoin(ctx: GatewayContext, state: ConnectionState): void {
+  const early = ctx.earlyJoins.abandon(state);
+  // While the node drains, its presence is removed wholesale, this entry with it.
+  if (!early || ctx.status.draining) return;
+  announceJoin(ctx, state, early.sub, early.joined, early.now);
+  leavePresence(ctx, state.id, early.sub).catch((error: unknown) => {
+    ctx.logger.warn({ err: error }, "presence leave failed; this node's share is rewritten to the engine");
+    ctx.recovery.repairSoon();
+  });
 }
 
 export async function leavePresence(ctx: GatewayContext, connId: string, sub: Subscription): Promise<void> {

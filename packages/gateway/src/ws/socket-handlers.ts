@@ -8,6 +8,7 @@ import { isRejection } from './connection';
 import type { SocketData } from './connection';
 import { BOOT_FRAME, errorFrame } from './frames';
 import { closeConnection, sendTo } from './send';
+import { abandonEarlyJoin, joinEarly } from './presence-events';
 import { HISTORY_UNAVAILABLE } from '../history/streams';
 
 /** The WebSocket lifecycle: admission at upgrade, channel entry at open, cleanup at close. */
@@ -18,10 +19,19 @@ export function createSocketHandlers(
     if (isRejection(data)) return;
     for (const sub of data.subs.values()) ctx.subscriptions.release(sub.topic);
     releaseSocket(ctx, data);
+    abandonEarlyJoin(ctx, data);
+  };
+  /** Admitted with presence: the upgrade completes once the join is answered (`EarlyJoins`). */
+  const joinAdmitted = (data: SocketData | null): SocketData | null | Promise<SocketData | null> => {
+    if (!data || isRejection(data)) return data;
+    return joinEarly(ctx, data)?.then(() => data) ?? data;
   };
 
   return {
-    upgrade: (request) => admit(ctx, request),
+    upgrade: (request) => {
+      const admitted = admit(ctx, request);
+      return admitted instanceof Promise ? admitted.then(joinAdmitted) : joinAdmitted(admitted);
+    },
     refuseUpgrade: (request) => {
       if (!ctx.connectionRate.limited) return undefined;
       const text = ctx.connectionRate.take(ctx.addresses.of(request.remoteAddress(), request.forwardedFor));
@@ -41,6 +51,8 @@ export function createSocketHandlers(
       ctx.registry.add(state);
       ctx.meters.connections[state.protocol].inc();
       if (ctx.status.draining) {
+        // The drain removes this node's presence wholesale, an early join's entry with it.
+        ctx.earlyJoins.abandon(state);
         closeConnection(state, 'SERVER_DRAINING');
         return;
       }
