@@ -1,6 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
+import { UPGRADE_LOST } from '@switchboard/gateway';
 import { startSwitchboardProcess } from '@switchboard/testing';
+import type { SwitchboardProcess } from '@switchboard/testing';
 import { BalancedCluster, request, Waiters, within } from './support/balanced-cluster';
 
 /**
@@ -157,6 +159,14 @@ class SdkClient {
 
 const fleet = new Fleet();
 
+function parseLog(line: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
 function tickOf(text: string): number | undefined {
   try {
     const frame = JSON.parse(text) as { event?: string; data?: { seq?: unknown } } | null;
@@ -311,6 +321,7 @@ it('restarts the three gateways one by one behind HAProxy: clients reconnect by 
   );
 
   const report: string[] = [];
+  const gateways: SwitchboardProcess[] = NODE_NAMES.map((name) => cluster!.nodes.get(name)!);
   for (const name of NODE_NAMES) {
     const old = cluster!.nodes.get(name)!;
     const onIt = (await cluster!.server(name)).sessions;
@@ -338,6 +349,7 @@ it('restarts the three gateways one by one behind HAProxy: clients reconnect by 
     await cluster!.waitUntilOutOfRotation(name);
     const restartAt = Date.now();
     await cluster!.startGateway(name);
+    gateways.push(cluster!.nodes.get(name)!);
     await cluster!.waitUntilInRotation(name);
     const rotationMs = Date.now() - restartAt;
 
@@ -397,11 +409,21 @@ it('restarts the three gateways one by one behind HAProxy: clients reconnect by 
   expect(missed()).toEqual([]);
   expect(failedPublishes).toEqual([]);
   expect(fleet.clients.flatMap((client) => client.finalCloses)).toEqual([]);
-  // Every client was moved at least once, only ever by a drain (4000).
+  // Every client was moved at least once, only ever by a drain (4000), or, right after its
+  // upgrade, by the uWebSockets.js 20.30 bug the gateway reported (docs/architecture.md,
+  // "Upgrades that wait"): any other close fails the test.
+  const lost = new Set(
+    gateways.flatMap((gateway) =>
+      gateway.lines.flatMap((line) => {
+        const log = parseLog(line);
+        return log?.['msg'] === UPGRADE_LOST ? [String(log['uuid'])] : [];
+      }),
+    ),
+  );
   for (const client of fleet.clients) {
     expect(client.sessions.length).toBeGreaterThan(1);
     expect(client.sessions.slice(0, -1).map((s) => s.closeCode)).toEqual(
-      client.sessions.slice(0, -1).map(() => 4000),
+      client.sessions.slice(0, -1).map((s) => (s.closeCode === 1006 && lost.has(s.uuid) ? 1006 : 4000)),
     );
   }
   await expectRegistryMatchesClients('at the end');
@@ -410,6 +432,7 @@ it('restarts the three gateways one by one behind HAProxy: clients reconnect by 
   process.stdout.write(
     `rolling restart behind HAProxy, ${fleet.clients.length} clients, ${lastSeq} ticks published:\n  ` +
       `${report.join('\n  ')}\n  reconnect attempts that failed before open: ${failedAttempts.length}` +
-      `${failedAttempts.length ? ` (${[...new Set(failedAttempts)].join('; ')})` : ''}\n`,
+      `${failedAttempts.length ? ` (${[...new Set(failedAttempts)].join('; ')})` : ''}` +
+      `\n  sockets lost right after their upgrade (uWebSockets.js 20.30): ${lost.size}\n`,
   );
 });

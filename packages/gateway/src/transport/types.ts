@@ -72,6 +72,12 @@ export interface TransportHandlers<T> {
   refuseUpgrade(request: UpgradeRequest): HttpReply | undefined;
   /** The client went away while `upgrade` was pending; undo what admission acquired. */
   upgradeAborted(data: T): void;
+  /**
+   * The transport lost the socket of an upgrade decided late, right after it was made and before
+   * `open` (a bug of uWebSockets.js 20.30, docs/architecture.md, "Upgrades that wait"): the client
+   * saw the upgrade, then a 1006 close, and reconnects. Undo what admission acquired.
+   */
+  upgradeLost(data: T): void;
   /** `data` is what `upgrade` decided for the connection, in every callback of it. */
   open(conn: Conn, data: T): void;
   message(conn: Conn, data: T, message: ArrayBuffer, isBinary: boolean): void;

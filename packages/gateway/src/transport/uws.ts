@@ -66,6 +66,41 @@ interface Carrier<T> {
 export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: TransportOptions): Transport {
   const app = uWS.App();
   let listenSocket: uWS.us_listen_socket | undefined;
+  /** The upgrade being completed by `upgradeLate`, while its `res.cork` runs. */
+  let late: { ws: uWS.WebSocket<Carrier<T>> | undefined; closed: boolean } | undefined;
+
+  /**
+   * Completes an upgrade decided after uWS's upgrade handler returned. It has to go through
+   * `res.cork`, and uWebSockets.js 20.30's `cork` can close the new socket right after its `open`:
+   * upgrading shrinks the socket's memory in place, and `cork` then reads the HTTP response's
+   * "connection: close" flag from memory the WebSocket no longer owns (fixed upstream in
+   * uWebSockets fe7c01a; docs/architecture.md, "Upgrades that wait"). Whatever is allocated
+   * between the two can land there, so nothing of the gateway's runs inside that `cork`: the
+   * socket's `open` is held until it returned and then runs in the socket's own cork. A socket
+   * the bug closed never reaches `open` and is released as an abandoned upgrade.
+   */
+  const upgradeLate = (
+    res: Response,
+    data: T,
+    key: string,
+    protocol: string,
+    extensions: string,
+    context: uWS.us_socket_context_t,
+  ): void => {
+    const upgrading: NonNullable<typeof late> = { ws: undefined, closed: false };
+    late = upgrading;
+    try {
+      res.cork(() => res.upgrade<Carrier<T>>({ data }, key, protocol, extensions, context));
+    } finally {
+      late = undefined;
+    }
+    const ws = upgrading.ws;
+    if (!ws || upgrading.closed) {
+      handlers.upgradeLost(data);
+      return;
+    }
+    ws.cork(() => handlers.open(ws as unknown as Conn, data));
+  };
 
   app.ws<Carrier<T>>('/*', {
     maxPayloadLength: options.maxFrameBytes,
@@ -114,7 +149,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
             return;
           }
           if (data === null) writeReply(res, NO_ENDPOINT);
-          else res.cork(() => res.upgrade<Carrier<T>>({ data }, key, protocol, extensions, context));
+          else upgradeLate(res, data, key, protocol, extensions, context);
         },
         () => {
           if (!aborted)
@@ -125,11 +160,17 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         },
       );
     },
-    open: (ws) => handlers.open(ws as unknown as Conn, ws.getUserData().data),
+    open: (ws) => {
+      if (late) late.ws = ws;
+      else handlers.open(ws as unknown as Conn, ws.getUserData().data);
+    },
     message: (ws, message, isBinary) =>
       handlers.message(ws as unknown as Conn, ws.getUserData().data, message, isBinary),
     drain: (ws) => handlers.drain(ws as unknown as Conn, ws.getUserData().data),
-    close: (ws, code) => handlers.close(ws as unknown as Conn, ws.getUserData().data, code),
+    close: (ws, code) => {
+      if (late && late.ws === ws) late.closed = true;
+      else handlers.close(ws as unknown as Conn, ws.getUserData().data, code);
+    },
   });
 
   app.any('/*', (rawRes, req) => {

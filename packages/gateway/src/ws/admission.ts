@@ -62,6 +62,7 @@ export function buildSubscription(
     presence: identity.presence,
     recover: identity.recover,
     touchedAt: 0,
+    joining: undefined,
   };
 }
 

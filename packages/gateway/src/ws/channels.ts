@@ -106,5 +106,8 @@ export function leaveChannel(ctx: GatewayContext, state: ConnectionState, sub: S
   ctx.subscriptions.release(sub.topic);
   if (ctx.status.draining) return;
   ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).decrement);
-  if (sub.presence) leavePresence(ctx, state.id, sub).catch(failures(ctx).leave);
+  if (!sub.presence) return;
+  // A join still in flight is announced first; the leave follows it (`joinPresence`).
+  const leave = (): Promise<void> => leavePresence(ctx, state.id, sub);
+  (sub.joining ? sub.joining.then(leave, leave) : leave()).catch(failures(ctx).leave);
 }

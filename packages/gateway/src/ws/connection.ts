@@ -25,6 +25,8 @@ export interface Subscription {
   readonly recover: boolean;
   /** Last time activity was written to the presence store (writes are debounced). */
   touchedAt: number;
+  /** The presence join in flight, which a leave waits for (`joinPresence`). */
+  joining: Promise<unknown> | undefined;
 }
 
 /** Per-socket state, stored as the uWS user data (no wrapper objects per connection). */

@@ -2,11 +2,11 @@ import type { ConnId, JoinResult } from '@switchboard/core';
 import type { ConnectionState, Subscription } from './connection';
 
 /**
- * Presence joins of new connections, made during admission, before the upgrade completes
- * (docs/architecture.md, "Presence joins before the upgrade"). The socket then opens with its
- * join already answered: its member list goes out in the same write as the `101` response
- * instead of a send of its own once the engine answers, the larger part of a join's cost on the
- * gateway.
+ * Presence joins of new connections, issued during admission (docs/architecture.md, "Presence
+ * joins start at admission"). The join's round trip to the engine overlaps the rest of the
+ * socket's opening, and the joins of every upgrade handled in one event-loop turn go to the
+ * engine together. The upgrade never waits for the join: the socket's `open` takes it over and
+ * sends the member list once it is answered.
  *
  * An entry lives from the moment the join is issued until the socket opens (`take`) or its
  * upgrade is abandoned (`abandon`): while it does, the connection counts as present for the
@@ -16,8 +16,8 @@ export class EarlyJoins {
   private readonly joins = new Map<ConnId, EarlyJoin>();
 
   /**
-   * Records a join in flight for `state`'s primary subscription. Resolves once `joined` settled,
-   * never rejects: a failure goes to `failed` and the socket joins again when it opens.
+   * Records a join in flight for `state`'s primary subscription. A failure goes to `failed` and
+   * settles the join as `undefined`: the socket joins again when it opens.
    */
   start(
     state: ConnectionState,
@@ -25,12 +25,15 @@ export class EarlyJoins {
     now: number,
     joined: Promise<JoinResult>,
     failed: (error: unknown) => void,
-  ): Promise<void> {
-    const early: EarlyJoin = { sub, now, result: undefined };
-    this.joins.set(state.id, early);
-    return joined.then((result) => {
-      early.result = result;
-    }, failed);
+  ): void {
+    const settled = joined.then(
+      (result): JoinResult | undefined => result,
+      (error: unknown) => {
+        failed(error);
+        return undefined;
+      },
+    );
+    this.joins.set(state.id, { sub, now, settled });
   }
 
   /** Connections between their early join and their socket's open (or abandon). */
@@ -45,30 +48,28 @@ export class EarlyJoins {
   }
 
   /**
-   * The early join of `sub` (its connection's primary subscription), removed: the answer, or
-   * `failed` when the engine did not answer (the caller joins again). `undefined` when there was
-   * none.
+   * The early join of `sub` (its connection's primary subscription), removed: it settles with the
+   * engine's answer, or `undefined` when the engine did not answer (the caller joins again).
+   * `undefined` when there was none.
    */
-  take(state: ConnectionState, sub: Subscription): EarlyJoinOutcome | undefined {
+  take(state: ConnectionState, sub: Subscription): EarlyJoin | undefined {
     const early = this.joins.get(state.id);
     if (!early || early.sub !== sub) return undefined;
     this.joins.delete(state.id);
-    return early.result ? { joined: early.result, now: early.now } : { failed: true };
+    return early;
   }
 
-  /** Removes the entry of a connection that never opened; its answer, when there was one. */
-  abandon(state: ConnectionState): { sub: Subscription; joined: JoinResult; now: number } | undefined {
+  /** Removes the entry of a connection that never opened. */
+  abandon(state: ConnectionState): EarlyJoin | undefined {
     const early = this.joins.get(state.id);
-    if (!early) return undefined;
-    this.joins.delete(state.id);
-    return early.result ? { sub: early.sub, joined: early.result, now: early.now } : undefined;
+    if (early) this.joins.delete(state.id);
+    return early;
   }
 }
 
-interface EarlyJoin {
+export interface EarlyJoin {
   readonly sub: Subscription;
+  /** The activity time the join was written with. */
   readonly now: number;
-  result: JoinResult | undefined;
+  readonly settled: Promise<JoinResult | undefined>;
 }
-
-export type EarlyJoinOutcome = { joined: JoinResult; now: number } | { failed: true };

@@ -33,27 +33,29 @@ export function writeJoin(
  * with several connections joins once and leaves once).
  *
  * A new connection's primary subscription was usually joined during admission (`EarlyJoins`):
- * then its list is sent and its arrival announced here at once, inside the socket's `open`.
+ * its join is taken over here, else written now. Once answered, the joiner gets its list and the
+ * channel hears of its arrival, even when it closed meanwhile: its leave (`leaveChannel`) waits
+ * for the join (`sub.joining`) and follows it, so the channel's events stay consistent.
  */
 export function joinPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
   const early = ctx.earlyJoins.take(state, sub);
-  if (early && 'joined' in early) {
-    announceJoin(ctx, state, sub, early.joined, early.now);
-    return Promise.resolve();
-  }
-  return joinNow(ctx, state, sub);
+  const joining = early
+    ? early.settled.then((joined) => (joined ? { joined, now: early.now } : joinNow(ctx, state, sub)))
+    : joinNow(ctx, state, sub);
+  sub.joining = joining;
+  return joining.then(({ joined, now }) => {
+    if (sub.joining === joining) sub.joining = undefined;
+    announceJoin(ctx, state, sub, joined, now);
+  });
 }
 
-async function joinNow(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
+function joinNow(
+  ctx: GatewayContext,
+  state: ConnectionState,
+  sub: Subscription,
+): Promise<{ joined: JoinResult; now: number }> {
   const now = activityNow();
-  const joined = await writeJoin(ctx, state, sub, now);
-  if (state.closed || state.subs.get(sub.channel) !== sub) {
-    // Closed or unsubscribed while the join was in flight: the leave already ran and found nothing.
-    sub.touchedAt = now;
-    await ctx.engine.presence.leave(sub.topic, state.id);
-    return;
-  }
-  announceJoin(ctx, state, sub, joined, now);
+  return writeJoin(ctx, state, sub, now).then((joined) => ({ joined, now }));
 }
 
 /** Sends the joiner its list (when it has a socket) and tells the channel who arrived. */
@@ -94,30 +96,34 @@ function announceJoin(
 
 /**
  * Joins a new connection's primary subscription during admission, when it has presence (and no
- * recovery, whose history read must come first): `EarlyJoins`.
+ * recovery, whose history read must come first): `EarlyJoins`. The upgrade does not wait for it.
  */
-export function joinEarly(ctx: GatewayContext, state: ConnectionState): Promise<void> | undefined {
+export function joinEarly(ctx: GatewayContext, state: ConnectionState): void {
   const sub = state.subs.get(state.primary);
-  if (!sub?.presence || sub.recover || ctx.status.draining) return undefined;
+  if (!sub?.presence || sub.recover || ctx.status.draining) return;
   const now = activityNow();
-  return ctx.earlyJoins.start(state, sub, now, writeJoin(ctx, state, sub, now), (error) =>
-    ctx.logger.debug({ err: error }, 'presence join before the upgrade failed; joining at open'),
+  ctx.earlyJoins.start(state, sub, now, writeJoin(ctx, state, sub, now), (error) =>
+    ctx.logger.debug({ err: error }, 'presence join during admission failed; joining at open'),
   );
 }
 
 /**
- * A connection whose upgrade was abandoned (the client went away) after its early join: it is
- * announced and then left, as a socket that opened and closed at once would be, so the channel's
- * events stay consistent (another tab of the same user may have joined after it, unannounced).
+ * A connection whose upgrade was abandoned (the client went away) after its early join: once
+ * the join is answered it is announced and then left, as a socket that opened and closed at once
+ * would be, so the channel's events stay consistent (another tab of the same user may have joined
+ * after it, unannounced).
  */
 export function abandonEarlyJoin(ctx: GatewayContext, state: ConnectionState): void {
   const early = ctx.earlyJoins.abandon(state);
-  // While the node drains, its presence is removed wholesale, this entry with it.
-  if (!early || ctx.status.draining) return;
-  announceJoin(ctx, state, early.sub, early.joined, early.now);
-  leavePresence(ctx, state.id, early.sub).catch((error: unknown) => {
-    ctx.logger.warn({ err: error }, "presence leave failed; this node's share is rewritten to the engine");
-    ctx.recovery.repairSoon();
+  if (!early) return;
+  void early.settled.then((joined) => {
+    // While the node drains, its presence is removed wholesale, this entry with it.
+    if (!joined || ctx.status.draining) return;
+    announceJoin(ctx, state, early.sub, joined, early.now);
+    leavePresence(ctx, state.id, early.sub).catch((error: unknown) => {
+      ctx.logger.warn({ err: error }, "presence leave failed; this node's share is rewritten to the engine");
+      ctx.recovery.repairSoon();
+    });
   });
 }
 

@@ -11,6 +11,9 @@ import { closeConnection, sendTo } from './send';
 import { abandonEarlyJoin, joinEarly } from './presence-events';
 import { HISTORY_UNAVAILABLE } from '../history/streams';
 
+/** Logged for a socket the transport lost right after its upgrade (`upgradeLost`). */
+export const UPGRADE_LOST = 'socket closed by uWebSockets.js right after its upgrade; the client reconnects';
+
 /** The WebSocket lifecycle: admission at upgrade, channel entry at open, cleanup at close. */
 export function createSocketHandlers(
   ctx: GatewayContext,
@@ -21,10 +24,15 @@ export function createSocketHandlers(
     releaseSocket(ctx, data);
     abandonEarlyJoin(ctx, data);
   };
-  /** Admitted with presence: the upgrade completes once the join is answered (`EarlyJoins`). */
-  const joinAdmitted = (data: SocketData | null): SocketData | null | Promise<SocketData | null> => {
-    if (!data || isRejection(data)) return data;
-    return joinEarly(ctx, data)?.then(() => data) ?? data;
+  /**
+   * Admitted with presence: its join starts now (`EarlyJoins`) and the upgrade goes on without
+   * waiting for it. An upgrade that waits goes through `res.cork` in uWebSockets.js 20.30, which
+   * can close the new socket right after its `open` (docs/architecture.md, "Upgrades that wait"):
+   * admission decided at once keeps it synchronous.
+   */
+  const joinAdmitted = (data: SocketData | null): SocketData | null => {
+    if (data && !isRejection(data)) joinEarly(ctx, data);
+    return data;
   };
 
   return {
@@ -38,6 +46,14 @@ export function createSocketHandlers(
       return text === undefined ? undefined : ctx.connectionRate.refusalReply;
     },
     upgradeAborted: releaseAdmitted,
+    upgradeLost: (data) => {
+      const sub = isRejection(data) ? undefined : data.subs.get(data.primary);
+      ctx.logger.warn(
+        { connId: isRejection(data) ? undefined : data.id, channel: sub?.channel, uuid: sub?.uuid },
+        UPGRADE_LOST,
+      );
+      releaseAdmitted(data);
+    },
 
     open(conn: Conn, data: SocketData) {
       if (isRejection(data)) {
