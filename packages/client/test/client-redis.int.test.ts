@@ -99,7 +99,6 @@ describe('across two gateways on Redis', () => {
         channel.on('n', (data) => list.push(data as number));
         return list;
       });
-      const recovered = channels.map((channel) => nextEvent(channel, 'recovered'));
       await waitUntil(() => channels.every((channel) => channel.epoch !== undefined), 5000, 'positions');
       let n = 0;
       const publishRound = async (node: TestGateway): Promise<void> => {
@@ -107,11 +106,18 @@ describe('across two gateways on Redis', () => {
         for (const channel of channels) await publish(node, channel.name, { event: 'n', data: n });
       };
       for (let i = 0; i < 3; i++) await publishRound(a);
+      // Timed from the drain, which is what makes the channels resume.
+      const recovered = Promise.all(channels.map((channel) => nextEvent(channel, 'recovered')));
       const draining = doomed.gateway.drain();
-      // Publications keep coming through the other nodes until every channel has resumed.
-      let resumed = false;
-      void Promise.all(recovered).then(() => (resumed = true));
-      while (!resumed) await publishRound(b);
+      // Publications keep coming through the other nodes until every channel has resumed (or
+      // one did not in time: the await below reports it).
+      let settled = false;
+      void recovered.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      while (!settled) await publishRound(b);
+      await recovered;
       for (let i = 0; i < 3; i++) await publishRound(a);
       await draining;
       await waitUntil(() => seen.every((list) => list.length === n), 10_000, 'every publication');
