@@ -77,7 +77,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
    * uWebSockets fe7c01a; docs/architecture.md, "Upgrades that wait"). Whatever is allocated
    * between the two can land there, so nothing of the gateway's runs inside that `cork`: the
    * socket's `open` is held until it returned and then runs in the socket's own cork. A socket
-   * the bug closed never reaches `open` and is released as an abandoned upgrade.
+   * the bug closed never reaches `open`: it goes to `upgradeLost` instead.
    */
   const upgradeLate = (
     res: Response,
