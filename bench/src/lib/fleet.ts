@@ -62,6 +62,8 @@ export interface ConnectSummary {
 
 export interface DeliveryStats extends Percentiles {
   received: number;
+  /** Subscriber sockets closed since they connected (a loss is theirs when this is not 0). */
+  down: number;
   /** Latency of the first and last quarter of the step's publishes. */
   early: Percentiles;
   late: Percentiles;
@@ -136,13 +138,15 @@ export class ClientFleet {
     const early = new Float64Array(BUCKETS);
     const late = new Float64Array(BUCKETS);
     let received = 0;
+    let down = 0;
     for (const { stats } of replies) {
       received += stats.received;
+      down += stats.down;
       mergeSparse(hist, stats.hist);
       mergeSparse(early, stats.early);
       mergeSparse(late, stats.late);
     }
-    return { received, ...percentiles(hist), early: percentiles(early), late: percentiles(late) };
+    return { received, down, ...percentiles(hist), early: percentiles(early), late: percentiles(late) };
   }
 
   async closeAll(): Promise<void> {

@@ -98,7 +98,11 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
   };
   const loss = expected > 0 ? Math.max(0, 1 - stats.received / expected) : 0;
   const reasons: string[] = [];
-  if (loss > 0) reasons.push(`loss ${(loss * 100).toFixed(3)}%`);
+  if (loss > 0)
+    reasons.push(
+      `loss ${(loss * 100).toFixed(3)}%` +
+        (stats.down > 0 ? ` (${stats.down} subscriber sockets were closed by the server)` : ''),
+    );
   if (result.failed > 0)
     reasons.push(
       `${result.failed} publishes failed${result.firstError ? ` (${result.firstError.slice(0, 80)})` : ''}`,

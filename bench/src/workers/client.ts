@@ -38,6 +38,8 @@ export interface StatsReport {
   received: number;
   other: number;
   closed: number;
+  /** Sockets opened by `connect` and closed since (by the server: the harness closes none meanwhile). */
+  down: number;
   hist: [number, number][];
   /** Latencies of the first and the last quarter of the step's publishes (is a queue growing?). */
   early: [number, number][];
@@ -200,6 +202,7 @@ process.on('message', (command: ClientCommand) => {
         received,
         other,
         closed,
+        down: sockets.reduce((n, ws) => (ws.done ? n + 1 : n), 0),
         hist: toSparse(hist),
         early: toSparse(early),
         late: toSparse(late),
