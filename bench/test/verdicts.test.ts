@@ -1,5 +1,6 @@
 import { targets } from '../src/report';
 import type { Results, ThroughputShape } from '../src/run';
+import { lossReason } from '../src/scenarios/load';
 import type { Step } from '../src/scenarios/load';
 import { sustainedMax } from '../src/scenarios/throughput';
 import type { ThroughputCase } from '../src/scenarios/throughput';
@@ -142,5 +143,12 @@ describe('bench: a throughput target', () => {
     const verdict = fanoutVerdict(results);
     expect(verdict.met).toBeUndefined();
     expect(verdict.measured).toMatch(/^not checked at the target rate/);
+  });
+});
+
+describe('bench: a step with loss', () => {
+  it('says how many subscriber sockets the server closed, when any did', () => {
+    expect(lossReason(0.00025, 1)).toBe('loss 0.025% (1 subscriber sockets were closed by the server)');
+    expect(lossReason(0.00025, 0)).toBe('loss 0.025%');
   });
 });

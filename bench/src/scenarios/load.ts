@@ -56,6 +56,15 @@ export function subscriberUrls(system: System, channels: string[], perChannel: n
   return urls;
 }
 
+/**
+ * A step's loss, naming the subscriber sockets the server closed (`down`): their publications
+ * were lost to a visible close, not silently.
+ */
+export function lossReason(loss: number, down: number): string {
+  const closed = down > 0 ? ` (${down} subscriber sockets were closed by the server)` : '';
+  return `loss ${(loss * 100).toFixed(3)}%${closed}`;
+}
+
 export async function step(setup: LoadSetup, rate: number, durationMs: number): Promise<Step> {
   const { fleet, publisher, system } = setup;
   await fleet.reset(Math.round((rate * durationMs) / 1000));
@@ -98,11 +107,7 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
   };
   const loss = expected > 0 ? Math.max(0, 1 - stats.received / expected) : 0;
   const reasons: string[] = [];
-  if (loss > 0)
-    reasons.push(
-      `loss ${(loss * 100).toFixed(3)}%` +
-        (stats.down > 0 ? ` (${stats.down} subscriber sockets were closed by the server)` : ''),
-    );
+  if (loss > 0) reasons.push(lossReason(loss, stats.down));
   if (result.failed > 0)
     reasons.push(
       `${result.failed} publishes failed${result.firstError ? ` (${result.firstError.slice(0, 80)})` : ''}`,

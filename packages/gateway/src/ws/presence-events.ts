@@ -13,7 +13,7 @@ import { sendTo } from './send';
 export const activityNow = (): number => performance.timeOrigin + performance.now();
 
 /** Writes `sub`'s presence entry and reads what the joiner is sent: the list, or the roster for V3. */
-export function writeJoin(
+function writeJoin(
   ctx: GatewayContext,
   state: ConnectionState,
   sub: Subscription,

@@ -47,11 +47,10 @@ export function createSocketHandlers(
     },
     upgradeAborted: releaseAdmitted,
     upgradeLost: (data) => {
-      const sub = isRejection(data) ? undefined : data.subs.get(data.primary);
-      ctx.logger.warn(
-        { connId: isRejection(data) ? undefined : data.id, channel: sub?.channel, uuid: sub?.uuid },
-        UPGRADE_LOST,
-      );
+      const admitted = isRejection(data)
+        ? {}
+        : { connId: data.id, channel: data.primary, uuid: data.subs.get(data.primary)?.uuid };
+      ctx.logger.warn(admitted, UPGRADE_LOST);
       releaseAdmitted(data);
     },
 
