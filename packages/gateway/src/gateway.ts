@@ -73,7 +73,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     get streams(): Streams {
       return streams;
     },
-    slowConsumers: new SlowConsumers(registry, () => config.limits.slowConsumerBytes),
+    slowConsumers: new SlowConsumers(() => config.limits.slowConsumerBytes),
     earlyJoins: new EarlyJoins(),
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),

@@ -100,16 +100,20 @@ export class RedisBroker implements Broker {
    * script makes with the publication (history-scripts.ts), so it is in the log once `publish`
    * resolves, and only if the publication was accepted.
    */
-  async publish(
+  publish(
     publication: Publication,
     retention?: HistoryRetention,
     log?: LogAppend,
   ): Promise<StreamPosition | undefined> {
     const channel = this.keys.fanout(publication.topic);
-    const { command } = this.clients;
+    // Not async: the REST publish path passes this promise on as it is (no extra turns).
     if (retention) return this.publishToStream(publication, retention, channel, log);
-    if (log) throw new Error('a log append rides only with a stream publication');
-    const wire = encodePublication(publication);
+    if (log) return Promise.reject(new Error('a log append rides only with a stream publication'));
+    return this.publishPlain(channel, encodePublication(publication));
+  }
+
+  private async publishPlain(channel: string, wire: string): Promise<undefined> {
+    const { command } = this.clients;
     // Behind the stream publications issued before it, as it would be without batching.
     this.streamPublishes?.flush();
     await guard(command, () =>
@@ -125,14 +129,15 @@ export class RedisBroker implements Broker {
    * publishes, which send the pending batch before themselves. On a cluster the topics of one
    * turn are in different slots: one script per publication.
    */
-  private async publishToStream(
+  private publishToStream(
     publication: Publication,
     retention: HistoryRetention,
     channel: string,
     log: LogAppend | undefined,
   ): Promise<StreamPosition> {
     const { topic } = publication;
-    if (log && this.sharded) throw new Error('a log append cannot ride with a publish on a cluster');
+    if (log && this.sharded)
+      return Promise.reject(new Error('a log append cannot ride with a publish on a cluster'));
     const meta = this.keys.historyMeta(topic);
     const list = this.keys.historyStream(topic);
     const head = publicationHead(publication);
@@ -143,11 +148,10 @@ export class RedisBroker implements Broker {
     }
     const { command } = this.clients;
     const args = [head, tail, size, ttlSeconds, newEpoch(), channel, 'spublish'];
-    const reply = (await guard(command, () => runHistoryPublish(command, [meta, list], args))) as [
-      number,
-      string,
-    ];
-    return { offset: reply[0], epoch: reply[1] };
+    return guard(command, () => runHistoryPublish(command, [meta, list], args)).then((reply) => {
+      const [offset, epoch] = reply as [number, string];
+      return { offset, epoch };
+    });
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {

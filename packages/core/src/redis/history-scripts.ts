@@ -31,8 +31,11 @@ import { LuaScript } from './clients';
  * The log append rides in the script on a standalone server only (the log key is in another
  * slot than the topic's on a cluster): the publish then costs one command, one write and one
  * reply instead of two, and the record is in the log when the publish is answered.
+ *
+ * Exported for the benchmark, whose ceiling server runs this same script to show what storing a
+ * publication costs at the least JavaScript around it (docs/benchmarks.md, "Publish cost").
  */
-const PUBLISH_SOURCE = `
+export const PUBLISH_SOURCE = `
 local e = redis.call('HGET', KEYS[1], 'e')
 if not e then
   e = ARGV[5]

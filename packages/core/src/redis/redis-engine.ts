@@ -1,6 +1,7 @@
 import type { Config } from '../config/load';
 import type { Engine } from '../engine';
 import type { Logger } from '../logger';
+import type { StreamPosition } from '../history/history';
 import { RedisBroker } from './broker-redis';
 import { createRedisClients, onCommandError } from './clients';
 import { RedisConnectionCounts } from './counts-redis';
@@ -64,8 +65,9 @@ export async function createRedisEngine(
     ...(clients.target.kind === 'cluster'
       ? {}
       : {
-          publishLogged: async (publication, retention, key, record) =>
-            (await broker.publish(publication, retention, logs.ridingAppend(key, record)))!,
+          // Passed on as it is: a stream publication always resolves with its position.
+          publishLogged: (publication, retention, key, record) =>
+            broker.publish(publication, retention, logs.ridingAppend(key, record)) as Promise<StreamPosition>,
         }),
     history: new RedisHistory(command, keys, config.history.ttlSeconds),
     presence: new RedisPresenceStore(command, keys),

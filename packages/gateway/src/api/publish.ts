@@ -1,25 +1,52 @@
 import { publishAnswer, publishMessage } from '@switchboard/core';
-import type { Protocol } from '@switchboard/core';
+import type { ApiKeyRecord, Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { deliverLocal } from '../ws/delivery';
 import { takeRestPublish } from './rate-limit';
 import { authenticate, channelField } from './request';
 import type { Body } from './request';
 
-/** `POST /api/publish` (V3) and `POST /api/v4/publish`. */
-export async function publish(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
-  const record = await authenticate(ctx, body);
+/**
+ * `POST /api/publish` (V3) and `POST /api/v4/publish`. Written without `async`: a request whose
+ * key is cached and unlimited reaches the engine in the turn it arrived, and its answer is one
+ * promise step behind the engine's, not one per layer (docs/architecture.md, "What a REST
+ * publish costs").
+ */
+export function publish(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
+  const record = authenticate(ctx, body);
+  if (record instanceof Promise) return record.then((known) => publishAs(ctx, protocol, body, known));
+  return publishAs(ctx, protocol, body, record);
+}
+
+function publishAs(
+  ctx: GatewayContext,
+  protocol: Protocol,
+  body: Body,
+  record: ApiKeyRecord,
+): Promise<object> {
   const channel = channelField(body, true);
   const taking = takeRestPublish(ctx, record);
-  if (taking) await taking;
-  const published = await publishMessage(ctx, {
+  if (taking) return taking.then(() => publishNow(ctx, protocol, body, record, channel));
+  return publishNow(ctx, protocol, body, record, channel);
+}
+
+function publishNow(
+  ctx: GatewayContext,
+  protocol: Protocol,
+  body: Body,
+  record: ApiKeyRecord,
+  channel: string,
+): Promise<object> {
+  const publishing = publishMessage(ctx, {
     record,
     protocol,
     channel,
     message: body['message'],
     origin: ctx.nodeId,
   });
-  ctx.meters.messagesIn[protocol].api.inc();
-  deliverLocal(ctx, published.publication, undefined, true);
-  return publishAnswer(published);
+  return publishing.then((published) => {
+    ctx.meters.messagesIn[protocol].api.inc();
+    deliverLocal(ctx, published.publication, undefined, true);
+    return publishAnswer(published);
+  });
 }

@@ -52,23 +52,33 @@ export function optionalString(body: Body, field: string, maxLength = 1024): str
 /**
  * Credentials in the body (docs/openapi.yaml): 400 when absent or malformed, 401 when wrong. Failures are
  * counted and limited by the router (`authFailures`), which sees the client address.
+ *
+ * The record comes at once, without a promise, when the node has the key cached and the key's
+ * request rate is unlimited (the common request): a promise only when a round trip is needed.
+ * Problems are thrown, at once or as the promise's rejection.
  */
-export async function authenticate(ctx: GatewayContext, body: Body): Promise<ApiKeyRecord> {
+export function authenticate(ctx: GatewayContext, body: Body): ApiKeyRecord | Promise<ApiKeyRecord> {
   const key = body['key'];
   const secret = body['secret'];
   if (key === undefined || key === null || key === '') throw missing('key');
   if (typeof key !== 'string') throw invalid('key', 'must be a string');
   if (secret === undefined || secret === null || secret === '') throw missing('secret');
   if (typeof secret !== 'string') throw invalid('secret', 'must be a string');
-  // A cached answer (known or unknown key) comes without a turn of the microtask queue (`peek`).
   const peeked = isValidApiKey(key) ? ctx.keys.peek(key) : null;
-  const record = peeked !== undefined ? peeked : await ctx.keys.get(key);
+  if (peeked !== undefined) return admitRequest(ctx, peeked, secret);
+  return ctx.keys.get(key).then((record) => admitRequest(ctx, record, secret));
+}
+
+function admitRequest(
+  ctx: GatewayContext,
+  record: ApiKeyRecord | null,
+  secret: string,
+): ApiKeyRecord | Promise<ApiKeyRecord> {
   // Compared even for an unknown key, so the answer's timing does not tell which keys exist.
   const matches = secretMatches(secret, record?.secret ?? UNKNOWN_KEY_SECRET);
   if (!record || !matches) throw new AppError('SB_UNAUTHORIZED');
   const taking = takeApiRequest(ctx, record);
-  if (taking) await taking;
-  return record;
+  return taking ? taking.then(() => record) : record;
 }
 
 /** `channel`, or the SDKs' aliases `channelId` and `roomId`. */

@@ -10,6 +10,7 @@ import { parseBody } from './request';
 import type { Body } from './request';
 
 type Handler = (ctx: GatewayContext, body: Body) => Promise<object>;
+type Answer = HttpReply | Promise<HttpReply>;
 
 const POST_ROUTES: Record<string, Handler> = {
   '/api/publish': (ctx, body) => publish(ctx, 'v3', body),
@@ -64,58 +65,70 @@ export const bodyTooLarge = (limit: number): HttpReply =>
     code: 'SB_PAYLOAD_TOO_LARGE',
   });
 
-/** The cluster API (docs/openapi.yaml) on the gateway port. */
-export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) => Promise<HttpReply> {
-  return async (request) => {
-    const reply = await route(request);
-    ctx.meters.http(ROUTE_NAMES.has(request.path) ? request.path : 'other', reply.status);
-    return reply;
-  };
-
-  async function route(request: HttpRequest): Promise<HttpReply> {
+/**
+ * The cluster API (docs/openapi.yaml) on the gateway port. Written without `async`: a refusal
+ * is answered in the request's own turn, and a handler's answer is one promise step away.
+ */
+export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) => Answer {
+  return (request) => {
     const path =
       request.path.length > 1 && request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
+    const counted = (reply: HttpReply): HttpReply => {
+      ctx.meters.http(ROUTE_NAMES.has(request.path) ? request.path : 'other', reply.status);
+      return reply;
+    };
     const handler = POST_ROUTES[path];
+    if (handler && request.method === 'POST') return authenticated(request, handler, counted);
+    if (path === '/api/live' && (request.method === 'GET' || request.method === 'HEAD'))
+      return counted(json(200, { status: 'alive' }));
+    if (path === '/api/health' && (request.method === 'GET' || request.method === 'HEAD'))
+      return counted(health(ctx));
+    return counted(refused(request, path, !!handler));
+  };
+
+  /** Not found, or a method the path does not allow. */
+  function refused(request: HttpRequest, path: string, isPost: boolean): HttpReply {
     const isHealth = path === '/api/health' || path === '/api/live';
-    if (!handler && !isHealth) {
+    if (!isPost && !isHealth) {
       return errorReply(new AppError('SB_NOT_FOUND', `No such endpoint: ${request.method} ${path}`), ctx);
     }
     const allow = isHealth ? 'GET, HEAD' : 'POST';
-    if (!allow.split(', ').includes(request.method)) {
-      const error = new AppError(
-        'SB_METHOD_NOT_ALLOWED',
-        `${request.method} is not allowed on ${path}; use ${allow}`,
-      );
-      return { ...errorReply(error, ctx), headers: { allow } };
-    }
-    if (path === '/api/live') return json(200, { status: 'alive' });
-    if (isHealth) return health(ctx);
-    try {
-      return json(200, await authenticated(request, handler!));
-    } catch (error) {
-      return errorReply(error, ctx);
-    }
+    const error = new AppError(
+      'SB_METHOD_NOT_ALLOWED',
+      `${request.method} is not allowed on ${path}; use ${allow}`,
+    );
+    return { ...errorReply(error, ctx), headers: { allow } };
   }
 
   /**
    * Runs a handler under the failed-authentication limits: refused (429) while the body's key or
    * the client address is over its limit; a 401 from the handler counts against both.
    */
-  async function authenticated(request: HttpRequest, handler: Handler): Promise<object> {
-    const body = parseBody(request);
-    const key = isValidApiKey(body['key']) ? body['key'] : undefined;
+  function authenticated(
+    request: HttpRequest,
+    handler: Handler,
+    counted: (reply: HttpReply) => HttpReply,
+  ): Answer {
+    let key: string | undefined;
     const address = (): string =>
       ctx.addresses.of(request.remoteAddress(), request.headers['x-forwarded-for']);
-    if (ctx.authFailures.tracking) ctx.authFailures.check(key, address());
-    try {
-      return await handler(ctx, body);
-    } catch (error) {
+    const failed = (error: unknown): HttpReply => {
       if (error instanceof AppError && error.code === 'SB_UNAUTHORIZED') {
         ctx.authFailures.failed(key, address());
         ctx.meters.authFailure();
       }
-      throw error;
+      return counted(errorReply(error, ctx));
+    };
+    let answer: Promise<object>;
+    try {
+      const body = parseBody(request);
+      key = isValidApiKey(body['key']) ? body['key'] : undefined;
+      if (ctx.authFailures.tracking) ctx.authFailures.check(key, address());
+      answer = handler(ctx, body);
+    } catch (error) {
+      return failed(error);
     }
+    return answer.then((value) => counted(json(200, value)), failed);
   }
 }
 

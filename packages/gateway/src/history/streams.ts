@@ -3,7 +3,7 @@ import type { ConnId, HistoryPage, Publication, Topic } from '@switchboard/core'
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from '../ws/connection';
 import { sendTo } from '../ws/send';
-import { localTopicOf, topicKey, v3Topic, v4PrimaryTopic, v4SecondaryTopic } from '../ws/topics';
+import { localTopicOf, topicKey } from '../ws/topics';
 import type { Resume } from './resume';
 import { isObjectPublication, offsetFrame, positionFrame } from './stream-frames';
 import type { PositionReport } from './stream-frames';
@@ -201,32 +201,36 @@ export class Streams {
 
   /** One frame per variant, to the caught-up subscribers' stream topics; the sender excluded unless it asked for its own. */
   private deliver(topic: Topic, publication: Publication): void {
+    const local = this.ctx.registry.local(topic);
+    if (!local) return;
     const { transport } = this.ctx;
     const sender = publication.sender === undefined ? undefined : this.senders.get(publication.sender);
     const via = sender && !sender.notifySelf && sender.conn ? sender.conn : transport;
     const offset = publication.offset ?? 0;
     const isObject = isObjectPublication(publication);
-    this.ctx.slowConsumers.delivered(topic);
-    if (topic.protocol === 'v3') {
-      via.publish(v3Topic(topic, 'stream'), offsetFrame(publication, isObject, offset));
+    const { primary, secondary } = local.names;
+    this.ctx.slowConsumers.delivered(local.sockets);
+    if (!secondary) {
+      via.publish(primary.stream, offsetFrame(publication, isObject, offset));
       return;
     }
-    const primary = v4PrimaryTopic(topic, 'stream');
-    if (transport.numSubscribers(primary) > 0)
-      via.publish(primary, offsetFrame(publication, isObject, offset));
-    const secondary = v4SecondaryTopic(topic, 'stream');
-    if (transport.numSubscribers(secondary) > 0)
-      via.publish(secondary, offsetFrame(publication, isObject, offset, topic.channel));
+    if (transport.numSubscribers(primary.stream) > 0)
+      via.publish(primary.stream, offsetFrame(publication, isObject, offset));
+    if (transport.numSubscribers(secondary.stream) > 0)
+      via.publish(secondary.stream, offsetFrame(publication, isObject, offset, topic.channel));
   }
 
   private announce(topic: Topic, report: PositionReport): void {
+    const local = this.ctx.registry.local(topic);
+    if (!local) return;
     const { transport } = this.ctx;
-    this.ctx.slowConsumers.delivered(topic);
-    if (topic.protocol === 'v3') {
-      transport.publish(v3Topic(topic, 'stream'), positionFrame(topic.channel, report));
+    const { primary, secondary } = local.names;
+    this.ctx.slowConsumers.delivered(local.sockets);
+    if (!secondary) {
+      transport.publish(primary.stream, positionFrame(topic.channel, report));
       return;
     }
-    transport.publish(v4PrimaryTopic(topic, 'stream'), positionFrame(topic.channel, report));
-    transport.publish(v4SecondaryTopic(topic, 'stream'), positionFrame(topic.channel, report, topic.channel));
+    transport.publish(primary.stream, positionFrame(topic.channel, report));
+    transport.publish(secondary.stream, positionFrame(topic.channel, report, topic.channel));
   }
 }

@@ -83,7 +83,8 @@ export interface TransportHandlers<T> {
   message(conn: Conn, data: T, message: ArrayBuffer, isBinary: boolean): void;
   drain(conn: Conn, data: T): void;
   close(conn: Conn, data: T, code: number): void;
-  http(request: HttpRequest): Promise<HttpReply>;
+  /** The reply at once when it needs no wait (it is then written in the request's own turn). */
+  http(request: HttpRequest): HttpReply | Promise<HttpReply>;
   /** The reply for a body over the limit (it is never read in full). */
   bodyTooLarge(): HttpReply;
 }

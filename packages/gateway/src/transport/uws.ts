@@ -196,12 +196,18 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       if (!aborted) writeReply(res, reply);
       aborted = true;
     };
+    const failed = (): void =>
+      respond({ status: 500, body: JSON.stringify({ success: false, error: 'Internal error' }) });
     const dispatch = (body: Buffer): void => {
-      handlers
-        .http({ method, path, query, headers, body, remoteAddress })
-        .then(respond, () =>
-          respond({ status: 500, body: JSON.stringify({ success: false, error: 'Internal error' }) }),
-        );
+      let reply: HttpReply | Promise<HttpReply>;
+      try {
+        reply = handlers.http({ method, path, query, headers, body, remoteAddress });
+      } catch {
+        failed();
+        return;
+      }
+      if (reply instanceof Promise) reply.then(respond, failed);
+      else respond(reply);
     };
     if (method === 'GET' || method === 'HEAD') {
       dispatch(Buffer.alloc(0));

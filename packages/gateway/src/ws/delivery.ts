@@ -2,7 +2,6 @@ import type { Publication } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState } from './connection';
 import { stampChannel } from './frames';
-import { v3Topic, v4PrimaryTopic, v4SecondaryTopic } from './topics';
 import { sendTo } from './send';
 
 /**
@@ -23,31 +22,32 @@ export function deliverLocal(
     return;
   }
   const { topic } = publication;
+  const local = ctx.registry.local(topic);
+  if (!local) return; // no socket of this node is in the channel
+  const { primary, secondary } = local.names;
   const excluded = sender && !sender.notifySelf && sender.conn ? sender.conn : undefined;
   const via = excluded ?? ctx.transport;
   // Opted-in subscriptions get stream publications from their stream (history/streams.ts), in
   // offset order; every other frame (presence events, binary) also goes to their events topic.
   const events = !streamed;
-  let recipients: number;
-  if (topic.protocol === 'v3') {
-    const frame = publication.binary ? Buffer.from(publication.body, 'base64') : publication.body;
-    recipients = publishVariant(ctx, via, v3Topic(topic), frame, publication.binary);
-    if (events) publishVariant(ctx, via, v3Topic(topic, 'events'), frame, publication.binary);
-  } else {
-    recipients = publishVariant(ctx, via, v4PrimaryTopic(topic), publication.body);
-    if (events) publishVariant(ctx, via, v4PrimaryTopic(topic, 'events'), publication.body);
-    const secondaries = ctx.transport.numSubscribers(v4SecondaryTopic(topic));
-    const eventSecondaries = events ? ctx.transport.numSubscribers(v4SecondaryTopic(topic, 'events')) : 0;
+  // Binary frames exist on V3 only (a V4 body is always text).
+  const binary = publication.binary === true && topic.protocol === 'v3';
+  const frame = binary ? Buffer.from(publication.body, 'base64') : publication.body;
+  let recipients = publishVariant(ctx, via, primary.plain, frame, binary);
+  if (events) publishVariant(ctx, via, primary.events, frame, binary);
+  if (secondary) {
+    const secondaries = ctx.transport.numSubscribers(secondary.plain);
+    const eventSecondaries = events ? ctx.transport.numSubscribers(secondary.events) : 0;
     if (secondaries + eventSecondaries > 0) {
       const stamped = publication.stampable
         ? stampChannel(publication.body, topic.channel)
         : publication.body;
-      if (secondaries > 0) via.publish(v4SecondaryTopic(topic), stamped);
-      if (eventSecondaries > 0) via.publish(v4SecondaryTopic(topic, 'events'), stamped);
+      if (secondaries > 0) via.publish(secondary.plain, stamped);
+      if (eventSecondaries > 0) via.publish(secondary.events, stamped);
     }
     recipients += secondaries;
   }
-  ctx.slowConsumers.delivered(topic);
+  ctx.slowConsumers.delivered(local.sockets);
   record(ctx, publication, excluded ? recipients - 1 : recipients);
 }
 

@@ -1,12 +1,22 @@
 import type { ConnId, Topic } from '@switchboard/core';
 import type { ConnectionState } from './connection';
-import { topicKey } from './topics';
+import { TopicNames, topicKey } from './topics';
+
+/** A topic with sockets on this node: those sockets, and the topic's local uWS topic names. */
+export interface LocalTopic {
+  readonly sockets: ReadonlySet<ConnectionState>;
+  readonly names: TopicNames;
+}
+
+interface MutableLocalTopic extends LocalTopic {
+  readonly sockets: Set<ConnectionState>;
+}
 
 /** This node's open connections, indexed the ways kicks, direct messages and recovery look them up. */
 export class Registry {
   private readonly connections = new Map<ConnId, ConnectionState>();
   private readonly byKey = new Map<string, Set<ConnectionState>>();
-  private readonly byTopic = new Map<string, Set<ConnectionState>>();
+  private readonly byTopic = new Map<string, MutableLocalTopic>();
 
   get size(): number {
     return this.connections.size;
@@ -23,11 +33,18 @@ export class Registry {
   }
 
   joinTopic(topic: Topic, state: ConnectionState): void {
-    addTo(this.byTopic, topicKey(topic), state);
+    const id = topicKey(topic);
+    const local = this.byTopic.get(id);
+    if (local) local.sockets.add(state);
+    else this.byTopic.set(id, { sockets: new Set([state]), names: new TopicNames(topic) });
   }
 
   leaveTopic(topic: Topic, state: ConnectionState): void {
-    removeFrom(this.byTopic, topicKey(topic), state);
+    const id = topicKey(topic);
+    const local = this.byTopic.get(id);
+    if (!local) return;
+    local.sockets.delete(state);
+    if (local.sockets.size === 0) this.byTopic.delete(id);
   }
 
   all(): IterableIterator<ConnectionState> {
@@ -43,7 +60,12 @@ export class Registry {
   }
 
   inTopic(topic: Topic): ReadonlySet<ConnectionState> {
-    return this.byTopic.get(topicKey(topic)) ?? EMPTY;
+    return this.byTopic.get(topicKey(topic))?.sockets ?? EMPTY;
+  }
+
+  /** The topic when it has sockets on this node (every socket a delivery can reach is in it). */
+  local(topic: Topic): LocalTopic | undefined {
+    return this.byTopic.get(topicKey(topic));
   }
 
   countOfKey(key: string): number {

@@ -1,6 +1,4 @@
-import type { Topic } from '@switchboard/core';
 import type { ConnectionState } from './connection';
-import type { Registry } from './registry';
 import { closeConnection } from './send';
 
 /** How often the sockets that received topic publications are checked. */
@@ -21,14 +19,13 @@ export class SlowConsumers {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
-  constructor(
-    private readonly registry: Registry,
-    private readonly limitBytes: () => number,
-  ) {}
+  constructor(private readonly limitBytes: () => number) {}
 
-  /** Something was published to `topic`'s local uWS topics: its sockets are checked at the next sweep. */
-  delivered(topic: Topic): void {
-    const sockets = this.registry.inTopic(topic);
+  /**
+   * Something was published to a topic's local uWS topics: its sockets (the registry's set,
+   * `LocalTopic.sockets`) are checked at the next sweep.
+   */
+  delivered(sockets: ReadonlySet<ConnectionState>): void {
     if (sockets.size === 0 || this.stopped) return;
     this.touched.add(sockets);
     if (!this.timer) {

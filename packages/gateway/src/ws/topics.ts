@@ -1,4 +1,5 @@
 import type { Topic } from '@switchboard/core';
+import { flatString } from './flat-string';
 
 /**
  * Local uWS topic names. Each variant of a frame is serialized once and published to its own
@@ -28,6 +29,37 @@ export const localTopicOf = (t: Topic, primary: boolean, variant: TopicVariant =
     : primary
       ? v4PrimaryTopic(t, variant)
       : v4SecondaryTopic(t, variant);
+
+/** One family's names (V3, V4 primary or V4 secondary), one per variant. */
+export type VariantNames = Readonly<Record<TopicVariant, string>>;
+
+/**
+ * A topic's local uWS topic names, built on its first delivery and kept while it has sockets on
+ * this node (`Registry`), instead of on every delivery: a name built per call is a cons string,
+ * which V8 flattens again for each native call it is passed to. A topic never published to
+ * holds none. `secondary` is V4's stamped family (undefined on V3).
+ */
+export class TopicNames {
+  private primaryNames: VariantNames | undefined;
+  private secondaryNames: VariantNames | undefined;
+
+  constructor(private readonly topic: Topic) {}
+
+  get primary(): VariantNames {
+    return (this.primaryNames ??= family(this.topic.protocol === 'v3' ? '3' : '4p', this.topic));
+  }
+
+  get secondary(): VariantNames | undefined {
+    if (this.topic.protocol === 'v3') return undefined;
+    return (this.secondaryNames ??= family('4s', this.topic));
+  }
+}
+
+const family = (prefix: string, t: Topic): VariantNames => ({
+  plain: flatString(name(prefix, 'plain', t)),
+  events: flatString(name(prefix, 'events', t)),
+  stream: flatString(name(prefix, 'stream', t)),
+});
 
 /** A stable map key for a topic. */
 export const topicKey = (t: Topic): string => `${t.protocol}|${t.key}|${t.channel}`;
