@@ -25,6 +25,7 @@ const LABEL: Record<SystemName, string> = {
   'switchboard-memory': 'Switchboard, 1 node, memory engine',
   'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes',
   'ceiling-uws': 'Ceiling: raw uWS, 1 process',
+  'ceiling-redis-script': "Ceiling with Switchboard's publish script, 2 processes",
 };
 const COLOR: Record<SystemName, string> = {
   'switchboard-redis': '#2b6cb0',
@@ -32,6 +33,7 @@ const COLOR: Record<SystemName, string> = {
   'switchboard-memory': '#63b3ed',
   'ceiling-redis': '#718096',
   'ceiling-uws': '#cbd5e0',
+  'ceiling-redis-script': '#a0aec0',
 };
 
 const int = (n: number | undefined): string =>
@@ -249,6 +251,7 @@ export function targets(r: Results): Target[] {
   const cost = r['publish-cost'];
   if (cost) {
     const v = costVerdict(cost.runs);
+    const floor = costVerdict(cost.runs, 'script-floor');
     const x = (q: number | undefined): string => (q === undefined ? '–' : `${q.toFixed(2)}×`);
     const mid = medianCostRun(cost.runs);
     const on = mid && caseOf(mid, 'history-on')?.step;
@@ -259,7 +262,7 @@ export function targets(r: Results): Target[] {
       measured:
         v.cpu === undefined
           ? 'no complete run'
-          : `CPU ${x(v.cpu)}, p99 ${x(v.p99)} (median of ${v.ratios.length} back-to-back runs: CPU ${v.ratios.map((q) => x(q.cpu)).join(', ')}; p99 ${v.ratios.map((q) => x(q.p99)).join(', ')})${on && ceiling ? `; median run: ${cpu(on)} vs ${cpu(ceiling)} ms, p99 ${ms(on.p99Ms)} vs ${ms(ceiling.p99Ms)} ms` : ''}`,
+          : `CPU ${x(v.cpu)}, p99 ${x(v.p99)} (median of ${v.ratios.length} back-to-back runs: CPU ${v.ratios.map((q) => x(q.cpu)).join(', ')}; p99 ${v.ratios.map((q) => x(q.p99)).join(', ')})${on && ceiling ? `; median run: ${cpu(on)} vs ${cpu(ceiling)} ms, p99 ${ms(on.p99Ms)} vs ${ms(ceiling.p99Ms)} ms` : ''}${floor.cpu === undefined ? '' : `; the ceiling server making the same publish script call instead of \`PUBLISH\`: CPU ${x(floor.cpu)}, p99 ${x(floor.p99)}`}`,
       met: v.met,
       gap:
         v.met === false
@@ -382,6 +385,7 @@ function medianCostRun(runs: { cases: CostCase[] }[]): { cases: CostCase[] } | u
 
 const COST_LABEL: Record<CostVariant, string> = {
   ceiling: 'Ceiling: raw uWS + Redis hop (`PUBLISH`), 2 processes',
+  'script-floor': "Ceiling server running Switchboard's publish script instead of `PUBLISH`",
   'history-on': 'Switchboard, history on (default, `HISTORY_SIZE=100`)',
   'history-off': 'Switchboard, history off (`HISTORY_SIZE=0`)',
   'history-on-opted-in': 'Switchboard, history on, every subscriber opted in (`recover=1`)',
@@ -436,7 +440,7 @@ function costSection(r: Results): string[] {
   const lines = [
     '## Publish cost at a fixed rate',
     '',
-    `${int(cost.channels)} channels × ${cost.subscribersPerChannel} subscribers (one per node), ${int(cost.rate)} publishes/s over REST (V3 \`POST /api/publish\`, round-robin over the channels and the 2 nodes) for ${cost.seconds} s after as long a warm-up at the same rate: every publish costs a REST request, a key lookup, the engine's publish (the history script on Switchboard, one \`PUBLISH\` on the ceiling) and a log append, and is delivered to only 2 sockets, so CPU per delivery is the publish path's cost. CPU is the gateways' (or ceiling servers') and redis-server's utime + stime from \`/proc/<pid>/stat\` over the measurement and its settling. Each run measures every row one after the other, the ceiling first; the table shows the run with the median CPU ratio, the ratios of every run below it.`,
+    `${int(cost.channels)} channels × ${cost.subscribersPerChannel} subscribers (one per node), ${int(cost.rate)} publishes/s over REST (V3 \`POST /api/publish\`, round-robin over the channels and the 2 nodes) for ${cost.seconds} s after as long a warm-up at the same rate: every publish costs a REST request, a key lookup, the engine's publish (the history script on Switchboard, one \`PUBLISH\` on the ceiling) and a log append, and is delivered to only 2 sockets, so CPU per delivery is the publish path's cost. CPU is the gateways' (or ceiling servers') and redis-server's utime + stime from \`/proc/<pid>/stat\` over the measurement and its settling. Each run measures every row one after the other, the ceiling first; the table shows the run with the median CPU ratio, the ratios of every run below it. The second row is no target but a floor: the ceiling's server making Switchboard's publish script call instead of its \`PUBLISH\` (the same keys, arguments and log record; the offset answered; subscribers get the body after the script's header), with nothing else around it. Its ratio is what storing each publication in its topic's history and the message log costs with the least JavaScript possible; the distance between it and Switchboard's row is the gateway's own work (routing, validation, the key, metrics, per-node delivery bookkeeping).`,
     '',
     '| System | CPU per 1,000 deliveries (ms): total = gateways + Redis | × ceiling | p50 / p95 / p99 (ms) | p99 × ceiling | delivered, loss | idle before the load: gateways + Redis CPU (ms per s) |',
     '|---|---|---|---|---|---|---|',
@@ -945,7 +949,8 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--connect-client native|node   the client of connection and join rates (default native, built with cc)',
     '--systems a,b      switchboard-redis, switchboard-redis-history-off, switchboard-memory, ceiling-redis, ceiling-uws',
     '--cost-rate N, --cost-seconds S   publish-cost: publishes/s and seconds measured (default 500/s for 10 s)',
-    '--cost-variants a,b   publish-cost rows: ceiling, history-on, history-off, history-on-opted-in (default all)',
+    '--cost-variants a,b   publish-cost rows: ceiling, script-floor, history-on, history-off, history-on-opted-in (default all)',
+    "--cost-node-flags F   publish-cost: Node flags for the server processes, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'",
     '--recovery-clients N, --recovery-publications N   recovery: opted-in clients and publications (default 1000, 100)',
     '--scale-connections N, --scale-nodes N, --scale-publishes N   scale: sockets, servers, publishes timed (default 100000, 2, 3)',
     '--connect-connections N   connect-cost: plain V3 connections opened and closed per system and run (default 10000)',

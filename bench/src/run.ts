@@ -89,6 +89,8 @@ export interface Options {
   costRate: number;
   costSeconds: number;
   costVariants: CostVariant[];
+  /** publish-cost: Node flags for the server processes (to profile them). */
+  costNodeFlags?: string;
   recoveryClients: number;
   recoveryPublications: number;
   /** scale: sockets in all, the servers they are spread over, publishes timed. */
@@ -123,7 +125,13 @@ const DEFAULT_SCENARIOS = [
 ];
 /** Scenarios run only when named (`--scenario scale`): each takes several minutes. */
 const EXTRA_SCENARIOS = ['profile', 'scale'];
-const COST_VARIANTS: CostVariant[] = ['ceiling', 'history-on', 'history-off', 'history-on-opted-in'];
+const COST_VARIANTS: CostVariant[] = [
+  'ceiling',
+  'script-floor',
+  'history-on',
+  'history-off',
+  'history-on-opted-in',
+];
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
@@ -226,6 +234,9 @@ function parseArgs(argv: string[]): Options {
         o.costVariants = value().split(',') as CostVariant[];
         for (const v of o.costVariants)
           if (!COST_VARIANTS.includes(v)) throw new Error(`--cost-variants: unknown ${v}`);
+        break;
+      case '--cost-node-flags':
+        o.costNodeFlags = value();
         break;
       case '--recovery-clients':
         o.recoveryClients = Math.floor(num());
@@ -430,6 +441,7 @@ async function main(): Promise<void> {
         warmupSeconds: Math.min(3, o.costSeconds),
         workers: o.workers,
         variants: o.costVariants,
+        ...(o.costNodeFlags ? { nodeOptions: o.costNodeFlags } : {}),
         runs: o.runs,
         log,
       });

@@ -4,28 +4,75 @@
  * packages/gateway/src/transport/uws.ts); it does the least work that still delivers a REST
  * publish: parse the JSON body, `app.publish(channel, message)`.
  *
- *   node server.js single   HTTP POST → app.publish
- *   node server.js redis    HTTP POST → Redis PUBLISH; SUBSCRIBE (per channel with local
- *                           subscribers) → app.publish. Two such processes = one Redis hop.
+ *   node server.js single         HTTP POST → app.publish
+ *   node server.js redis          HTTP POST → Redis PUBLISH; SUBSCRIBE (per channel with local
+ *                                 subscribers) → app.publish. Two such processes = one Redis hop.
+ *   node server.js redis-script   The same with Switchboard's publish script (env PUBLISH_SCRIPT)
+ *                                 instead of PUBLISH: the publication stored in its topic's
+ *                                 history with an offset, a message-log record appended, the
+ *                                 offset answered; subscribers get the body after the script's
+ *                                 header. What storing history costs with the least JavaScript
+ *                                 around it: the floor of any gateway that stores it this way.
  *
- * Env: PORT, HOST, REDIS_URL (redis mode). WebSocket path: /<anything>/<channel>?…
+ * Env: PORT, HOST, REDIS_URL (redis modes). WebSocket path: /<anything>/<channel>?…
  * POST /members (redis mode): ZRANGE of 100 on a sorted set and its JSON, the ceiling of a
  * members page.
  */
 import * as uWS from 'uWebSockets.js';
+import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 
-const mode = process.argv[2] === 'redis' ? 'redis' : 'single';
+const mode = process.argv[2] === 'redis' || process.argv[2] === 'redis-script' ? process.argv[2] : 'single';
 const host = process.env['HOST'] ?? '127.0.0.1';
 const port = Number(process.env['PORT'] ?? 0);
 const app = uWS.App();
-const pub = mode === 'redis' ? new Redis(process.env['REDIS_URL'] ?? '') : undefined;
-const sub = mode === 'redis' ? new Redis(process.env['REDIS_URL'] ?? '') : undefined;
+const pub = mode === 'single' ? undefined : new Redis(process.env['REDIS_URL'] ?? '');
+const sub = mode === 'single' ? undefined : new Redis(process.env['REDIS_URL'] ?? '');
 const refs = new Map<string, number>();
 
+/** `redis-script`: the wire the script publishes is `moA|<origin>|<ms>|<offset>|<epoch>|<body>`. */
+const HEADER_FIELDS = mode === 'redis-script' ? 5 : 0;
+
 sub?.on('messageBuffer', (channel: Buffer, message: Buffer) => {
-  app.publish(channel.toString(), message);
+  let start = 0;
+  for (let i = 0; i < HEADER_FIELDS; i++) start = message.indexOf(0x7c, start) + 1;
+  app.publish(channel.toString(), start ? message.subarray(start) : message);
 });
+
+const script = process.env['PUBLISH_SCRIPT'] ?? '';
+let scriptSha: string | undefined;
+if (mode === 'redis-script') void pub!.script('LOAD', script).then((sha) => (scriptSha = sha as string));
+
+/** The publish script's call as Switchboard makes it on a standalone server (history-scripts.ts). */
+function publishStored(channel: string, message: string): Promise<[number, string]> {
+  const acceptedAt = Date.now();
+  const record = JSON.stringify({
+    id: randomUUID(),
+    channel,
+    protocol: 'v3',
+    source: 'api',
+    message,
+    timestamp: new Date(acceptedAt).toISOString(),
+  });
+  const topic = `{ceiling:${channel}}`;
+  return pub!.evalsha(
+    scriptSha!,
+    3,
+    `${topic}:meta`,
+    `${topic}:list`,
+    'ceiling:log',
+    `moA|ceiling|${acceptedAt}|`,
+    message,
+    100,
+    120,
+    acceptedAt.toString(36),
+    channel,
+    'publish',
+    record,
+    600,
+    500,
+  ) as Promise<[number, string]>;
+}
 
 interface Data {
   channel: string;
@@ -96,7 +143,11 @@ app.post('/*', (res) => {
   res.onAborted(() => (aborted.value = true));
   readBody(res, (body) => {
     const { channel, message } = JSON.parse(body.toString()) as { channel: string; message: string };
-    if (pub) {
+    if (mode === 'redis-script') {
+      void publishStored(channel, message).then(([offset, epoch]) =>
+        answer(res, aborted, `{"success":true,"offset":${offset},"epoch":"${epoch}"}`),
+      );
+    } else if (pub) {
       void pub.publish(channel, message).then(() => answer(res, aborted, '{"success":true}'));
     } else {
       app.publish(channel, message);

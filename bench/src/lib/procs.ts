@@ -18,6 +18,14 @@ export function productNodeFlags(): string[] {
   if (!existsSync(file)) return [];
   return [...(require(file) as { NODE_FLAGS: readonly string[] }).NODE_FLAGS];
 }
+/**
+ * The product's publish script (history and message log in one call), which the ceiling server
+ * runs in its `redis-script` mode instead of a plain `PUBLISH`.
+ */
+export function productPublishScript(): string {
+  const file = join(product.dir, 'packages', 'core', 'dist', 'redis', 'history-scripts.js');
+  return (require(file) as { PUBLISH_SOURCE: string }).PUBLISH_SOURCE;
+}
 export const CEILING = join(__dirname, '..', 'ceiling', 'server.js');
 export const HOST = '127.0.0.1';
 export const KEY = 'benchkey';
@@ -241,7 +249,15 @@ export type SystemName =
   | 'switchboard-redis-history-off'
   | 'switchboard-memory'
   | 'ceiling-uws'
-  | 'ceiling-redis';
+  | 'ceiling-redis'
+  | 'ceiling-redis-script';
+
+/** The ceiling server's mode for each ceiling system (bench/src/ceiling/server.ts). */
+const CEILING_MODE: Partial<Record<SystemName, string>> = {
+  'ceiling-uws': 'single',
+  'ceiling-redis': 'redis',
+  'ceiling-redis-script': 'redis-script',
+};
 
 /** Switchboard systems that run on Redis (2 nodes + Redis in the throughput scenarios). */
 export const onRedis = (name: SystemName): boolean => name !== 'switchboard-memory' && name !== 'ceiling-uws';
@@ -320,9 +336,16 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
       } else {
         nodes.push(
           await startNode(
-            [CEILING, name === 'ceiling-redis' ? 'redis' : 'single'],
-            { HOST, ...(redis ? { REDIS_URL: redis.url } : {}) },
-            options.fdLimit ? { fdLimit: options.fdLimit } : {},
+            [CEILING, CEILING_MODE[name] ?? 'single'],
+            {
+              HOST,
+              ...(redis ? { REDIS_URL: redis.url } : {}),
+              ...(name === 'ceiling-redis-script' ? { PUBLISH_SCRIPT: productPublishScript() } : {}),
+            },
+            {
+              ...(options.fdLimit ? { fdLimit: options.fdLimit } : {}),
+              ...(options.nodeOptions ? { nodeOptions: options.nodeOptions } : {}),
+            },
           ),
         );
       }

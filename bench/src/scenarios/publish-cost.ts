@@ -13,10 +13,17 @@ import { PUBLISH_CONNECTIONS } from './throughput';
  * Switchboard the history script) and a log append, and delivers to only 2 sockets. CPU per
  * delivery then measures what a publish costs, not what fan-out costs.
  */
-export type CostVariant = 'ceiling' | 'history-on' | 'history-off' | 'history-on-opted-in';
+export type CostVariant = 'ceiling' | 'script-floor' | 'history-on' | 'history-off' | 'history-on-opted-in';
 
+/**
+ * `script-floor` is no target: the ceiling server making Switchboard's publish script call
+ * (history, offset, log record) instead of `PUBLISH`, with nothing else around it. Its ratio to
+ * the ceiling is what storing history this way costs at the least; Switchboard's distance from
+ * it is the gateway's own work.
+ */
 export const COST_SYSTEM: Record<CostVariant, SystemName> = {
   ceiling: 'ceiling-redis',
+  'script-floor': 'ceiling-redis-script',
   'history-on': 'switchboard-redis',
   'history-off': 'switchboard-redis-history-off',
   'history-on-opted-in': 'switchboard-redis',
@@ -59,12 +66,17 @@ export interface CostOptions {
   warmupSeconds: number;
   workers: number;
   variants: CostVariant[];
+  /** Node flags for the server processes (`--node-flags`, e.g. `--cpu-prof --cpu-prof-dir=DIR`). */
+  nodeOptions?: string;
   log: (line: string) => void;
 }
 
 export async function costCase(variant: CostVariant, o: CostOptions): Promise<CostCase> {
   const name = COST_SYSTEM[variant];
-  const system = await startSystem(name, { nodes: 2 });
+  const system = await startSystem(name, {
+    nodes: 2,
+    ...(o.nodeOptions ? { nodeOptions: o.nodeOptions } : {}),
+  });
   const fleet = new ClientFleet(o.workers);
   const publisher = new Publisher();
   const result: CostCase = { variant, system: name, connected: 0 };
