@@ -57,10 +57,21 @@ export class AppError extends Error {
   }
 }
 
-/** Thrown by engine implementations when their backend (Redis) cannot carry out a call. */
+/**
+ * What a client is told when a call reached the engine and no answer came back (a stalled Redis
+ * that let the command time out, or a connection lost while the call was in flight): the engine
+ * may have carried it out, so a retried publish can be made twice (docs/errors.md).
+ */
+export const ENGINE_UNCONFIRMED =
+  'The engine did not confirm the request (no answer in time, or the connection dropped); it may have been carried out';
+
+/**
+ * Thrown by engine implementations when their backend (Redis) cannot carry out a call:
+ * `unconfirmed` when the call was sent and no answer came back, so its outcome is unknown.
+ */
 export class EngineUnavailableError extends AppError {
-  constructor(cause?: unknown) {
-    super('SB_ENGINE_UNAVAILABLE', undefined, { cause });
+  constructor(cause?: unknown, unconfirmed = false) {
+    super('SB_ENGINE_UNAVAILABLE', unconfirmed ? ENGINE_UNCONFIRMED : undefined, { cause });
     this.name = 'EngineUnavailableError';
     // A fault worth a stack in the logs, unlike the other catalog errors.
     Error.captureStackTrace(this, EngineUnavailableError);

@@ -19,6 +19,13 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** Starts the server again on the same port (empty: there is no persistence). */
   restart(): Promise<void>;
+  /**
+   * SIGSTOP: the server hangs with its connections open, as a stalled or half-open server looks
+   * to clients (commands are written, nothing answers). `thaw` (SIGCONT) lets it run what it
+   * received meanwhile.
+   */
+  freeze(): void;
+  thaw(): void;
 }
 
 export interface RedisClusterHandle {
@@ -209,6 +216,8 @@ export async function startRedis(options: { port?: number } = {}): Promise<Redis
       await end('SIGKILL');
       child = await startProcess(port, [], dir);
     },
+    freeze: () => child?.kill('SIGSTOP'),
+    thaw: () => child?.kill('SIGCONT'),
   };
 }
 

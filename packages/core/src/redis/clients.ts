@@ -100,8 +100,10 @@ async function quit(client: RedisClient): Promise<void> {
 }
 
 /**
- * Runs a Redis call on `client`; any failure means the engine could not carry it out (docs/errors.md, `SB_ENGINE_UNAVAILABLE`:
- * 503). A client that is not connected fails at once instead of queueing the call.
+ * Runs a Redis call on `client`; any failure is `SB_ENGINE_UNAVAILABLE` (503, docs/errors.md). A
+ * client that is not connected fails at once instead of queueing the call: nothing was carried
+ * out. A call that was sent and got no answer (timed out, or the connection dropped under it) is
+ * reported unconfirmed: Redis may have run it.
  */
 export async function guard<T>(client: RedisClient, call: () => Promise<T>): Promise<T> {
   const up = healthOf.get(client)?.isUp() ?? client.status === 'ready';
@@ -115,9 +117,14 @@ export async function guard<T>(client: RedisClient, call: () => Promise<T>): Pro
   } catch (error) {
     reportCommandError(client);
     if (error instanceof EngineUnavailableError) throw error;
-    throw new EngineUnavailableError(error);
+    throw new EngineUnavailableError(error, isUnanswered(error));
   }
 }
+
+/** ioredis' rejections of a command it sent and never got a reply for. */
+const UNANSWERED = new Set(['Command timed out', 'Connection is closed.']);
+
+const isUnanswered = (error: unknown): boolean => error instanceof Error && UNANSWERED.has(error.message);
 
 /** Corked connections (their sockets) → what runs at the end of the turn, before the uncork. */
 const corked = new WeakMap<object, Array<() => void>>();
