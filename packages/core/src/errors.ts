@@ -70,7 +70,10 @@ export const ENGINE_UNCONFIRMED =
  * `unconfirmed` when the call was sent and no answer came back, so its outcome is unknown.
  */
 export class EngineUnavailableError extends AppError {
-  constructor(cause?: unknown, unconfirmed = false) {
+  constructor(
+    cause?: unknown,
+    readonly unconfirmed = false,
+  ) {
     super('SB_ENGINE_UNAVAILABLE', unconfirmed ? ENGINE_UNCONFIRMED : undefined, { cause });
     this.name = 'EngineUnavailableError';
     // A fault worth a stack in the logs, unlike the other catalog errors.

@@ -10,6 +10,7 @@ import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './history/streams';
 import type { SlowConsumers } from './ws/slow-consumers';
 import type { EarlyJoins } from './ws/early-joins';
+import type { UnconfirmedPublications } from './api/unconfirmed';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -26,6 +27,8 @@ export interface GatewayContext {
   readonly slowConsumers: SlowConsumers;
   /** Presence joins of connections still being admitted. */
   readonly earlyJoins: EarlyJoins;
+  /** REST publications whose publish failed unconfirmed, delivered here if Redis makes them. */
+  readonly unconfirmed: UnconfirmedPublications;
   readonly keys: KeyCache;
   readonly recovery: Recovery;
   readonly meters: Meters;

@@ -4,6 +4,7 @@ import { bodyTooLarge, createApiHandler } from './api/router';
 import { Membership } from './cluster/membership';
 import { Recovery } from './cluster/recovery';
 import { EarlyJoins } from './ws/early-joins';
+import { UnconfirmedPublications } from './api/unconfirmed';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
@@ -75,6 +76,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
     slowConsumers: new SlowConsumers(() => config.limits.slowConsumerBytes),
     earlyJoins: new EarlyJoins(),
+    unconfirmed: new UnconfirmedPublications(),
     status: { draining: false, admitting: 0 },
     meters: createMeters(deps.metrics),
     addresses: new ClientAddresses(config.trustedProxies),
@@ -117,9 +119,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const reportedDrops = new Set<string>();
   engine.broker.setHandlers({
     message(publication) {
-      // This node delivered its own publications to plain subscribers when they entered; opted-in
-      // subscribers get stream publications only now, with the offset the engine assigned.
-      if (publication.origin !== config.nodeId) deliverLocal(ctx, publication);
+      // This node delivered its own publications to plain subscribers when they were accepted
+      // (those it never saw accepted, it delivers now); opted-in subscribers get stream
+      // publications only now, with the offset the engine assigned.
+      if (publication.origin !== config.nodeId || ctx.unconfirmed.claim(publication))
+        deliverLocal(ctx, publication);
       if (publication.offset !== undefined) streams.receive(publication);
     },
     resubscribed() {

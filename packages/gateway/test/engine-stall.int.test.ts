@@ -1,21 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
 import { ENGINE_UNCONFIRMED, HTTP_ERRORS } from '@switchboard/core';
-import { createTestKey, postJson, startGateway, startRedis, waitFor } from '@switchboard/testing';
-import type { RedisServer, TestGateway } from '@switchboard/testing';
+import {
+  connectClient,
+  createTestKey,
+  postJson,
+  startGateway,
+  startRedis,
+  waitFor,
+} from '@switchboard/testing';
+import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
 
 /**
  * What a 503 tells a backend about its publish (docs/errors.md, `SB_ENGINE_UNAVAILABLE`). Refused
  * while Redis is unreachable: nothing was published, retrying is safe. Sent to a Redis that then
  * stops answering (stalled, or a half-open connection): the request fails once the command
  * timeout passes instead of hanging, and says that it may have been carried out, because Redis
- * runs what it received once it moves again. The publication then has its offset and is in the
- * channel's history, so a backend that reads the history before retrying publishes it once.
+ * runs what it received once it moves again. The publication then has its offset, reaches every
+ * subscriber (those of the node that answered 503 too) and is in the channel's history, so a
+ * backend that reads the history before retrying publishes it once.
  */
 
 let redis: RedisServer;
 let node: TestGateway;
 let key: ApiKeyRecord;
+const clients: TestClient[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -26,6 +35,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const client of clients) client.close();
   redis?.thaw();
   await node?.close();
   await redis?.stop();
@@ -45,6 +55,8 @@ const history = async (): Promise<string[]> => {
 };
 
 it('a publish sent to a Redis that stopped answering fails with 503 "may have been carried out", and is made once Redis runs again', async () => {
+  const subscriber = await connectClient(node.wsUrl('/v3/room', { api_key: key.key }));
+  clients.push(subscriber);
   expect((await publish('before')).body).toMatchObject({ success: true, offset: 1 });
 
   redis.freeze();
@@ -57,6 +69,10 @@ it('a publish sent to a Redis that stopped answering fails with 503 "may have be
   await waitFor('the stalled publish to be made', async () => (await history()).includes('during the stall'));
   expect(await history()).toEqual(['before', 'during the stall']);
   expect((await publish('after')).body).toMatchObject({ success: true, offset: 3 });
+  // The node that answered 503 delivers it to its own subscribers when Redis hands it back, as
+  // every other node does: once, in its place.
+  await subscriber.next((frame) => frame.text === 'after');
+  expect(subscriber.received.map((frame) => frame.text)).toEqual(['before', 'during the stall', 'after']);
 });
 
 it('a publish while Redis is unreachable is refused with 503 "not carried out", and nothing is published', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/load';
 import type { Engine } from '../engine';
-import { AppError } from '../errors';
+import { AppError, EngineUnavailableError } from '../errors';
 import type { StreamPosition } from '../history/history';
 import { historyRetention } from '../history/retention';
 import type { ApiKeyRecord } from '../keys/key-store';
@@ -52,6 +52,13 @@ export interface PublishRequest {
   readonly message: unknown;
   /** The node the message enters on; a node ignores its own publications when the engine hands them back. */
   readonly origin: NodeId;
+  /**
+   * Called with the publication when the publish fails unconfirmed (`EngineUnavailableError`'s
+   * `unconfirmed`: sent, no answer): the engine may still make it, and the origin, which delivers
+   * its own publications itself only once they are accepted, must then deliver it when the engine
+   * hands it back.
+   */
+  readonly unconfirmed?: (publication: Publication) => void;
 }
 
 export interface Published {
@@ -91,12 +98,18 @@ export async function publishMessage(
     message: text,
     timestamp: new Date(acceptedAt).toISOString(),
   };
-  // Where the engine can, the log append goes with the publish itself (no command of its own).
-  if (engine.publishLogged) {
-    const position = await engine.publishLogged(publication, retention, record.key, logged);
-    return { publication, position };
+  let position: StreamPosition | undefined;
+  try {
+    // Where the engine can, the log append goes with the publish itself (no command of its own).
+    position = engine.publishLogged
+      ? await engine.publishLogged(publication, retention, record.key, logged)
+      : await engine.broker.publish(publication, retention);
+  } catch (error) {
+    if (request.unconfirmed && error instanceof EngineUnavailableError && error.unconfirmed)
+      request.unconfirmed(publication);
+    throw error;
   }
-  const position = await engine.broker.publish(publication, retention);
+  if (engine.publishLogged) return { publication, position };
   // The log is bookkeeping: the answer does not wait for it (one Redis round trip less per
   // publish); it goes out after the PUBLISH on the same connection, so a later read sees it.
   void engine.logs

@@ -43,6 +43,7 @@ function publishNow(
     channel,
     message: body['message'],
     origin: ctx.nodeId,
+    unconfirmed: ctx.unconfirmed.add,
   });
   return publishing.then((published) => {
     ctx.meters.messagesIn[protocol].api.inc();
