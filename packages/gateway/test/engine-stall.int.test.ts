@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
 import { ENGINE_UNCONFIRMED, HTTP_ERRORS } from '@switchboard/core';
 import {
@@ -28,9 +27,7 @@ const clients: TestClient[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
-  node = await startGateway({
-    env: { REDIS_URL: redis.url, REDIS_PREFIX: `stall-${randomBytes(4).toString('hex')}` },
-  });
+  node = await startGateway({ env: { REDIS_URL: redis.url } });
   key = await createTestKey(node.engine);
 });
 

@@ -41,10 +41,10 @@ export class EarlyJoins {
     return this.joins.size;
   }
 
-  /** Whether `connId` has an early join on `sub`'s topic that its socket has not taken yet. */
-  holds(connId: ConnId, topicKey: (sub: Subscription) => boolean): boolean {
+  /** Whether `connId` has an early join, on a subscription `matches` accepts, that its socket has not taken yet. */
+  holds(connId: ConnId, matches: (sub: Subscription) => boolean): boolean {
     const early = this.joins.get(connId);
-    return early !== undefined && topicKey(early.sub);
+    return early !== undefined && matches(early.sub);
   }
 
   /**

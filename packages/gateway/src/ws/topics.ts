@@ -19,16 +19,12 @@ const SUFFIX: Record<TopicVariant, string> = { plain: '', events: 'e', stream: '
 const name = (prefix: string, variant: TopicVariant, t: Topic): string =>
   `${prefix}${SUFFIX[variant]}|${t.key}|${t.channel}`;
 
-export const v3Topic = (t: Topic, variant: TopicVariant = 'plain'): string => name('3', variant, t);
-export const v4PrimaryTopic = (t: Topic, variant: TopicVariant = 'plain'): string => name('4p', variant, t);
-export const v4SecondaryTopic = (t: Topic, variant: TopicVariant = 'plain'): string => name('4s', variant, t);
+/** A topic's family: V3, V4 primary, or V4 secondary (stamped with `system::channel`). */
+const familyPrefix = (t: Topic, primary: boolean): string =>
+  t.protocol === 'v3' ? '3' : primary ? '4p' : '4s';
 
 export const localTopicOf = (t: Topic, primary: boolean, variant: TopicVariant = 'plain'): string =>
-  t.protocol === 'v3'
-    ? v3Topic(t, variant)
-    : primary
-      ? v4PrimaryTopic(t, variant)
-      : v4SecondaryTopic(t, variant);
+  name(familyPrefix(t, primary), variant, t);
 
 /** One family's names (V3, V4 primary or V4 secondary), one per variant. */
 export type VariantNames = Readonly<Record<TopicVariant, string>>;
@@ -46,12 +42,12 @@ export class TopicNames {
   constructor(private readonly topic: Topic) {}
 
   get primary(): VariantNames {
-    return (this.primaryNames ??= family(this.topic.protocol === 'v3' ? '3' : '4p', this.topic));
+    return (this.primaryNames ??= family(familyPrefix(this.topic, true), this.topic));
   }
 
   get secondary(): VariantNames | undefined {
     if (this.topic.protocol === 'v3') return undefined;
-    return (this.secondaryNames ??= family('4s', this.topic));
+    return (this.secondaryNames ??= family(familyPrefix(this.topic, false), this.topic));
   }
 }
 
