@@ -14,9 +14,10 @@ import { apiLogRecord } from './support/log-records';
 import { unique, waitUntil } from './support/wait';
 
 /**
- * A standalone server's stream publications of one event-loop turn go out as one script call
- * (stream-publishes.ts). The contract suites check what callers see; this checks the batching
- * itself, the log records riding in it, and a batch that fails.
+ * A standalone server's stream publications go out at once while the connection is quiet, and
+ * the rest of a turn's as one script call (stream-publishes.ts). The contract suites check what
+ * callers see; this checks the batching itself, the log records riding in it, and a batch that
+ * fails.
  */
 describe('stream publications batched per turn (standalone)', () => {
   let server: RedisServer;
@@ -56,15 +57,15 @@ describe('stream publications batched per turn (standalone)', () => {
     return calls('evalsha') + calls('eval');
   };
 
-  it('sends one script call per turn; each caller gets its position, and the log records are in', async () => {
+  it('sends the first publication of a quiet turn at once and the rest of the turn as one script call; each caller gets its position, and the log records are in', async () => {
     const a: Topic = { key: unique('ka'), protocol: 'v3', channel: 'room' };
     const b: Topic = { key: unique('kb'), protocol: 'v4', channel: 'room' };
     await publishLogged(a, 'warm-up');
     const before = await scriptCalls();
     const sent = Array.from({ length: 40 }, (_, i) => ({ topic: i % 4 === 3 ? b : a, body: `m${i}` }));
     const returned = await Promise.all(sent.map(({ topic, body }) => publishLogged(topic, body)));
-    // The INFO call itself is not a script call.
-    expect((await scriptCalls()) - before).toBe(1);
+    // The first alone, the 39 others together. The INFO call itself is not a script call.
+    expect((await scriptCalls()) - before).toBe(2);
     const ofA = sent.filter((p) => p.topic === a).map((p) => p.body);
     const ofB = sent.filter((p) => p.topic === b).map((p) => p.body);
     expect(returned.filter((_, i) => sent[i]?.topic === a).map((p) => p?.offset)).toEqual(
@@ -99,17 +100,21 @@ describe('stream publications batched per turn (standalone)', () => {
   it('fails every caller of a batch that fails, and none of its publications is made', async () => {
     const topic: Topic = { key: unique('k'), protocol: 'v3', channel: 'failing' };
     expect(await publishLogged(topic, 'a')).toMatchObject({ offset: 1 });
-    // The script cache flushed under the connection: the whole batch meets NOSCRIPT.
-    await Promise.all([publishLogged(topic, 'b'), publishLogged(topic, 'c')]);
+    // 'b' alone, 'c' and 'd' as a batch: both scripts are loaded on the connection.
+    const before = await scriptCalls();
+    await Promise.all(['b', 'c', 'd'].map((body) => publishLogged(topic, body)));
+    expect((await scriptCalls()) - before).toBe(2);
+    // The script cache flushed under the connection: 'e' alone and the batch of 'f' and 'g'
+    // meet NOSCRIPT.
     await clients.command.script('FLUSH');
-    const failed = await Promise.allSettled(['d', 'e', 'f'].map((body) => publishLogged(topic, body)));
+    const failed = await Promise.allSettled(['e', 'f', 'g'].map((body) => publishLogged(topic, body)));
     for (const result of failed) {
       expect(result).toMatchObject({ status: 'rejected', reason: expect.any(EngineUnavailableError) });
     }
-    // The next batch loads the script again and continues the stream where it was.
-    const next = await Promise.all(['g', 'h'].map((body) => publishLogged(topic, body)));
-    expect(next.map((p) => p?.offset)).toEqual([4, 5]);
-    expect((await log.recent(topic.key)).map((r) => r.message)).toEqual(['h', 'g', 'c', 'b', 'a']);
+    // The next calls load the scripts again and continue the stream where it was.
+    const next = await Promise.all(['h', 'i', 'j'].map((body) => publishLogged(topic, body)));
+    expect(next.map((p) => p?.offset)).toEqual([5, 6, 7]);
+    expect((await log.recent(topic.key)).map((r) => r.message)).toEqual(['j', 'i', 'h', 'd', 'c', 'b', 'a']);
   });
 
   it('fails every caller of a batch in flight when Redis goes away', async () => {

@@ -72,50 +72,63 @@ export interface Published {
  * nobody, on any node, received it. The origin delivers to its own connections itself (the
  * gateway does, after this resolves); every other node gets it from the engine.
  */
-export async function publishMessage(
+export function publishMessage(
   deps: { engine: Engine; config: Config; logger: Logger },
   request: PublishRequest,
 ): Promise<Published> {
-  const { record, protocol, channel } = request;
-  const { text, stampable } = messageText(request.message, protocol === 'v4');
-  const acceptedAt = Date.now();
-  // Plain assignments: a conditional spread costs about 1 µs per publish on this path.
-  const publication: { -readonly [K in keyof Publication]: Publication[K] } = {
-    topic: { key: record.key, protocol, channel },
-    body: text,
-    origin: request.origin,
-    source: 'api',
-    acceptedAt,
-  };
-  if (stampable) publication.stampable = true;
+  // Not `async`: the engine's promise is handed on with one \`then\` (every REST publish passes here).
+  let publication: Publication;
+  let publishing: Promise<StreamPosition | undefined>;
   const { engine } = deps;
-  const retention = historyRetention(record, deps.config);
-  const logged: LogRecord = {
-    id: randomUUID(),
-    channel,
-    protocol,
-    source: 'api',
-    message: text,
-    timestamp: new Date(acceptedAt).toISOString(),
-  };
-  let position: StreamPosition | undefined;
   try {
-    // Where the engine can, the log append goes with the publish itself (no command of its own).
-    position = engine.publishLogged
-      ? await engine.publishLogged(publication, retention, record.key, logged)
-      : await engine.broker.publish(publication, retention);
+    const { record, protocol, channel } = request;
+    const { text, stampable } = messageText(request.message, protocol === 'v4');
+    const acceptedAt = Date.now();
+    // Plain assignments: a conditional spread costs about 1 µs per publish on this path.
+    const built: { -readonly [K in keyof Publication]: Publication[K] } = {
+      topic: { key: record.key, protocol, channel },
+      body: text,
+      origin: request.origin,
+      source: 'api',
+      acceptedAt,
+    };
+    if (stampable) built.stampable = true;
+    publication = built;
+    const retention = historyRetention(record, deps.config);
+    const logged: LogRecord = {
+      id: randomUUID(),
+      channel,
+      protocol,
+      source: 'api',
+      message: text,
+      timestamp: new Date(acceptedAt).toISOString(),
+    };
+    if (engine.publishLogged) {
+      // Where the engine can, the log append goes with the publish itself (no command of its own).
+      publishing = engine.publishLogged(publication, retention, record.key, logged);
+    } else {
+      publishing = engine.broker.publish(publication, retention);
+      // The log is bookkeeping: the answer does not wait for it (one Redis round trip less per
+      // publish); it goes out after the PUBLISH on the same connection, so a later read sees it.
+      void publishing.then(
+        () =>
+          engine.logs
+            .append(record.key, logged)
+            .catch((error: unknown) => deps.logger.warn({ err: error }, 'message log append failed')),
+        () => undefined,
+      );
+    }
   } catch (error) {
-    if (request.unconfirmed && error instanceof EngineUnavailableError && error.unconfirmed)
-      request.unconfirmed(publication);
-    throw error;
+    return Promise.reject(error);
   }
-  if (engine.publishLogged) return { publication, position };
-  // The log is bookkeeping: the answer does not wait for it (one Redis round trip less per
-  // publish); it goes out after the PUBLISH on the same connection, so a later read sees it.
-  void engine.logs
-    .append(record.key, logged)
-    .catch((error: unknown) => deps.logger.warn({ err: error }, 'message log append failed'));
-  return { publication, position };
+  return publishing.then(
+    (position) => ({ publication, position }),
+    (error: unknown) => {
+      if (request.unconfirmed && error instanceof EngineUnavailableError && error.unconfirmed)
+        request.unconfirmed(publication);
+      throw error;
+    },
+  );
 }
 
 /** The answer to a publish: the stream position when the key keeps history. */

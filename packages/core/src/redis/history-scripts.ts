@@ -137,19 +137,18 @@ class ConnectionScript {
     this.sha = createHash('sha1').update(this.body).digest('hex');
   }
 
-  async run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  /** Not `async`: the EVALSHA's own promise is handed on with one `then` (see `guard`). */
+  run(client: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     const socket = client.stream as object | undefined;
     if (socket && !this.loadedOn.has(socket)) {
       this.loadedOn.add(socket);
       client.script('LOAD', this.body).catch(() => this.loadedOn.delete(socket));
     }
-    try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (error) {
+    return client.evalsha(this.sha, keys.length, ...keys, ...args).then(undefined, (error: unknown) => {
       if (socket && error instanceof Error && error.message.startsWith('NOSCRIPT'))
         this.loadedOn.delete(socket);
       throw error;
-    }
+    });
   }
 }
 
@@ -169,7 +168,7 @@ const publishBatchScript = new ConnectionScript(PUBLISH_BATCH_SOURCE);
  * On a cluster ioredis spreads the calls over connections it opens and replaces itself, so the
  * script goes with every call (EVAL; Redis hashes it and finds it cached).
  */
-export async function runHistoryPublish(
+export function runHistoryPublish(
   client: RedisClient,
   keys: readonly [meta: string, list: string] | readonly [meta: string, list: string, log: string],
   args: readonly (string | number)[],

@@ -40,19 +40,27 @@ export const MAX_BATCH_BYTES = 512 * 1024;
  * resolves with its own position, or rejects when the call failed (all of a batch's callers do,
  * as they would have one by one). A batch of one runs the single-publication script.
  *
- * Order: batches leave in the order they were filled, on the one command connection, and a
- * batch's publications are made in call order; so offsets per topic follow the calls. A command
- * that must stay behind the stream publications issued before it (a plain or control publish
- * on the same connection) calls `flush` first.
+ * A publication that finds the connection quiet (none of these calls unanswered, none waiting)
+ * goes out at once, alone, without waiting for the end of the turn: at moderate rates that is
+ * every publication, and waiting would batch nothing. Once one is unanswered, the ones after it
+ * wait for the end of their turn and leave together.
+ *
+ * Order: calls leave in the order they were made, on the one command connection (a publication
+ * goes out at once only when nothing waits), and a batch's publications are made in call order;
+ * so offsets per topic follow the calls. A command that must stay behind the stream publications
+ * issued before it (a plain or control publish on the same connection) calls `flush` first.
  */
 export class StreamPublishes {
   private pending: Pending[] = [];
   private bytes = 0;
   private scheduled = false;
+  /** Script calls sent and not answered yet. */
+  private unanswered = 0;
 
   constructor(private readonly client: Redis) {}
 
   add(publish: StreamPublish): Promise<StreamPosition> {
+    if (this.unanswered === 0 && this.pending.length === 0) return this.send(publish, false);
     const bytes = publish.head.length + publish.tail.length + (publish.log?.record.length ?? 0);
     if (
       this.pending.length > 0 &&
@@ -77,7 +85,7 @@ export class StreamPublishes {
     this.pending = [];
     this.bytes = 0;
     const only = batch.length === 1 ? batch[0] : undefined;
-    if (only) this.sendOne(only);
+    if (only) this.send(only.publish, true).then(only.resolve, only.reject);
     else this.sendMany(batch);
   }
 
@@ -86,22 +94,38 @@ export class StreamPublishes {
     this.flush();
   };
 
-  private sendOne({ publish: p, resolve, reject }: Pending): void {
+  private readonly answered = (): void => {
+    this.unanswered -= 1;
+  };
+
+  /** One publication, by the single-publication script. */
+  private send(p: StreamPublish, coalesce: boolean): Promise<StreamPosition> {
     const { client } = this;
     const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel, 'publish'];
     const { log } = p;
-    guard(client, () =>
-      log
-        ? runHistoryPublish(
-            client,
-            [p.meta, p.list, log.list],
-            [...args, log.record, log.trimAbove, log.trimTo],
-          )
-        : runHistoryPublish(client, [p.meta, p.list], args),
-    ).then((reply) => {
-      const [offset, epoch] = reply as [number, string];
-      resolve({ offset, epoch });
-    }, reject);
+    this.unanswered += 1;
+    return guard(
+      client,
+      () =>
+        log
+          ? runHistoryPublish(
+              client,
+              [p.meta, p.list, log.list],
+              [...args, log.record, log.trimAbove, log.trimTo],
+            )
+          : runHistoryPublish(client, [p.meta, p.list], args),
+      coalesce,
+    ).then(
+      (reply) => {
+        this.answered();
+        const [offset, epoch] = reply as [number, string];
+        return { offset, epoch };
+      },
+      (error: unknown) => {
+        this.answered();
+        throw error;
+      },
+    );
   }
 
   private sendMany(batch: Pending[]): void {
@@ -129,14 +153,17 @@ export class StreamPublishes {
     keys.push(...logs.keys());
     args[3] = logs.size;
     args.push(...trims);
+    this.unanswered += 1;
     guard(client, () => runHistoryPublishBatch(client, keys, args)).then(
       (reply) => {
+        this.answered();
         const flat = reply as Array<number | string>;
         for (let i = 0; i < n; i++) {
           (batch[i] as Pending).resolve({ offset: flat[2 * i] as number, epoch: flat[2 * i + 1] as string });
         }
       },
       (error: unknown) => {
+        this.answered();
         for (const p of batch) p.reject(error);
       },
     );

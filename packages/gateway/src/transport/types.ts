@@ -35,8 +35,8 @@ export interface UpgradeRequest {
 
 export interface HttpRequest {
   readonly method: string;
+  /** Path without the query string (the cluster API takes every parameter in the body). */
   readonly path: string;
-  readonly query: string;
   /**
    * The headers the cluster API reads (`content-length`, `x-forwarded-for`), lower-case, present
    * when not empty: copying every header out of uWS costs each request a string per name and value.

@@ -177,7 +177,6 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     const res = rawRes as unknown as Response;
     const method = req.getMethod().toUpperCase();
     const path = req.getUrl();
-    const query = req.getQuery();
     // Only the headers the cluster API reads, not a copy of every header per request.
     const headers: Record<string, string> = {};
     for (const name of READ_HEADERS) {
@@ -201,7 +200,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     const dispatch = (body: Buffer): void => {
       let reply: HttpReply | Promise<HttpReply>;
       try {
-        reply = handlers.http({ method, path, query, headers, body, remoteAddress });
+        reply = handlers.http({ method, path, headers, body, remoteAddress });
       } catch {
         failed();
         return;
@@ -226,8 +225,9 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         respond(handlers.bodyTooLarge());
         return;
       }
-      // uWS reuses the chunk's memory after this callback: copy it.
-      chunks.push(Buffer.from(chunk.slice(0)));
+      // uWS reuses the chunk's memory after this callback: copy it (into Node's pooled buffer
+      // memory; \`chunk.slice(0)\` would allocate a new ArrayBuffer per chunk).
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) dispatch(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
   });
