@@ -62,6 +62,8 @@ export interface Results {
     subscribersPerChannel: number;
     rate: number;
     seconds: number;
+    /** Absent in results from before it was recorded (then 3 s). */
+    warmupSeconds?: number;
     runs: CostRun[];
   };
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
@@ -85,9 +87,11 @@ export interface Options {
   systems: SystemName[];
   profileRate: number;
   profileSeconds: number;
-  /** publish-cost: publishes per second, seconds measured (after as long a warm-up). */
+  /** publish-cost: publishes per second, seconds measured. */
   costRate: number;
   costSeconds: number;
+  /** publish-cost: seconds at the same rate before the measurement (JIT, connections, first publishes). */
+  costWarmupSeconds: number;
   costVariants: CostVariant[];
   /** publish-cost: Node flags for the server processes (to profile them). */
   costNodeFlags?: string;
@@ -151,7 +155,8 @@ function parseArgs(argv: string[]): Options {
     profileRate: 300,
     profileSeconds: 10,
     costRate: 500,
-    costSeconds: 10,
+    costSeconds: 15,
+    costWarmupSeconds: 20,
     costVariants: COST_VARIANTS,
     recoveryClients: 1000,
     recoveryPublications: 100,
@@ -229,6 +234,9 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--cost-seconds':
         o.costSeconds = num();
+        break;
+      case '--cost-warmup':
+        o.costWarmupSeconds = num();
         break;
       case '--cost-variants':
         o.costVariants = value().split(',') as CostVariant[];
@@ -433,12 +441,13 @@ async function main(): Promise<void> {
       log(
         `publish-cost: ${channels} channels × 2 subscribers at ${o.costRate} publishes/s over REST for ${o.costSeconds} s, 2 nodes + Redis (${o.costVariants.join(', ')}) × ${o.runs} runs`,
       );
+      const costWarmup = o.quick ? Math.min(o.costWarmupSeconds, o.costSeconds) : o.costWarmupSeconds;
       const runs = await publishCostScenario({
         channels,
         subscribersPerChannel: 2,
         rate: o.costRate,
         seconds: o.costSeconds,
-        warmupSeconds: Math.min(3, o.costSeconds),
+        warmupSeconds: costWarmup,
         workers: o.workers,
         variants: o.costVariants,
         ...(o.costNodeFlags ? { nodeOptions: o.costNodeFlags } : {}),
@@ -451,6 +460,7 @@ async function main(): Promise<void> {
         subscribersPerChannel: 2,
         rate: o.costRate,
         seconds: o.costSeconds,
+        warmupSeconds: costWarmup,
         runs,
       });
     } else if (scenario === 'recovery') {
