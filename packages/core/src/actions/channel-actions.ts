@@ -76,7 +76,7 @@ export function publishMessage(
   deps: { engine: Engine; config: Config; logger: Logger },
   request: PublishRequest,
 ): Promise<Published> {
-  // Not `async`: the engine's promise is handed on with one \`then\` (every REST publish passes here).
+  // Not `async`: the engine's promise is handed on with one `then` (every REST publish passes here).
   let publication: Publication;
   let publishing: Promise<StreamPosition | undefined>;
   const { engine } = deps;

@@ -226,7 +226,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         return;
       }
       // uWS reuses the chunk's memory after this callback: copy it (into Node's pooled buffer
-      // memory; \`chunk.slice(0)\` would allocate a new ArrayBuffer per chunk).
+      // memory; `chunk.slice(0)` would allocate a new ArrayBuffer per chunk).
       chunks.push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) dispatch(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
