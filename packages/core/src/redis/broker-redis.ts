@@ -36,12 +36,15 @@ export class RedisBroker implements Broker {
   private readyBefore = false;
   /** Standalone only: this turn's stream publications, sent as one script call. */
   private readonly streamPublishes: StreamPublishes | undefined;
+  /** The control channel's name, built once: every message received is compared with it. */
+  private readonly controlChannel: string;
 
   constructor(
     private readonly clients: RedisClients,
     private readonly keys: RedisKeys,
   ) {
     this.sharded = clients.target.kind === 'cluster';
+    this.controlChannel = keys.control();
     const { command } = clients;
     if (!(command instanceof Cluster)) this.streamPublishes = new StreamPublishes(command);
     const { subscriber } = clients;
@@ -203,7 +206,7 @@ export class RedisBroker implements Broker {
   private readonly onMessage = (channel: string, message: string): void => {
     const handlers = this.handlers;
     if (this.closed || !handlers) return;
-    const control = channel === this.keys.control();
+    const control = channel === this.controlChannel;
     try {
       if (control) {
         const parsed = parseControlCommand(message);
