@@ -106,6 +106,11 @@ async function floodWarmUp(flooder: Flooder): Promise<void> {
     30_000,
     'the warm-up flood refused',
   );
+  await stopFlood(flooder, 'the warm-up flood stopped');
+}
+
+/** Stops the flood and waits until none of its requests or sockets is left. */
+async function stopFlood(flooder: Flooder, what: string): Promise<void> {
   flooder.flood(false);
   await waitUntil(
     async () => {
@@ -113,7 +118,7 @@ async function floodWarmUp(flooder: Flooder): Promise<void> {
       return s.inFlight === 0 && s.openSockets === 0;
     },
     10_000,
-    'the warm-up flood stopped',
+    what,
   );
 }
 
@@ -214,15 +219,7 @@ describe('tenant isolation', () => {
       on.push(...floodTimes);
       floodSeconds += floodFor;
       refused.push(delta(await flooder.stats(), before));
-      flooder.flood(false);
-      await waitUntil(
-        async () => {
-          const s = await flooder!.stats();
-          return s.inFlight === 0 && s.openSockets === 0;
-        },
-        10_000,
-        'the flood stopped',
-      );
+      await stopFlood(flooder, 'the flood stopped');
     }
 
     const total = refused.reduce(

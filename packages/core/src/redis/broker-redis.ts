@@ -7,7 +7,7 @@ import { Cluster } from 'ioredis';
 import { coalesceWrites, guard } from './clients';
 import type { RedisClients } from './clients';
 import type { RedisKeys } from './keys';
-import { runHistoryPublish } from './history-scripts';
+import { positionOf, runHistoryPublish } from './history-scripts';
 import type { LogAppend } from './message-log-redis';
 import { decodePublication, encodePublication, publicationHead, publicationTail } from './publication-codec';
 import { StreamPublishes } from './stream-publishes';
@@ -151,10 +151,7 @@ export class RedisBroker implements Broker {
     }
     const { command } = this.clients;
     const args = [head, tail, size, ttlSeconds, newEpoch(), channel, 'spublish'];
-    return guard(command, () => runHistoryPublish(command, [meta, list], args)).then((reply) => {
-      const [offset, epoch] = reply as [number, string];
-      return { offset, epoch };
-    });
+    return guard(command, () => runHistoryPublish(command, [meta, list], args)).then(positionOf);
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';
+import type { StreamPosition } from '../history/history';
 import type { RedisClient } from './clients';
 import { LuaScript } from './clients';
 
@@ -175,6 +176,12 @@ export function runHistoryPublish(
 ): Promise<unknown> {
   if (client instanceof Cluster) return client.eval(PUBLISH_SOURCE, keys.length, ...keys, ...args);
   return publishScript.run(client, keys, args);
+}
+
+/** The publish script's reply, `{ offset, epoch }`, as a stream position. */
+export function positionOf(reply: unknown): StreamPosition {
+  const [offset, epoch] = reply as [number, string];
+  return { offset, epoch };
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { newEpoch } from '../history/epochs';
 import type { StreamPosition } from '../history/history';
 import { atTurnEnd, guard } from './clients';
-import { runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
+import { positionOf, runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
 import type { LogAppend } from './message-log-redis';
 
 /** One stream publication waiting for the end of its turn. */
@@ -60,7 +60,8 @@ export class StreamPublishes {
   constructor(private readonly client: Redis) {}
 
   add(publish: StreamPublish): Promise<StreamPosition> {
-    if (this.unanswered === 0 && this.pending.length === 0) return this.send(publish, false);
+    if (this.unanswered === 0 && this.pending.length === 0)
+      return new Promise<StreamPosition>((resolve, reject) => this.send({ publish, resolve, reject }, false));
     const bytes = publish.head.length + publish.tail.length + (publish.log?.record.length ?? 0);
     if (
       this.pending.length > 0 &&
@@ -85,7 +86,7 @@ export class StreamPublishes {
     this.pending = [];
     this.bytes = 0;
     const only = batch.length === 1 ? batch[0] : undefined;
-    if (only) this.send(only.publish, true).then(only.resolve, only.reject);
+    if (only) this.send(only, true);
     else this.sendMany(batch);
   }
 
@@ -99,12 +100,12 @@ export class StreamPublishes {
   };
 
   /** One publication, by the single-publication script. */
-  private send(p: StreamPublish, coalesce: boolean): Promise<StreamPosition> {
+  private send({ publish: p, resolve, reject }: Pending, coalesce: boolean): void {
     const { client } = this;
     const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel, 'publish'];
     const { log } = p;
     this.unanswered += 1;
-    return guard(
+    guard(
       client,
       () =>
         log
@@ -118,12 +119,11 @@ export class StreamPublishes {
     ).then(
       (reply) => {
         this.answered();
-        const [offset, epoch] = reply as [number, string];
-        return { offset, epoch };
+        resolve(positionOf(reply));
       },
       (error: unknown) => {
         this.answered();
-        throw error;
+        reject(error);
       },
     );
   }
