@@ -64,6 +64,13 @@ export interface Results {
     seconds: number;
     /** Absent in results from before it was recorded (then 3 s). */
     warmupSeconds?: number;
+    /**
+     * Pairs per variant of the paired measurement: `runs` then holds one entry per pair, the
+     * ceiling's case and one variant's measured over the same `seconds`.
+     * Absent in results from before pairs (then each entry is a run of its own: the variants one
+     * after the other, each measured for `seconds`).
+     */
+    rounds?: number;
     runs: CostRun[];
   };
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
@@ -92,6 +99,7 @@ export interface Options {
   costSeconds: number;
   /** publish-cost: seconds at the same rate before the measurement (JIT, connections, first publishes). */
   costWarmupSeconds: number;
+  costRounds: number;
   costVariants: CostVariant[];
   /** publish-cost: Node flags for the server processes (to profile them). */
   costNodeFlags?: string;
@@ -155,8 +163,9 @@ function parseArgs(argv: string[]): Options {
     profileRate: 300,
     profileSeconds: 10,
     costRate: 500,
-    costSeconds: 15,
+    costSeconds: 5,
     costWarmupSeconds: 20,
+    costRounds: 6,
     costVariants: COST_VARIANTS,
     recoveryClients: 1000,
     recoveryPublications: 100,
@@ -238,6 +247,9 @@ function parseArgs(argv: string[]): Options {
       case '--cost-warmup':
         o.costWarmupSeconds = num();
         break;
+      case '--cost-rounds':
+        o.costRounds = Math.floor(num());
+        break;
       case '--cost-variants':
         o.costVariants = value().split(',') as CostVariant[];
         for (const v of o.costVariants)
@@ -296,6 +308,7 @@ function parseArgs(argv: string[]): Options {
           durationS: 0.5,
           stepS: 0.5,
           costSeconds: 2,
+          costRounds: 2,
           recoveryClients: 100,
           recoveryPublications: 20,
           scaleConnections: 2000,
@@ -439,7 +452,7 @@ async function main(): Promise<void> {
     } else if (scenario === 'publish-cost') {
       const channels = o.quick ? o.channels : 2000;
       log(
-        `publish-cost: ${channels} channels × 2 subscribers at ${o.costRate} publishes/s over REST for ${o.costSeconds} s, 2 nodes + Redis (${o.costVariants.join(', ')}) × ${o.runs} runs`,
+        `publish-cost: ${channels} channels × 2 subscribers at ${o.costRate} publishes/s over REST, 2 nodes + Redis (${o.costVariants.join(', ')}): each row in ${o.costRounds} pairs of ${o.costSeconds} s with the ceiling, after ${o.quick ? Math.min(o.costWarmupSeconds, o.costSeconds) : o.costWarmupSeconds} s of warm-up${o.runs > 1 ? ` × ${o.runs} runs` : ''}`,
       );
       const costWarmup = o.quick ? Math.min(o.costWarmupSeconds, o.costSeconds) : o.costWarmupSeconds;
       const runs = await publishCostScenario({
@@ -452,6 +465,7 @@ async function main(): Promise<void> {
         variants: o.costVariants,
         ...(o.costNodeFlags ? { nodeOptions: o.costNodeFlags } : {}),
         runs: o.runs,
+        rounds: o.costRounds,
         log,
       });
       save('publish-cost', {
@@ -461,6 +475,7 @@ async function main(): Promise<void> {
         rate: o.costRate,
         seconds: o.costSeconds,
         warmupSeconds: costWarmup,
+        rounds: o.costRounds,
         runs,
       });
     } else if (scenario === 'recovery') {

@@ -3,7 +3,7 @@ import type { CostRun, CostVariant } from '../src/scenarios/publish-cost';
 import type { Step } from '../src/scenarios/load';
 
 // Issue 12's publish-cost target is judged on these ratios: Switchboard's CPU per 1,000
-// deliveries and p99 against the ceiling's of the same run, the median over runs.
+// deliveries and p99 against the ceiling's measured over the same seconds, the median over pairs.
 
 const measured = (cpuMs: number, p99Ms: number, loss = 0): Step => ({
   rate: 500,

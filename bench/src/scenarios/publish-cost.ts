@@ -35,6 +35,9 @@ const EXTRA: Partial<Record<CostVariant, string>> = { 'history-on-opted-in': '&r
 /** How long the connected, idle system is sampled before the load. */
 const IDLE_MS = 4000;
 
+/** Load before each measured window, not recorded: both sides of a pair start it together. */
+const LEAD_IN_SECONDS = 1;
+
 /** Issue 12's target: Switchboard (history on) at most this multiple of the ceiling's, CPU and p99. */
 export const COST_TARGET = 1.25;
 
@@ -53,7 +56,7 @@ export interface CostCase {
   error?: string;
 }
 
-/** One run: every variant measured one after the other, the ceiling first (a back-to-back set). */
+/** A back-to-back set: the ceiling's case and one variant's, measured over the same seconds. */
 export interface CostRun {
   cases: CostCase[];
 }
@@ -71,7 +74,20 @@ export interface CostOptions {
   log: (line: string) => void;
 }
 
-export async function costCase(variant: CostVariant, o: CostOptions): Promise<CostCase> {
+/** A variant's system, up and connected, between its measurements. */
+interface OpenCase {
+  readonly variant: CostVariant;
+  readonly system: SystemName;
+  readonly stop: () => Promise<void>;
+  readonly setup?: LoadSetup;
+  readonly redisUrl?: string;
+  readonly connected: number;
+  readonly idle?: { servers: number; redis: number };
+  readonly error?: string;
+}
+
+/** Starts a variant's system, connects its subscribers and samples its idle CPU. */
+async function openCase(variant: CostVariant, o: CostOptions): Promise<OpenCase> {
   const name = COST_SYSTEM[variant];
   const system = await startSystem(name, {
     nodes: 2,
@@ -79,7 +95,13 @@ export async function costCase(variant: CostVariant, o: CostOptions): Promise<Co
   });
   const fleet = new ClientFleet(o.workers);
   const publisher = new Publisher();
-  const result: CostCase = { variant, system: name, connected: 0 };
+  const stop = async (): Promise<void> => {
+    await fleet.closeAll().catch(() => undefined);
+    fleet.stop();
+    publisher.stop();
+    await system.stop();
+  };
+  let connected = 0;
   try {
     const channels = Array.from({ length: o.channels }, (_, i) => `cost-${i}`);
     const urls: string[] = [];
@@ -88,7 +110,7 @@ export async function costCase(variant: CostVariant, o: CostOptions): Promise<Co
         urls.push(system.wsUrl(c * o.subscribersPerChannel + j, 'v3', channel, EXTRA[variant] ?? ''));
     });
     const opened = await fleet.connect(urls, { concurrency: 200 });
-    result.connected = opened.ok;
+    connected = opened.ok;
     if (opened.ok < urls.length) throw new Error(`only ${opened.ok}/${urls.length} connected`);
     const sampleIdle = (): { servers: number; redis: number; at: number } => ({
       servers: system.nodes.reduce((sum, n) => sum + cpuSeconds(n.pid), 0),
@@ -100,10 +122,6 @@ export async function costCase(variant: CostVariant, o: CostOptions): Promise<Co
     await new Promise((r) => setTimeout(r, IDLE_MS));
     const idleTo = sampleIdle();
     const idleSeconds = (idleTo.at - idleFrom.at) / 1000;
-    result.idle = {
-      servers: ((idleTo.servers - idleFrom.servers) * 1000) / idleSeconds,
-      redis: ((idleTo.redis - idleFrom.redis) * 1000) / idleSeconds,
-    };
     const setup: LoadSetup = {
       system,
       fleet,
@@ -113,48 +131,127 @@ export async function costCase(variant: CostVariant, o: CostOptions): Promise<Co
       maxP99Ms: 500,
       publishConnections: PUBLISH_CONNECTIONS,
     };
-    // Warm-up at the same rate (JIT, Redis connections, every channel's first publish), not recorded.
-    await step(setup, o.rate, o.warmupSeconds * 1000);
-    const redis = new Redis(system.redis!.url);
-    try {
-      const before = commandTimes(await redis.info('commandstats'));
-      result.step = await step(setup, o.rate, o.seconds * 1000);
-      const after = commandTimes(await redis.info('commandstats'));
-      result.redis = {};
-      for (const [command, t] of Object.entries(after)) {
-        const calls = t.calls - (before[command]?.calls ?? 0);
-        if (calls > 0 && command !== 'info')
-          result.redis[command] = { calls, usec: t.usec - (before[command]?.usec ?? 0) };
-      }
-    } finally {
-      redis.disconnect();
+    return {
+      variant,
+      system: name,
+      stop,
+      setup,
+      redisUrl: system.redis!.url,
+      connected,
+      idle: {
+        servers: ((idleTo.servers - idleFrom.servers) * 1000) / idleSeconds,
+        redis: ((idleTo.redis - idleFrom.redis) * 1000) / idleSeconds,
+      },
+    };
+  } catch (error) {
+    o.log(`  ${variant}: ERROR ${String(error)}`);
+    return { variant, system: name, stop, connected, error: String(error) };
+  }
+}
+
+/**
+ * One measured window of an open case: `LEAD_IN_SECONDS` of load, not recorded (the pair's two
+ * loads start together), then `o.seconds` recorded, with Redis' command times.
+ */
+async function measureWindow(c: OpenCase, o: CostOptions): Promise<CostCase> {
+  const result: CostCase = { variant: c.variant, system: c.system, connected: c.connected };
+  if (c.idle) result.idle = c.idle;
+  if (!c.setup || !c.redisUrl) {
+    result.error = c.error ?? 'not started';
+    return result;
+  }
+  const redis = new Redis(c.redisUrl);
+  try {
+    await step(c.setup, o.rate, LEAD_IN_SECONDS * 1000);
+    const before = commandTimes(await redis.info('commandstats'));
+    result.step = await step(c.setup, o.rate, o.seconds * 1000);
+    const after = commandTimes(await redis.info('commandstats'));
+    result.redis = {};
+    for (const [command, t] of Object.entries(after)) {
+      const calls = t.calls - (before[command]?.calls ?? 0);
+      if (calls > 0 && command !== 'info')
+        result.redis[command] = { calls, usec: t.usec - (before[command]?.usec ?? 0) };
     }
-    const s = result.step;
-    o.log(
-      `  ${variant}: ${s.received}/${s.expected} delivered, CPU ${s.serverCpuMsPer1000.toFixed(1)} ms per 1,000 deliveries ` +
-        `(gateways ${s.cpu.servers.toFixed(2)} s, Redis ${s.cpu.redis.toFixed(2)} s), p50 ${s.p50Ms} / p99 ${s.p99Ms} ms${s.pass ? '' : `, FAIL: ${s.why ?? ''}`}`,
-    );
   } catch (error) {
     result.error = String(error);
-    o.log(`  ${variant}: ERROR ${result.error}`);
   } finally {
-    await fleet.closeAll().catch(() => undefined);
-    fleet.stop();
-    publisher.stop();
-    await system.stop();
+    redis.disconnect();
   }
   return result;
 }
 
-export async function publishCostScenario(o: CostOptions & { runs: number }): Promise<CostRun[]> {
-  const runs: CostRun[] = [];
+/**
+ * Paired: every variant is measured `o.rounds` times at the same time as the ceiling, both
+ * loaded at the fixed rate over the same seconds, each with its own Redis, subscribers and
+ * publisher, so the machine's drift (on a shared virtual machine the same work's CPU time moves
+ * by a fifth or more within minutes and even seconds) falls on both alike. The ceiling stays up
+ * throughout; each variant is started in turn, warmed up together with the ceiling, measured in
+ * back-to-back pairs and stopped, so neither side of a pair comes to it from idling (a server
+ * that idled for a minute measured a quarter dearer over its next seconds). Each pair is a
+ * back-to-back set (`CostRun`: the ceiling's case and the variant's), judged on its own. `o.runs`
+ * repeats the whole with fresh systems.
+ */
+export async function publishCostScenario(
+  o: CostOptions & { runs: number; rounds: number },
+): Promise<CostRun[]> {
+  const pairs: CostRun[] = [];
+  const warm = (c: OpenCase): Promise<unknown> =>
+    c.setup ? step(c.setup, o.rate, o.warmupSeconds * 1000) : Promise.resolve();
   for (let run = 0; run < o.runs; run++) {
-    o.log(`  run ${run + 1} of ${o.runs}`);
-    const cases: CostCase[] = [];
-    for (const variant of o.variants) cases.push(await costCase(variant, o));
-    runs.push({ cases });
+    if (o.runs > 1) o.log(`  run ${run + 1} of ${o.runs}`);
+    const others = o.variants.filter((v) => v !== 'ceiling');
+    if (!o.variants.includes('ceiling')) {
+      for (const variant of others) {
+        const c = await openCase(variant, o);
+        try {
+          await warm(c);
+          for (let r = 0; r < o.rounds; r++) pairs.push({ cases: [await measureWindow(c, o)] });
+        } finally {
+          await c.stop();
+        }
+      }
+      continue;
+    }
+    const ceiling = await openCase('ceiling', o);
+    try {
+      if (others.length === 0) {
+        await warm(ceiling);
+        for (let r = 0; r < o.rounds; r++) pairs.push({ cases: [await measureWindow(ceiling, o)] });
+      }
+      for (const variant of others) {
+        const c = await openCase(variant, o);
+        try {
+          // Warm-up at the fixed rate (JIT, Redis connections, every channel's first publish), not recorded.
+          await Promise.all([warm(ceiling), warm(c)]);
+          for (let r = 0; r < o.rounds; r++) {
+            const pair: CostRun = {
+              cases: await Promise.all([measureWindow(ceiling, o), measureWindow(c, o)]),
+            };
+            pairs.push(pair);
+            o.log(
+              `  ${variant} ${r + 1} of ${o.rounds}: ${pair.cases.map((one) => caseLine(pair, one)).join('; ')}`,
+            );
+          }
+        } finally {
+          await c.stop();
+        }
+      }
+    } finally {
+      await ceiling.stop();
+    }
   }
-  return runs;
+  return pairs;
+}
+
+function caseLine(round: CostRun, c: CostCase): string {
+  const s = c.step;
+  if (!s) return `${c.variant} ERROR ${c.error ?? ''}`;
+  const q = c.variant === 'ceiling' ? undefined : costRatios(round, c.variant);
+  return (
+    `${c.variant} ${s.serverCpuMsPer1000.toFixed(1)} ms/1,000 (${s.cpu.servers.toFixed(2)} + ${s.cpu.redis.toFixed(2)} s), ` +
+    `p99 ${s.p99Ms} ms${q ? ` = ${q.cpu.toFixed(2)}× / ${q.p99.toFixed(2)}×` : ''}` +
+    `${s.received < s.expected ? `, ${s.received}/${s.expected} delivered` : ''}${s.pass ? '' : `, FAIL: ${s.why ?? ''}`}`
+  );
 }
 
 export interface CostRatio {
