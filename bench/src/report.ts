@@ -984,7 +984,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--connect-connections N   connect-cost: plain V3 connections opened and closed per system and run (default 10000)',
     "--profile-rate N, --profile-seconds S   the profile scenario's load (default 300/s for 10 s)",
     '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
-    '--no-docs          do not rewrite docs/benchmarks.md',
+    '--no-docs          a trial: leave docs/benchmarks.md and bench/results/ as they are (results go to bench/results/tmp/)',
     '--report-only      rewrite docs/benchmarks.md from bench/results/latest.json, run nothing',
     '--quick            tiny sizes, for trying the harness (results in bench/results/tmp, docs untouched)',
     '```',

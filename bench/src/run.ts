@@ -409,7 +409,8 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  const resultsDir = join(ROOT, 'bench', 'results', ...(o.quick ? ['tmp'] : []));
+  // Quick runs and runs without docs are trials: their results stay out of the published record.
+  const resultsDir = join(ROOT, 'bench', 'results', ...(o.quick || !o.docs ? ['tmp'] : []));
   mkdirSync(resultsDir, { recursive: true });
   const latestPath = join(resultsDir, 'latest.json');
   const latest: Results = existsSync(latestPath)
