@@ -454,7 +454,10 @@ function costSection(r: Results): string[] {
   if (!cost) return [];
   const variants = [...new Set(cost.runs.flatMap((run) => run.cases.map((c) => c.variant)))];
   const rows = variants.map((variant) => {
-    const pair = medianCostPair(cost.runs, variant === 'ceiling' ? 'history-on' : variant);
+    const pair =
+      variant === 'ceiling'
+        ? (medianCostPair(cost.runs, 'history-on') ?? cost.runs.find((run) => caseOf(run, 'ceiling')))
+        : medianCostPair(cost.runs, variant);
     return { variant, case: pair && caseOf(pair, variant), ceiling: pair && caseOf(pair, 'ceiling')?.step };
   });
   const lines = [
