@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { fleetDefaults } from './lib/fleet';
 import { connectDefaults } from './lib/native-fleet';
 import { gitCommit, machine } from './lib/machine';
+import { resultsDir as resultsDirOf } from './lib/results-dir';
 import type { Machine } from './lib/machine';
 import { ROOT, onRedis, product, stopDescendants } from './lib/procs';
 import type { SystemName } from './lib/procs';
@@ -409,8 +410,7 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  // Quick runs and runs without docs are trials: their results stay out of the published record.
-  const resultsDir = join(ROOT, 'bench', 'results', ...(o.quick || !o.docs ? ['tmp'] : []));
+  const resultsDir = resultsDirOf(ROOT, o);
   mkdirSync(resultsDir, { recursive: true });
   const latestPath = join(resultsDir, 'latest.json');
   const latest: Results = existsSync(latestPath)

@@ -1,3 +1,9 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resultsDir } from '../src/lib/results-dir';
+import { targets, writeReport } from '../src/report';
+import type { Meta, Results } from '../src/run';
 import { costVerdict } from '../src/scenarios/publish-cost';
 import type { CostRun, CostVariant } from '../src/scenarios/publish-cost';
 import type { Step } from '../src/scenarios/load';
@@ -24,19 +30,28 @@ const measured = (cpuMs: number, p99Ms: number, loss = 0): Step => ({
   pass: loss === 0,
 });
 
-const run = (ceiling: [number, number], on: [number, number], loss = 0): CostRun => ({
+/** A pair: the ceiling's case and `variant`'s, each [CPU ms per 1,000 deliveries, p99 ms]. */
+const pairOf = (
+  variant: CostVariant,
+  ceiling: [number, number],
+  own: [number, number],
+  loss = 0,
+): CostRun => ({
   cases: (
     [
       ['ceiling', ceiling, 0],
-      ['history-on', on, loss],
+      [variant, own, loss],
     ] as [CostVariant, [number, number], number][]
-  ).map(([variant, [cpu, p99], l]) => ({
-    variant,
-    system: variant === 'ceiling' ? 'ceiling-redis' : 'switchboard-redis',
+  ).map(([v, [cpu, p99], l]) => ({
+    variant: v,
+    system: v === 'ceiling' ? 'ceiling-redis' : 'switchboard-redis',
     connected: 4000,
     step: measured(cpu, p99, l),
   })),
 });
+
+const run = (ceiling: [number, number], on: [number, number], loss = 0): CostRun =>
+  pairOf('history-on', ceiling, on, loss);
 
 describe('bench: the publish-cost target', () => {
   it('is met when the median CPU and p99 ratios are both at most 1.25×', () => {
@@ -57,5 +72,86 @@ describe('bench: the publish-cost target', () => {
     expect(v.ratios).toHaveLength(1);
     expect(v.met).toBe(false);
     expect(costVerdict([run([100, 2], [100, 2], 0.01)]).met).toBeUndefined();
+  });
+});
+
+describe('bench: the publish-cost report', () => {
+  const costResults = (runs: CostRun[]): Results => ({
+    'publish-cost': {
+      meta: {
+        command: 'npm run bench -- --scenario publish-cost',
+        startedAt: '2026-11-26T20:00:00.000Z',
+        finishedAt: '2026-11-26T20:05:00.000Z',
+        seconds: 300,
+        machine: {
+          nproc: 2,
+          cpuModel: 'test',
+          memoryGiB: 24,
+          node: 'v20',
+          kernel: 'test',
+          loadAverage: [0, 0, 0],
+        },
+        loadAverageAtEnd: [0, 0, 0],
+        productCommit: 'test',
+        productDir: '.',
+        options: {} as Meta['options'],
+      },
+      channels: 2000,
+      subscribersPerChannel: 2,
+      rate: 500,
+      seconds: 5,
+      warmupSeconds: 20,
+      rounds: 3,
+      runs,
+    },
+  });
+  const report = (results: Results): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-report-'));
+    writeReport(results, join(dir, 'benchmarks.md'), join(dir, 'latest.svg'));
+    return readFileSync(join(dir, 'benchmarks.md'), 'utf8');
+  };
+
+  it("judges the median pair, and shows each row's median pair beside the ceiling measured with it", () => {
+    const results = costResults([
+      pairOf('script-floor', [100, 2], [120, 2]),
+      pairOf('script-floor', [200, 2], [260, 2]),
+      pairOf('script-floor', [100, 2], [110, 2]),
+      pairOf('history-on', [100, 2], [150, 2]),
+      pairOf('history-on', [200, 2], [240, 2]),
+      pairOf('history-on', [150, 2], [210, 2]),
+    ]);
+    const target = targets(results).find((t) => t.name.startsWith('Publish cost'));
+    expect(target?.measured).toContain(
+      'CPU 1.40×, p99 1.00× (median of 3 pairs with the ceiling: CPU 1.50×, 1.20×, 1.40×',
+    );
+    expect(target?.met).toBe(false);
+    const md = report(results);
+    expect(md).toContain(
+      '| Switchboard, history on (default, `HISTORY_SIZE=100`) | 210.00 = 0 + 0 | 1.40× of 150.00 |',
+    );
+    expect(md).toContain(
+      "| Ceiling server running Switchboard's publish script instead of `PUBLISH` | 120.00 = 0 + 0 | 1.20× of 100.00 |",
+    );
+    // The ceiling's row is the one paired with history on's median pair.
+    expect(md).toContain(
+      '| Ceiling: raw uWS + Redis hop (`PUBLISH`), 2 processes | 150.00 = 0 + 0 | (ceiling) |',
+    );
+  });
+
+  it('shows the ceiling when it was measured alone', () => {
+    const alone: CostRun = {
+      cases: [{ variant: 'ceiling', system: 'ceiling-redis', connected: 4000, step: measured(100, 2) }],
+    };
+    expect(report(costResults([alone]))).toContain(
+      '| Ceiling: raw uWS + Redis hop (`PUBLISH`), 2 processes | 100.00 = 0 + 0 | (ceiling) |',
+    );
+  });
+});
+
+describe('bench: where results are kept', () => {
+  it('keeps the results of a trial (--quick, --no-docs) out of the published record', () => {
+    expect(resultsDir('/repo', { quick: false, docs: true })).toBe('/repo/bench/results');
+    expect(resultsDir('/repo', { quick: true, docs: true })).toBe('/repo/bench/results/tmp');
+    expect(resultsDir('/repo', { quick: false, docs: false })).toBe('/repo/bench/results/tmp');
   });
 });

@@ -197,47 +197,31 @@ export async function publishCostScenario(
   const pairs: CostRun[] = [];
   const warm = (c: OpenCase): Promise<unknown> =>
     c.setup ? step(c.setup, o.rate, o.warmupSeconds * 1000) : Promise.resolve();
+  const others = o.variants.filter((v) => v !== 'ceiling');
   for (let run = 0; run < o.runs; run++) {
     if (o.runs > 1) o.log(`  run ${run + 1} of ${o.runs}`);
-    const others = o.variants.filter((v) => v !== 'ceiling');
-    if (!o.variants.includes('ceiling')) {
-      for (const variant of others) {
-        const c = await openCase(variant, o);
-        try {
-          await warm(c);
-          for (let r = 0; r < o.rounds; r++) pairs.push({ cases: [await measureWindow(c, o)] });
-        } finally {
-          await c.stop();
-        }
-      }
-      continue;
-    }
-    const ceiling = await openCase('ceiling', o);
+    const ceiling = o.variants.includes('ceiling') ? await openCase('ceiling', o) : undefined;
     try {
-      if (others.length === 0) {
-        await warm(ceiling);
-        for (let r = 0; r < o.rounds; r++) pairs.push({ cases: [await measureWindow(ceiling, o)] });
-      }
-      for (const variant of others) {
-        const c = await openCase(variant, o);
+      // A row is measured with the ceiling when there is one; the ceiling alone, it by itself.
+      for (const variant of others.length > 0 ? others : ceiling ? ['ceiling' as const] : []) {
+        const c = variant === 'ceiling' && ceiling ? ceiling : await openCase(variant, o);
+        const sides = ceiling && c !== ceiling ? [ceiling, c] : [c];
         try {
           // Warm-up at the fixed rate (JIT, Redis connections, every channel's first publish), not recorded.
-          await Promise.all([warm(ceiling), warm(c)]);
+          await Promise.all(sides.map(warm));
           for (let r = 0; r < o.rounds; r++) {
-            const pair: CostRun = {
-              cases: await Promise.all([measureWindow(ceiling, o), measureWindow(c, o)]),
-            };
+            const pair: CostRun = { cases: await Promise.all(sides.map((side) => measureWindow(side, o))) };
             pairs.push(pair);
             o.log(
               `  ${variant} ${r + 1} of ${o.rounds}: ${pair.cases.map((one) => caseLine(pair, one)).join('; ')}`,
             );
           }
         } finally {
-          await c.stop();
+          if (c !== ceiling) await c.stop();
         }
       }
     } finally {
-      await ceiling.stop();
+      await ceiling?.stop();
     }
   }
   return pairs;
