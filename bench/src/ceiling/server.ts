@@ -44,7 +44,7 @@ let scriptSha: string | undefined;
 if (mode === 'redis-script') void pub!.script('LOAD', script).then((sha) => (scriptSha = sha as string));
 
 /** The publish script's call as Switchboard makes it on a standalone server (history-scripts.ts). */
-function publishStored(channel: string, message: string): Promise<[number, string]> {
+function publishStored(channel: string, message: string): Promise<string> {
   const acceptedAt = Date.now();
   const record = JSON.stringify({
     id: randomUUID(),
@@ -67,11 +67,10 @@ function publishStored(channel: string, message: string): Promise<[number, strin
     120,
     acceptedAt.toString(36),
     channel,
-    'publish',
     record,
     600,
     500,
-  ) as Promise<[number, string]>;
+  ) as Promise<string>;
 }
 
 interface Data {
@@ -144,9 +143,12 @@ app.post('/*', (res) => {
   readBody(res, (body) => {
     const { channel, message } = JSON.parse(body.toString()) as { channel: string; message: string };
     if (mode === 'redis-script') {
-      void publishStored(channel, message).then(([offset, epoch]) =>
-        answer(res, aborted, `{"success":true,"offset":${offset},"epoch":"${epoch}"}`),
-      );
+      void publishStored(channel, message).then((position) => {
+        const bar = position.indexOf('|');
+        const offset = position.slice(0, bar);
+        const epoch = position.slice(bar + 1, -1);
+        answer(res, aborted, `{"success":true,"offset":${offset},"epoch":"${epoch}"}`);
+      });
     } else if (pub) {
       void pub.publish(channel, message).then(() => answer(res, aborted, '{"success":true}'));
     } else {

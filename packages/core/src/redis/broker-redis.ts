@@ -150,7 +150,7 @@ export class RedisBroker implements Broker {
       return this.streamPublishes.add({ meta, list, head, tail, size, ttlSeconds, channel, log });
     }
     const { command } = this.clients;
-    const args = [head, tail, size, ttlSeconds, newEpoch(), channel, 'spublish'];
+    const args = [head, tail, size, ttlSeconds, newEpoch(), channel];
     return guard(command, () => runHistoryPublish(command, [meta, list], args)).then(positionOf);
   }
 

@@ -24,14 +24,20 @@ import { LuaScript } from './clients';
 /**
  * KEYS[1] meta HASH, KEYS[2] LIST, optionally KEYS[3] the API key's message log LIST
  * ARGV[1] wire head, ARGV[2] wire tail (publication-codec.ts), ARGV[3] size, ARGV[4] TTL seconds,
- * ARGV[5] epoch for a new stream, ARGV[6] fan-out channel, ARGV[7] `publish` or `spublish`;
- * with KEYS[3]: ARGV[8] the log record, ARGV[9] the length past which the log is trimmed,
- * ARGV[10] the length it is trimmed to (message-log-redis.ts: LPUSH, an LTRIM once in a while).
- * Returns { offset, epoch }.
+ * ARGV[5] epoch for a new stream, ARGV[6] fan-out channel; with KEYS[3]: ARGV[7] the log record,
+ * ARGV[8] the length past which the log is trimmed, ARGV[9] the length it is trimmed to
+ * (message-log-redis.ts: LPUSH, an LTRIM once in a while).
+ * Returns the position as the wire carries it, `<offset>|<epoch>|` (`positionOf` reads it).
  *
  * The log append rides in the script on a standalone server only (the log key is in another
  * slot than the topic's on a cluster): the publish then costs one command, one write and one
  * reply instead of two, and the record is in the log when the publish is answered.
+ *
+ * What Redis spends on a call, counted in instructions (docs/architecture.md, "What the publish
+ * script costs Redis"): every string the script receives or builds is hashed whole by Redis' Lua,
+ * each `redis.call` costs about as much as the command it runs, and a table reply is read back
+ * field by field. Hence a string reply, the channel's command in the source rather than an
+ * argument, and no argument the script does not read on every call.
  *
  * Exported for the benchmark, whose ceiling server runs this same script to show what storing a
  * publication costs at the least JavaScript around it (docs/benchmarks.md, "Publish cost").
@@ -45,7 +51,8 @@ if not e then
 end
 local o = redis.call('HINCRBY', KEYS[1], 'o', 1)
 redis.call('EXPIRE', KEYS[1], ARGV[4])
-local w = ARGV[1] .. o .. '|' .. e .. '|' .. ARGV[2]
+local p = o .. '|' .. e .. '|'
+local w = ARGV[1] .. p .. ARGV[2]
 local size = tonumber(ARGV[3])
 if size == 0 then
   redis.call('DEL', KEYS[2])
@@ -53,39 +60,42 @@ else
   if redis.call('RPUSH', KEYS[2], w) > size then redis.call('LTRIM', KEYS[2], -size, -1) end
   redis.call('EXPIRE', KEYS[2], ARGV[4])
 end
-redis.call(ARGV[7], ARGV[6], w)
-if KEYS[3] and redis.call('LPUSH', KEYS[3], ARGV[8]) > tonumber(ARGV[9]) then
-  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[10]) - 1)
+redis.call('PUBLISH', ARGV[6], w)
+if KEYS[3] and redis.call('LPUSH', KEYS[3], ARGV[7]) > tonumber(ARGV[8]) then
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[9]) - 1)
 end
-return { o, e }
+return p
 `;
+
+/** The same on a Redis Cluster, where the fan-out channel is a shard channel. */
+const SPUBLISH_SOURCE = PUBLISH_SOURCE.replace("redis.call('PUBLISH'", "redis.call('SPUBLISH'");
 
 /**
  * The same for N publications in one call (a standalone server only: on a cluster the topics'
  * keys are in different slots), in call order: `RedisBroker` gathers the stream publications of
- * one event-loop turn (stream-publishes.ts). Redis spends about 30 µs of CPU on any EVALSHA
- * before the script does anything, and ioredis about 10 µs on each command: one call carrying N
+ * one event-loop turn (stream-publishes.ts). Each call costs Redis a fixed share (the command
+ * read, its tables set up, the reply written) and ioredis about 10 µs: one call carrying N
  * publications pays that once. A batch of one takes the single script above (its arguments are
  * fewer), so a quiet gateway's publish costs what it did.
  *
  * KEYS: for publication i (1-based) KEYS[2i-1] its meta HASH, KEYS[2i] its LIST; then the
  * distinct message log LISTs of the batch, log j at KEYS[2n+j].
- * ARGV[1] `publish`, ARGV[2] epoch for any stream the batch starts (a stream starts at most once
- * per batch, and epochs only need to differ within one topic), ARGV[3] n, ARGV[4] m (log LISTs);
- * publication i's 7 arguments from b = 4 + 7(i-1): ARGV[b+1] wire head, ARGV[b+2] wire tail,
- * ARGV[b+3] size, ARGV[b+4] TTL seconds, ARGV[b+5] fan-out channel, ARGV[b+6] its log j (0: none),
- * ARGV[b+7] its log record (empty when none); then log j's trim lengths at c = 4 + 7n + 2(j-1):
- * ARGV[c+1] the length past which it is trimmed, ARGV[c+2] the length it is trimmed to.
+ * ARGV[1] epoch for any stream the batch starts (a stream starts at most once per batch, and
+ * epochs only need to differ within one topic), ARGV[2] n, ARGV[3] m (log LISTs); publication i's
+ * 7 arguments from b = 3 + 7(i-1): ARGV[b+1] wire head, ARGV[b+2] wire tail, ARGV[b+3] size,
+ * ARGV[b+4] TTL seconds, ARGV[b+5] fan-out channel, ARGV[b+6] its log j (0: none), ARGV[b+7] its
+ * log record (empty when none); then log j's trim lengths at c = 3 + 7n + 2(j-1): ARGV[c+1] the
+ * length past which it is trimmed, ARGV[c+2] the length it is trimmed to.
  * Each log's records go out in one LPUSH in call order (the newest at the head, as one LPUSH per
  * record would leave them); the script is atomic, so nobody sees a publication without its record.
- * Returns { offset 1, epoch 1, offset 2, epoch 2, … }.
+ * Returns each publication's position as the single script does, in call order.
  */
 const PUBLISH_BATCH_SOURCE = `
-local cmd, epoch, n, m = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local epoch, n, m = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, records = {}, {}
 for j = 1, m do records[j] = {} end
 for i = 1, n do
-  local b = 4 + (i - 1) * 7
+  local b = 3 + (i - 1) * 7
   local meta, list = KEYS[2 * i - 1], KEYS[2 * i]
   local e = redis.call('HGET', meta, 'e')
   if not e then
@@ -96,7 +106,8 @@ for i = 1, n do
   local o = redis.call('HINCRBY', meta, 'o', 1)
   local ttl = ARGV[b + 4]
   redis.call('EXPIRE', meta, ttl)
-  local w = ARGV[b + 1] .. o .. '|' .. e .. '|' .. ARGV[b + 2]
+  local p = o .. '|' .. e .. '|'
+  local w = ARGV[b + 1] .. p .. ARGV[b + 2]
   local size = tonumber(ARGV[b + 3])
   if size == 0 then
     redis.call('DEL', list)
@@ -104,17 +115,16 @@ for i = 1, n do
     if redis.call('RPUSH', list, w) > size then redis.call('LTRIM', list, -size, -1) end
     redis.call('EXPIRE', list, ttl)
   end
-  redis.call(cmd, ARGV[b + 5], w)
+  redis.call('PUBLISH', ARGV[b + 5], w)
   local j = tonumber(ARGV[b + 6])
   if j > 0 then
     local r = records[j]
     r[#r + 1] = ARGV[b + 7]
   end
-  out[2 * i - 1] = o
-  out[2 * i] = e
+  out[i] = p
 end
 for j = 1, m do
-  local c = 4 + 7 * n + 2 * (j - 1)
+  local c = 3 + 7 * n + 2 * (j - 1)
   local log = KEYS[2 * n + j]
   if redis.call('LPUSH', log, unpack(records[j])) > tonumber(ARGV[c + 1]) then
     redis.call('LTRIM', log, 0, tonumber(ARGV[c + 2]) - 1)
@@ -174,14 +184,15 @@ export function runHistoryPublish(
   keys: readonly [meta: string, list: string] | readonly [meta: string, list: string, log: string],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  if (client instanceof Cluster) return client.eval(PUBLISH_SOURCE, keys.length, ...keys, ...args);
+  if (client instanceof Cluster) return client.eval(SPUBLISH_SOURCE, keys.length, ...keys, ...args);
   return publishScript.run(client, keys, args);
 }
 
-/** The publish script's reply, `{ offset, epoch }`, as a stream position. */
+/** A publish script's reply for one publication, `<offset>|<epoch>|`, as a stream position. */
 export function positionOf(reply: unknown): StreamPosition {
-  const [offset, epoch] = reply as [number, string];
-  return { offset, epoch };
+  const text = reply as string;
+  const bar = text.indexOf('|');
+  return { offset: Number(text.slice(0, bar)), epoch: text.slice(bar + 1, -1) };
 }
 
 /**

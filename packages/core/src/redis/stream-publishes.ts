@@ -102,7 +102,7 @@ export class StreamPublishes {
   /** One publication, by the single-publication script. */
   private send({ publish: p, resolve, reject }: Pending, coalesce: boolean): void {
     const { client } = this;
-    const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel, 'publish'];
+    const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel];
     const { log } = p;
     this.unanswered += 1;
     guard(
@@ -132,7 +132,7 @@ export class StreamPublishes {
     const { client } = this;
     const n = batch.length;
     const keys: string[] = [];
-    const args: Array<string | number> = ['publish', newEpoch(), n, 0];
+    const args: Array<string | number> = [newEpoch(), n, 0];
     /** Log LIST → its index j (1-based) in the batch. */
     const logs = new Map<string, number>();
     const trims: number[] = [];
@@ -151,16 +151,14 @@ export class StreamPublishes {
       args.push(p.head, p.tail, p.size, p.ttlSeconds, p.channel, j, log ? log.record : '');
     }
     keys.push(...logs.keys());
-    args[3] = logs.size;
+    args[2] = logs.size;
     args.push(...trims);
     this.unanswered += 1;
     guard(client, () => runHistoryPublishBatch(client, keys, args)).then(
       (reply) => {
         this.answered();
-        const flat = reply as Array<number | string>;
-        for (let i = 0; i < n; i++) {
-          (batch[i] as Pending).resolve({ offset: flat[2 * i] as number, epoch: flat[2 * i + 1] as string });
-        }
+        const positions = reply as unknown[];
+        for (let i = 0; i < n; i++) (batch[i] as Pending).resolve(positionOf(positions[i]));
       },
       (error: unknown) => {
         this.answered();
