@@ -36,8 +36,8 @@ import { LuaScript } from './clients';
  * What Redis spends on a call, counted in instructions (docs/architecture.md, "What the publish
  * script costs Redis"): every string the script receives or builds is hashed whole by Redis' Lua,
  * each `redis.call` costs about as much as the command it runs, and a table reply is read back
- * field by field. Hence a string reply, the channel's command in the source rather than an
- * argument, and no argument the script does not read on every call.
+ * field by field. Hence a string reply, and the channel's command in the source rather than
+ * an argument.
  *
  * Exported for the benchmark, whose ceiling server runs this same script to show what storing a
  * publication costs at the least JavaScript around it (docs/benchmarks.md, "Publish cost").
