@@ -2,8 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Redis from 'ioredis';
-import { freePort } from '@switchboard/testing/dist/redis-server';
+import { startRedis } from '@switchboard/testing/dist/redis-server';
 import { product } from '../lib/procs';
 import { openProductEngine } from '../lib/product';
 
@@ -92,32 +91,27 @@ function dumpedInstructions(dir: string, trigger: string): number {
 
 async function measure(mode: Mode, o: Options): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-callgrind-'));
-  const port = await freePort();
   // hz 1: Redis' periodic work (10 runs a second by default) stays out of the count.
-  const server = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      `--callgrind-out-file=${join(dir, 'out.%p')}`,
-      'redis-server',
-      ...['--port', String(port), '--save', '', '--appendonly', 'no', '--hz', '1'],
-    ],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise((resolve) => server.on('exit', resolve));
+  const server = await startRedis({
+    args: ['--hz', '1'],
+    launcher: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${join(dir, 'out.%p')}`],
+  });
   const { pid } = server;
-  if (pid === undefined) throw new Error('valgrind did not start (is it installed?)');
-  // Queued until valgrind has started Redis (refused meanwhile, retried quietly).
-  const probe = new Redis({ port, retryStrategy: () => 200, maxRetriesPerRequest: null });
-  probe.on('error', () => undefined);
   const nodes: Node[] = [];
   try {
-    await probe.ping();
-    const env = { REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_PREFIX: 'bench' };
+    if (pid === undefined) throw new Error('valgrind exited at start');
+    const env = { REDIS_URL: server.url, REDIS_PREFIX: 'bench' };
     let received = 0;
+    let waiting: { count: number; resolve: () => void } | undefined;
+    const delivered = (count: number): Promise<void> =>
+      received >= count ? Promise.resolve() : new Promise((resolve) => (waiting = { count, resolve }));
+    const onMessage = (): void => {
+      received += 1;
+      if (waiting && received >= waiting.count) waiting.resolve();
+    };
     for (let i = 0; i < 2; i++) {
       const node = await openProductEngine<Node>(env);
-      node.broker.setHandlers({ message: () => received++, control: () => undefined });
+      node.broker.setHandlers({ message: onMessage, control: () => undefined });
       nodes.push(node);
     }
     const topics = Array.from({ length: o.topics }, (_, i): Topic => ({
@@ -151,9 +145,6 @@ async function measure(mode: Mode, o: Options): Promise<number> {
       };
       return publishLogged.call(publisher, publication, { size: 100, ttlSeconds: 120 }, KEY, record);
     };
-    const delivered = async (count: number): Promise<void> => {
-      while (received < count) await new Promise((resolve) => setTimeout(resolve, 20));
-    };
     // Every topic's stream exists before the count: a first publication starts it (epoch, DEL).
     for (let n = 0; n < o.topics; n++) await publish(n);
     await delivered(2 * o.topics);
@@ -164,10 +155,8 @@ async function measure(mode: Mode, o: Options): Promise<number> {
     return dumpedInstructions(dir, mode) / o.publishes;
   } finally {
     for (const node of nodes) await node.close();
-    probe.disconnect();
-    // SIGTERM: Redis shuts down cleanly and callgrind writes its last dump (not read).
-    server.kill('SIGTERM');
-    await exited;
+    // SIGTERM, awaited: Redis shuts down cleanly and callgrind writes its last dump (not read).
+    await server.stop();
   }
 }
 

@@ -13,6 +13,8 @@ import { join } from 'node:path';
 export interface RedisServer {
   readonly url: string;
   readonly port: number;
+  /** The running process's id (the launcher's, when there is one); undefined while it is down. */
+  readonly pid: number | undefined;
   /** Graceful stop (SIGTERM), resolves once the process exited. */
   stop(): Promise<void>;
   /** SIGKILL, resolves once the process exited: an outage as clients see a crash. */
@@ -158,18 +160,40 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-function spawnServer(port: number, args: string[], cwd: string): ChildProcess {
-  const child = spawn(
+/** How a standalone server is started beyond its port and data directory. */
+export interface RedisServerOptions {
+  /** More `redis-server` arguments, such as `['--hz', '1']`. */
+  readonly args?: readonly string[];
+  /**
+   * A command the server runs under, its arguments included, such as
+   * `['valgrind', '--tool=callgrind']` (the benchmark counts Redis' instructions so).
+   */
+  readonly launcher?: readonly string[];
+}
+
+function spawnServer(
+  port: number,
+  args: readonly string[],
+  cwd: string,
+  launcher: readonly string[] = [],
+): ChildProcess {
+  const server = [
     redisServerBinary(),
-    ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', cwd, ...args],
-    { cwd, stdio: 'ignore' },
-  );
+    ...['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', cwd, ...args],
+  ];
+  const [command, ...rest] = [...launcher, ...server] as [string, ...string[]];
+  const child = spawn(command, rest, { cwd, stdio: 'ignore' });
   child.on('error', () => undefined);
   return child;
 }
 
-async function startProcess(port: number, args: string[], cwd: string): Promise<ChildProcess> {
-  const child = spawnServer(port, args, cwd);
+async function startProcess(
+  port: number,
+  args: readonly string[],
+  cwd: string,
+  launcher?: readonly string[],
+): Promise<ChildProcess> {
+  const child = spawnServer(port, args, cwd, launcher);
   try {
     await waitFor(`redis-server on port ${port}`, async () => {
       if (child.exitCode !== null) throw new PortTakenError(`redis-server on port ${port} exited at start`);
@@ -187,15 +211,16 @@ async function startProcess(port: number, args: string[], cwd: string): Promise<
  * ephemeral range, for a server that is restarted many times: while it is down, an outgoing
  * connection of a busy machine could take an ephemeral port).
  */
-export async function startRedis(options: { port?: number } = {}): Promise<RedisServer> {
+export async function startRedis(options: { port?: number } & RedisServerOptions = {}): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-redis-'));
+  const { args = [], launcher } = options;
   const { port, started } =
     options.port === undefined
       ? await onFreshPorts(async () => {
           const candidate = await freePort();
-          return { port: candidate, started: await startProcess(candidate, [], dir) };
+          return { port: candidate, started: await startProcess(candidate, args, dir, launcher) };
         })
-      : { port: options.port, started: await startProcess(options.port, [], dir) };
+      : { port: options.port, started: await startProcess(options.port, args, dir, launcher) };
   let child: ChildProcess | undefined = started;
   const end = async (signal: NodeJS.Signals): Promise<void> => {
     const current = child;
@@ -207,6 +232,9 @@ export async function startRedis(options: { port?: number } = {}): Promise<Redis
   return {
     url: `redis://${HOST}:${port}`,
     port,
+    get pid() {
+      return child?.pid;
+    },
     kill: () => end('SIGKILL'),
     stop: async () => {
       await end('SIGTERM');
@@ -214,7 +242,7 @@ export async function startRedis(options: { port?: number } = {}): Promise<Redis
     },
     restart: async () => {
       await end('SIGKILL');
-      child = await startProcess(port, [], dir);
+      child = await startProcess(port, args, dir, launcher);
     },
     freeze: () => child?.kill('SIGSTOP'),
     thaw: () => child?.kill('SIGCONT'),
