@@ -20,6 +20,7 @@ export * from './presence/presence-memory';
 export * from './counts/connection-counts';
 export * from './counts/counts-memory';
 export * from './quotas/quotas';
+export * from './logs/iso-time';
 export * from './logs/message-log';
 export * from './logs/message-log-memory';
 export * from './keys/key-store';

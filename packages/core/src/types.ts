@@ -20,10 +20,11 @@ export interface Member {
 }
 
 /** Everything a fan-out message, a presence set or a count is scoped by. */
+/** Never changed once made: Redis keys built from one topic object are cached by identity (redis/keys.ts). */
 export interface Topic {
-  key: ApiKey;
-  protocol: Protocol;
-  channel: ChannelName;
+  readonly key: ApiKey;
+  readonly protocol: Protocol;
+  readonly channel: ChannelName;
 }
 
 export const PROTOCOLS: readonly Protocol[] = ['v3', 'v4'];

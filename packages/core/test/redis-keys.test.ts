@@ -130,4 +130,25 @@ describe('Redis key names', () => {
     expect(() => keys.fanout({ key: 'k', protocol: 'v4', channel: 'a|b' })).toThrow(/channel/);
     expect(() => keys.countsNode('k', '')).toThrow(/node id/);
   });
+
+  it("name each topic's stream keys after that topic, built in any order", () => {
+    const a = { key: 'ka', protocol: 'v3' as const, channel: 'one' };
+    const b = { key: 'kb', protocol: 'v4' as const, channel: 'two' };
+    const names = [
+      keys.historyMeta(a),
+      keys.fanout(b),
+      keys.historyStream(a),
+      keys.historyMeta(b),
+      keys.fanout(a),
+    ];
+    expect(names).toEqual([
+      '<prefix>:history:{ka|v3|one}:meta',
+      '<prefix>:fanout:{kb|v4|two}',
+      '<prefix>:history:{ka|v3|one}:stream',
+      '<prefix>:history:{kb|v4|two}:meta',
+      '<prefix>:fanout:{ka|v3|one}',
+    ]);
+    // An equal topic in another object names the same keys.
+    expect(keys.fanout({ ...a })).toBe(keys.fanout(a));
+  });
 });

@@ -6,6 +6,7 @@ import type { StreamPosition } from '../history/history';
 import { historyRetention } from '../history/retention';
 import type { ApiKeyRecord } from '../keys/key-store';
 import type { Logger } from '../logger';
+import { isoTime } from '../logs/iso-time';
 import type { LogRecord } from '../logs/message-log';
 import type { KickSelector, Publication } from '../broker/broker';
 import type { NodeId, Protocol, Topic } from '../types';
@@ -101,7 +102,7 @@ export function publishMessage(
       protocol,
       source: 'api',
       message: text,
-      timestamp: new Date(acceptedAt).toISOString(),
+      timestamp: isoTime(acceptedAt),
     };
     if (engine.publishLogged) {
       // Where the engine can, the log append goes with the publish itself (no command of its own).
@@ -173,7 +174,7 @@ export async function readHistory(
     publications: page.publications.map((publication) => ({
       offset: publication.offset,
       message: publication.body,
-      timestamp: new Date(publication.acceptedAt ?? 0).toISOString(),
+      timestamp: isoTime(publication.acceptedAt ?? 0),
     })),
   };
 }

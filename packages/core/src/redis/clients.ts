@@ -6,6 +6,7 @@ import type { RedisTarget } from '../config/load';
 import { EngineUnavailableError } from '../errors';
 import type { Logger } from '../logger';
 import { clusterHealth, standaloneHealth } from './connection-health';
+import { evalFlat } from './flat-command';
 import type { ConnectionHealth } from './connection-health';
 
 /** A command connection: standalone or cluster; the ports only use what both offer. */
@@ -222,10 +223,10 @@ export class LuaScript {
     args: readonly (string | number)[],
   ): Promise<unknown> {
     try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+      return await evalFlat(client, 'evalsha', this.sha, keys, args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return client.eval(this.source, keys.length, ...keys, ...args);
+      return evalFlat(client, 'eval', this.source, keys, args);
     }
   }
 }

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { StreamPosition } from '../history/history';
 import type { RedisClient } from './clients';
 import { LuaScript } from './clients';
+import { evalFlat } from './flat-command';
 
 /**
  * Topic stream scripts. Both keys and the fan-out channel carry the topic's hash tag, so each
@@ -155,7 +156,7 @@ class ConnectionScript {
       this.loadedOn.add(socket);
       client.script('LOAD', this.body).catch(() => this.loadedOn.delete(socket));
     }
-    return client.evalsha(this.sha, keys.length, ...keys, ...args).then(undefined, (error: unknown) => {
+    return evalFlat(client, 'evalsha', this.sha, keys, args).then(undefined, (error: unknown) => {
       if (socket && error instanceof Error && error.message.startsWith('NOSCRIPT'))
         this.loadedOn.delete(socket);
       throw error;
@@ -184,7 +185,7 @@ export function runHistoryPublish(
   keys: readonly [meta: string, list: string] | readonly [meta: string, list: string, log: string],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  if (client instanceof Cluster) return client.eval(SPUBLISH_SOURCE, keys.length, ...keys, ...args);
+  if (client instanceof Cluster) return evalFlat(client, 'eval', SPUBLISH_SOURCE, keys, args);
   return publishScript.run(client, keys, args);
 }
 

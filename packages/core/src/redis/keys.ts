@@ -94,7 +94,17 @@ export function redisKeys(prefix: string): RedisKeys {
   const topicPart = topicInKey;
   const byKey = (kind: string, key: ApiKey): string => `${p}:${kind}:{${checked('API key', key)}}`;
   /** `{<key>|<protocol>|<channel>}`: one topic's slot (its fan-out channel and history). */
-  const topicTag = (t: Topic): string => `{${checked('API key', t.key)}|${topicPart(t)}}`;
+  // A publication's keys and channel (meta, stream, fan-out) are built one after the other from
+  // the same topic object: its tag is checked and built once for them.
+  let lastTopic: Topic | undefined;
+  let lastTag = '';
+  const topicTag = (t: Topic): string => {
+    if (t !== lastTopic) {
+      lastTag = `{${checked('API key', t.key)}|${topicPart(t)}}`;
+      lastTopic = t;
+    }
+    return lastTag;
+  };
   const byNode = (kind: string, nodeId: NodeId): string => `${p}:${kind}:{${checked('node id', nodeId)}}`;
   const presenceTopic = (t: Topic): string => `${byKey('presence', t.key)}:topic:${topicPart(t)}`;
   return {

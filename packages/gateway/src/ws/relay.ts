@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { historyRetention, identityOf } from '@switchboard/core';
+import { historyRetention, identityOf, isoTime } from '@switchboard/core';
 import type { LogRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
@@ -71,7 +71,7 @@ function relay(
     ...(options.binary ? { binary: true as const } : {}),
     uuid: sub.uuid,
     ...(sub.user !== undefined ? { user: sub.user } : {}),
-    timestamp: new Date().toISOString(),
+    timestamp: isoTime(Date.now()),
   };
   ctx.engine.logs.append(state.key, record).catch((error: unknown) => {
     ctx.logger.warn({ err: error }, 'message log append failed');

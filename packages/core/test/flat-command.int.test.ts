@@ -1,0 +1,35 @@
+import { evalFlat, sendFlat } from '../src/redis/flat-command';
+import type { RedisClients } from '../src/redis/clients';
+import { describeEachRedis } from './support/redis-targets';
+import { unique } from './support/wait';
+
+/** Commands sent without ioredis' argument flattening answer what ioredis' own methods answer. */
+describeEachRedis((backend) => {
+  let clients: RedisClients;
+  beforeAll(async () => {
+    clients = await backend().clients();
+  });
+
+  it('sends strings, numbers and buffers as ioredis does, and decodes the reply as UTF-8', async () => {
+    const { command } = clients;
+    const key = `{${unique('flat')}}:k`;
+    const text = 'é 漢字 🎉 "quoted" \r\n and a newline';
+    expect(await sendFlat(command, 'set', [key, text])).toBe('OK');
+    expect(await command.get(key)).toBe(text);
+    expect(await sendFlat(command, 'get', [key])).toBe(text);
+    expect(await sendFlat(command, 'set', [key, 42])).toBe('OK');
+    expect(await sendFlat(command, 'incrby', [key, 8])).toBe(50);
+    expect(await sendFlat(command, 'set', [key, Buffer.from([0xc3, 0xa9, 0x21])])).toBe('OK');
+    expect(await command.get(key)).toBe('é!');
+  });
+
+  it('runs scripts by EVAL and EVALSHA with keys and arguments, and fails like ioredis', async () => {
+    const { command } = clients;
+    const key = `{${unique('flat')}}:k`;
+    const source = "redis.call('SET', KEYS[1], ARGV[1] .. '|' .. ARGV[2]); return redis.call('GET', KEYS[1])";
+    expect(await evalFlat(command, 'eval', source, [key], ['ü', 7])).toBe('ü|7');
+    const sha = 'ffffffffffffffffffffffffffffffffffffffff';
+    await expect(evalFlat(command, 'evalsha', sha, [key], ['x'])).rejects.toThrow(/^NOSCRIPT/);
+    await expect(sendFlat(command, 'nosuchcommand', [key])).rejects.toThrow(/unknown command/i);
+  });
+});
