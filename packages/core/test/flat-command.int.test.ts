@@ -1,7 +1,10 @@
+import { Redis } from 'ioredis';
 import { evalFlat, sendFlat } from '../src/redis/flat-command';
 import type { RedisClients } from '../src/redis/clients';
 import { describeEachRedis } from './support/redis-targets';
 import { unique } from './support/wait';
+import { startRedis } from '../../testing/src/redis-server';
+import type { RedisServer } from '../../testing/src/redis-server';
 
 /** Commands sent without ioredis' argument flattening answer what ioredis' own methods answer. */
 describeEachRedis((backend) => {
@@ -31,5 +34,35 @@ describeEachRedis((backend) => {
     const sha = 'ffffffffffffffffffffffffffffffffffffffff';
     await expect(evalFlat(command, 'evalsha', sha, [key], ['x'])).rejects.toThrow(/^NOSCRIPT/);
     await expect(sendFlat(command, 'nosuchcommand', [key])).rejects.toThrow(/unknown command/i);
+  });
+});
+
+describe('a command that gets no answer', () => {
+  let server: RedisServer;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    client = new Redis(server.url, { commandTimeout: 300, maxRetriesPerRequest: 0 });
+    await client.ping();
+  });
+  afterAll(async () => {
+    server.thaw();
+    client.disconnect();
+    await server.stop();
+  });
+
+  it('fails as ioredis fails it after its commandTimeout, and later replies still meet their commands', async () => {
+    const key = unique('stalled');
+    server.freeze();
+    const started = performance.now();
+    const stalled = sendFlat(client, 'incr', [key]);
+    await expect(stalled).rejects.toThrow('Command timed out');
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(300);
+    server.thaw();
+    // The stalled INCR is still in ioredis' queue: Redis runs it, and its reply is not taken
+    // for the next command's.
+    expect(await sendFlat(client, 'incr', [key])).toBe(2);
+    expect(await sendFlat(client, 'get', [key])).toBe('2');
   });
 });
