@@ -1,0 +1,259 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
+import WebSocket from 'ws';
+import {
+  CEILING,
+  HOST,
+  KEY,
+  SECRET,
+  cliPath,
+  gatewayEnv,
+  product,
+  productNodeFlags,
+  productPublishScript,
+} from '../lib/procs';
+import { splitCosts } from './callgrind-costs';
+import type { CostSplit } from './callgrind-costs';
+
+/**
+ * A server's user-space instructions per REST publish, counted by valgrind's callgrind: figures
+ * that do not move with a shared machine's load, where CPU time does by a fifth within minutes
+ * (docs/architecture.md, "What the gateway's JavaScript costs").
+ *
+ *   npm run bench:gateway-instructions [-- --systems gateway,floor,ceiling --warmup N
+ *     --publishes N --channels N --product-dir DIR]
+ *
+ * One server under callgrind (a Switchboard gateway; the Redis-hop ceiling's server, `PUBLISH`;
+ * or the floor, that server making Switchboard's publish script call) with a private Redis, one
+ * subscriber in each of `channels` channels, REST publishes one at a time over the channels,
+ * each awaited until delivered (as at a moderate rate, every publish travels alone). The count
+ * covers the whole server: the HTTP request, the Redis call and its reply, the pub/sub message
+ * and the delivery. After `warmup` publishes (V8 tiers the path up meanwhile) SIGUSR2 makes the
+ * server call `os.getPriority()`, on which callgrind dumps (`--dump-before`); then `publishes`
+ * publishes, a dump, as long idle (timers), a dump, and `publishes` more. Each window's count,
+ * less the idle rate over its duration, divided by its publishes; garbage collection and V8's
+ * compilers are shown apart (a scavenge falls in one window or the next), and the work without
+ * them is what to compare.
+ *
+ * Needs valgrind (Debian's package). System calls are not counted: they are the same for every
+ * system (docs/architecture.md).
+ */
+type SystemName = 'gateway' | 'floor' | 'ceiling';
+
+interface Options {
+  systems: SystemName[];
+  warmup: number;
+  publishes: number;
+  channels: number;
+}
+
+const SYSTEMS: readonly SystemName[] = ['gateway', 'floor', 'ceiling'];
+
+function parse(argv: string[]): Options {
+  const o: Options = { systems: [...SYSTEMS], warmup: 5000, publishes: 2000, channels: 200 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const flag = argv[i];
+    const value = argv[i + 1] ?? '';
+    if (flag === '--product-dir') product.dir = value;
+    else if (flag === '--systems') {
+      const names = value.split(',');
+      const unknown = names.find((name) => !SYSTEMS.includes(name as SystemName));
+      if (unknown !== undefined) throw new Error(`--systems: unknown system "${unknown}"`);
+      o.systems = names as SystemName[];
+    } else {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer`);
+      if (flag === '--warmup') o.warmup = n;
+      else if (flag === '--publishes') o.publishes = n;
+      else if (flag === '--channels') o.channels = n;
+      else throw new Error(`unknown option ${flag}`);
+    }
+  }
+  return o;
+}
+
+/** Preloaded into the server: SIGUSR2 calls uv_os_getpriority, callgrind's dump trigger. */
+const MARK = "const os = require('node:os');\nprocess.on('SIGUSR2', () => void os.getPriority());\n";
+
+/** The server's command line and environment. */
+function serverCommand(
+  system: SystemName,
+  redisUrl: string,
+  port: number,
+): { args: string[]; env: Record<string, string> } {
+  const base = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', PORT: String(port), HOST };
+  if (system === 'gateway')
+    return {
+      args: [...productNodeFlags(), cliPath(), 'gateway'],
+      env: { ...base, ...gatewayEnv('bench-1', redisUrl) },
+    };
+  const mode = system === 'floor' ? 'redis-script' : 'redis';
+  return {
+    args: [CEILING, mode],
+    env: {
+      ...base,
+      REDIS_URL: redisUrl,
+      ...(system === 'floor' ? { PUBLISH_SCRIPT: productPublishScript() } : {}),
+    },
+  };
+}
+
+async function listening(port: number, server: ChildProcess): Promise<void> {
+  for (;;) {
+    if (server.exitCode !== null) throw new Error(`the server exited (${server.exitCode})`);
+    const open = await new Promise<boolean>((resolve) => {
+      const probe = connect(port, HOST, () => {
+        probe.destroy();
+        resolve(true);
+      });
+      probe.on('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** Publications awaited by their sequence number (the `s` field of the benchmark's message). */
+class Deliveries {
+  private readonly waiting = new Map<string, () => void>();
+
+  watch(socket: WebSocket): void {
+    socket.on('message', (data: Buffer) => {
+      const match = /"s":"(\d+)"/.exec(data.toString());
+      const resolve = match ? this.waiting.get(match[1] ?? '') : undefined;
+      if (resolve) {
+        this.waiting.delete(match![1]!);
+        resolve();
+      }
+    });
+  }
+
+  expect(seq: string): Promise<void> {
+    return new Promise((resolve) => this.waiting.set(seq, resolve));
+  }
+}
+
+/** The dump callgrind wrote on its `n`th trigger (1-based). */
+const dumpFile = (dir: string, n: number): string => {
+  const name = readdirSync(dir).find((file) => file.endsWith(`.${n}`));
+  if (!name) throw new Error(`no callgrind dump ${n} in ${dir}`);
+  return join(dir, name);
+};
+
+interface Window {
+  ms: number;
+  costs: CostSplit;
+}
+
+async function measure(system: SystemName, o: Options): Promise<Window[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-callgrind-'));
+  const mark = join(dir, 'mark.cjs');
+  writeFileSync(mark, MARK);
+  const redis = await startRedis();
+  const port = await freePort();
+  const { args, env } = serverCommand(system, redis.url, port);
+  const server = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--dump-instr=no',
+      '--dump-before=uv_os_getpriority',
+      `--callgrind-out-file=${join(dir, 'out')}`,
+      process.execPath,
+      '-r',
+      mark,
+      ...args,
+    ],
+    { env, stdio: 'ignore' },
+  );
+  const sockets: WebSocket[] = [];
+  try {
+    await listening(port, server);
+    // Under valgrind a server's Redis connections come up seconds after it listens.
+    await new Promise((resolve) => setTimeout(resolve, 8000));
+    const deliveries = new Deliveries();
+    for (let i = 0; i < o.channels; i++) {
+      const socket = new WebSocket(`ws://${HOST}:${port}/v3/ch-${i}?api_key=${KEY}`);
+      await new Promise((resolve, reject) => {
+        socket.once('open', resolve);
+        socket.once('error', reject);
+      });
+      deliveries.watch(socket);
+      sockets.push(socket);
+    }
+    let seq = 0;
+    const pad = 'x'.repeat(52);
+    const publish = async (): Promise<void> => {
+      seq += 1;
+      const s = String(seq).padStart(10, '0');
+      const delivered = deliveries.expect(s);
+      const message = `{"t":"${String(seq).padStart(16, '0')}","s":"${s}","p":"${pad}"}`;
+      const res = await fetch(`http://${HOST}:${port}/api/publish`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key: KEY, secret: SECRET, channel: `ch-${seq % o.channels}`, message }),
+      });
+      if (!res.ok) throw new Error(`publish answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+      await delivered;
+    };
+    let dumps = 0;
+    const dump = async (): Promise<void> => {
+      dumps += 1;
+      server.kill('SIGUSR2');
+      while (!readdirSync(dir).some((file) => file.endsWith(`.${dumps}`)))
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      // The dump is written when it is listed complete: its totals line comes last.
+      while (!/^totals: /m.test(readFileSync(dumpFile(dir, dumps), 'utf8')))
+        await new Promise((resolve) => setTimeout(resolve, 200));
+    };
+    for (let i = 0; i < o.warmup; i++) await publish();
+    await dump();
+    const windows: Window[] = [];
+    for (const phase of ['publishes', 'idle', 'publishes'] as const) {
+      const started = performance.now();
+      if (phase === 'idle') await new Promise((resolve) => setTimeout(resolve, windows[0]!.ms));
+      else for (let i = 0; i < o.publishes; i++) await publish();
+      const ms = performance.now() - started;
+      await dump();
+      windows.push({ ms, costs: splitCosts(dumpFile(dir, dumps)) });
+    }
+    return windows;
+  } finally {
+    for (const socket of sockets) socket.terminate();
+    server.kill('SIGTERM');
+    if (server.exitCode === null) await new Promise((resolve) => server.once('exit', resolve));
+    await redis.stop();
+  }
+}
+
+const k = (n: number): string => `${(n / 1000).toFixed(1)}k`;
+
+async function main(): Promise<void> {
+  const o = parse(process.argv.slice(2));
+  console.log(
+    `User-space instructions per REST publish (callgrind; ${o.channels} channels, 1 subscriber each, ` +
+      `${o.publishes} publishes a window after ${o.warmup}; work = total − GC − compiling):`,
+  );
+  for (const system of o.systems) {
+    const [first, idle, second] = await measure(system, o);
+    const perMs = (field: keyof CostSplit): number => idle!.costs[field] / idle!.ms;
+    const per = (w: Window, field: keyof CostSplit): number =>
+      (w.costs[field] - perMs(field) * w.ms) / o.publishes;
+    const line = (w: Window): string => {
+      const work = per(w, 'total') - per(w, 'gc') - per(w, 'compile');
+      return `work ${k(work)} (total ${k(per(w, 'total'))}, GC ${k(per(w, 'gc'))}, compiling ${k(per(w, 'compile'))})`;
+    };
+    console.log(`- ${system}: ${line(first!)}; again: ${line(second!)}`);
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
