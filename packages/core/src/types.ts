@@ -19,8 +19,10 @@ export interface Member {
   user?: JsonValue;
 }
 
-/** Everything a fan-out message, a presence set or a count is scoped by. */
-/** Never changed once made: Redis keys built from one topic object are cached by identity (redis/keys.ts). */
+/**
+ * Everything a fan-out message, a presence set or a count is scoped by. Never changed once made:
+ * the Redis keys built from one topic object are cached by its identity (redis/keys.ts).
+ */
 export interface Topic {
   readonly key: ApiKey;
   readonly protocol: Protocol;

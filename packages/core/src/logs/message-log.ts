@@ -2,6 +2,7 @@ import type { ApiKey, ChannelName, JsonValue, Protocol } from '../types';
 
 /** One logged message, as `/api/logs` returns it (docs/account-api.md). */
 export interface LogRecord {
+  /** A uuid (`randomUUID`): written into the stored JSON as it is (`recordJson`). */
   readonly id: string;
   readonly channel: ChannelName;
   readonly protocol: Protocol;
