@@ -43,6 +43,11 @@ export interface RedisClusterHandle {
 
 const HOST = '127.0.0.1';
 const READY_TIMEOUT_MS = 10_000;
+/**
+ * `redis-cli --cluster create` assigns the slots, then waits for the nodes to agree through their
+ * gossip: a second or two, several times that on a machine that runs the whole suite's workers.
+ */
+const CLUSTER_CREATE_TIMEOUT_MS = 30_000;
 
 function redisServerBinary(): string {
   const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' });
@@ -306,7 +311,7 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
         '0',
         '--cluster-yes',
       ],
-      { encoding: 'utf8', timeout: READY_TIMEOUT_MS },
+      { encoding: 'utf8', timeout: CLUSTER_CREATE_TIMEOUT_MS },
     );
     if (created.error || created.status !== 0) {
       throw new Error(
