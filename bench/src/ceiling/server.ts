@@ -42,7 +42,10 @@ sub?.on('messageBuffer', (channel: Buffer, message: Buffer) => {
 
 const script = process.env['PUBLISH_SCRIPT'] ?? '';
 let scriptSha: string | undefined;
-if (mode === 'redis-script') void pub!.script('LOAD', script).then((sha) => (scriptSha = sha as string));
+const scriptLoaded: Promise<unknown> =
+  mode === 'redis-script'
+    ? pub!.script('LOAD', script).then((sha) => (scriptSha = sha as string))
+    : Promise.resolve();
 
 /**
  * EVALSHA with its arguments handed over as they are: ioredis' own methods flatten them with
@@ -185,12 +188,21 @@ app.post('/*', (res) => {
   });
 });
 
-app.listen(host, port, (socket) => {
-  if (!socket) {
-    console.error(JSON.stringify({ msg: 'listen failed', port }));
-    process.exit(1);
-  }
-  console.log(JSON.stringify({ msg: 'ready', port: uWS.us_socket_local_port(socket) }));
-});
+const connected = (client: Redis | undefined): Promise<unknown> =>
+  !client || client.status === 'ready'
+    ? Promise.resolve()
+    : new Promise((resolve) => client.once('ready', resolve));
+
+// Listens once its Redis connections are up and the script is loaded: whoever reaches the server
+// can subscribe and publish at once (a slow start, under valgrind say, never loses a publish).
+void Promise.all([connected(pub), connected(sub), scriptLoaded]).then(() =>
+  app.listen(host, port, (socket) => {
+    if (!socket) {
+      console.error(JSON.stringify({ msg: 'listen failed', port }));
+      process.exit(1);
+    }
+    console.log(JSON.stringify({ msg: 'ready', port: uWS.us_socket_local_port(socket) }));
+  }),
+);
 
 process.on('SIGTERM', () => process.exit(0));

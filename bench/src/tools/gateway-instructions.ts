@@ -103,17 +103,27 @@ function serverCommand(
   };
 }
 
-async function listening(port: number, server: ChildProcess): Promise<void> {
+/**
+ * Resolves once the server serves: the gateway's health answers 200 (its Redis is reachable);
+ * the ceiling's server listens only once its Redis connections are up.
+ */
+async function serving(system: SystemName, port: number, server: ChildProcess): Promise<void> {
   for (;;) {
     if (server.exitCode !== null) throw new Error(`the server exited (${server.exitCode})`);
-    const open = await new Promise<boolean>((resolve) => {
-      const probe = connect(port, HOST, () => {
-        probe.destroy();
-        resolve(true);
-      });
-      probe.on('error', () => resolve(false));
-    });
-    if (open) return;
+    const up =
+      system === 'gateway'
+        ? await fetch(`http://${HOST}:${port}/api/health`).then(
+            (res) => res.ok,
+            () => false,
+          )
+        : await new Promise<boolean>((resolve) => {
+            const probe = connect(port, HOST, () => {
+              probe.destroy();
+              resolve(true);
+            });
+            probe.on('error', () => resolve(false));
+          });
+    if (up) return;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
@@ -173,9 +183,7 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
   );
   const sockets: WebSocket[] = [];
   try {
-    await listening(port, server);
-    // Under valgrind a server's Redis connections come up seconds after it listens.
-    await new Promise((resolve) => setTimeout(resolve, 8000));
+    await serving(system, port, server);
     const deliveries = new Deliveries();
     for (let i = 0; i < o.channels; i++) {
       const socket = new WebSocket(`ws://${HOST}:${port}/v3/ch-${i}?api_key=${KEY}`);
