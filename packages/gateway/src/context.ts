@@ -11,6 +11,7 @@ import type { Streams } from './history/streams';
 import type { SlowConsumers } from './ws/slow-consumers';
 import type { EarlyJoins } from './ws/early-joins';
 import type { UnconfirmedPublications } from './api/unconfirmed';
+import type { Dialects } from './protocols';
 
 /** What every gateway module works with: built once by `createGateway`. */
 export interface GatewayContext {
@@ -18,6 +19,8 @@ export interface GatewayContext {
   readonly engine: Engine;
   readonly logger: Logger;
   readonly nodeId: NodeId;
+  /** The wire protocols spoken here. */
+  readonly dialects: Dialects;
   readonly transport: Transport;
   readonly registry: Registry;
   readonly subscriptions: BrokerSubscriptions;

@@ -8,6 +8,7 @@ import { UnconfirmedPublications } from './api/unconfirmed';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
+import { Dialects } from './protocols';
 import { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
 import { AuthFailureLimiter } from '@switchboard/core';
 import type { Transport } from './transport/types';
@@ -54,6 +55,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const { config, engine } = deps;
   const logger = deps.logger.child({ component: 'gateway' });
   const registry = new Registry();
+  const dialects = new Dialects();
   let sequence = 0;
 
   const ctx: GatewayContext = {
@@ -61,6 +63,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     engine,
     logger,
     nodeId: config.nodeId,
+    dialects,
     // Getters: the transport and the recovery need the context themselves, so they come after it.
     get transport(): Transport {
       return transport;
@@ -78,7 +81,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     earlyJoins: new EarlyJoins(),
     unconfirmed: new UnconfirmedPublications(),
     status: { draining: false, admitting: 0 },
-    meters: createMeters(deps.metrics),
+    meters: createMeters(deps.metrics, dialects.families),
     addresses: new ClientAddresses(config.trustedProxies),
     connectionRate: new ConnectionRateLimit(config.limits.newConnectionsPerSecondPerIp),
     authFailures: new AuthFailureLimiter(config.limits.authFailures),

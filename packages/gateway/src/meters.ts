@@ -41,9 +41,12 @@ export const CLOSE_LABELS: ReadonlySet<number> = new Set([
 
 const NOOP: Level = { inc: () => undefined, dec: () => undefined };
 
-export function createMeters(metrics: Metrics | undefined): Meters {
+/** The meters of the topic families in `families` (the registered dialects'). */
+export function createMeters(metrics: Metrics | undefined, families: readonly Protocol[]): Meters {
+  const per = <T>(make: (protocol: Protocol) => T): Record<Protocol, T> =>
+    Object.fromEntries(families.map((family) => [family, make(family)])) as Record<Protocol, T>;
   if (!metrics) {
-    const both = <T>(value: T): Record<Protocol, T> => ({ v3: value, v4: value });
+    const both = <T>(value: T): Record<Protocol, T> => per(() => value);
     return {
       connections: both(NOOP),
       subscriptions: both(NOOP),
@@ -60,10 +63,6 @@ export function createMeters(metrics: Metrics | undefined): Meters {
       redisReconnected: () => undefined,
     };
   }
-  const per = <T>(make: (protocol: Protocol) => T): Record<Protocol, T> => ({
-    v3: make('v3'),
-    v4: make('v4'),
-  });
   const latency = per((protocol) => metrics.deliveryLatency.labels(protocol));
   // One labelled child per route and status (both bounded sets), found without hashing labels.
   const httpChildren = new Map<string, { inc(): void }>();

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { closeReasonText, stampChannel } from '../src/ws/frames';
+import { stampChannel } from '../src/protocols/piesocket/frames';
+import { closeReasonText } from '../src/ws/send';
 import { isOriginAllowed } from '../src/ws/origin';
 import { isFlagOn, parseQuery } from '../src/ws/query';
 

@@ -1,39 +1,22 @@
-import { AppError, CLOSE_CODES, kickConnections } from '@switchboard/core';
-import type { KickSelector, Protocol } from '@switchboard/core';
+import { CLOSE_CODES, kickConnections } from '@switchboard/core';
+import type { KickSelector } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import { authenticate, channelField, optionalString } from './request';
+import { authenticate, optionalString } from './request';
 import type { Body } from './request';
 
 /**
- * `POST /api/kick` kicks every connection of the key; `POST /api/v4/kick` takes `uuid`, `user`
- * and `channel` (docs/openapi.yaml). Targeted fields on the V3 path are refused: silently kicking everyone
- * instead would be dangerous. The kick reaches every node through the broker's control channel.
+ * A kick route (docs/openapi.yaml): the key's connections that `selectorOf` picks out of the
+ * body, starting from every connection of the key (`base`). The kick reaches every node through
+ * the broker's control channel.
  */
-export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
+export async function kick(
+  ctx: GatewayContext,
+  body: Body,
+  selectorOf: (body: Body, base: KickSelector) => KickSelector,
+): Promise<object> {
   const record = await authenticate(ctx, body);
   const reason = optionalString(body, 'reason') ?? CLOSE_CODES.KICKED.message;
-  let selector: KickSelector = { key: record.key, reason };
-  if (protocol === 'v3') {
-    const targeted = ['uuid', 'user', 'channel', 'channelId', 'roomId'].filter(
-      (field) => body[field] !== undefined,
-    );
-    if (targeted.length > 0) {
-      throw new AppError(
-        'SB_INVALID_FIELD',
-        `Invalid field "${targeted[0]}": uuid, user and channel are accepted only on /api/v4/kick; /api/kick kicks every connection of the key`,
-      );
-    }
-  } else {
-    const uuid = optionalString(body, 'uuid', 256);
-    const user = optionalString(body, 'user');
-    const channel = channelField(body, false);
-    selector = {
-      ...selector,
-      ...(uuid !== undefined ? { uuid } : {}),
-      ...(user !== undefined ? { user } : {}),
-      ...(channel !== undefined ? { channel } : {}),
-    };
-  }
+  const selector = selectorOf(body, { key: record.key, reason });
   await kickConnections(ctx.engine, selector);
   return { success: true };
 }

@@ -13,6 +13,9 @@ import { takeApiRequest } from './rate-limit';
 
 export type Body = Record<string, unknown>;
 
+/** The largest page a paginated read returns. */
+export const MAX_LIMIT = 100;
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The request body as a JSON object, or a 400 that says what is wrong with it. */

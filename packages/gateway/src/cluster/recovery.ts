@@ -2,7 +2,6 @@ import { seedKeys } from '@switchboard/core';
 import type { EntryPlace } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { publishToChannel } from '../ws/events';
-import { v4Event } from '../ws/frames';
 import { memberOf } from '../ws/connection';
 import { activityNow, publishLeave } from '../ws/presence-events';
 import { topicKey } from '../ws/topics';
@@ -27,8 +26,8 @@ const REPAIR_INTERVAL_MS = 30_000;
  *   removed (with its events): the leaves that failed while the engine was away, and joins whose
  *   reply was lost. The node's own index in the engine says where its entries are, read in
  *   batches, so the node keeps nothing per closed connection however long an outage lasts; then
- *   every open presence subscription is joined again (idempotent; a V4 identity that had been
- *   removed is announced with `member_joined` again);
+ *   every open presence subscription is joined again (idempotent; announced as its dialect does:
+ *   a V4 identity that had been removed gets `member_joined` again);
  * - broker subscriptions: every topic with local subscribers is subscribed again;
  * - keys: `SWITCHBOARD_KEYS` is applied again, so a Redis that came back empty (no
  *   persistence) still knows the deployment's keys. Keys created with `switchboard keys` live
@@ -116,14 +115,8 @@ export class Recovery {
             const entry = { connId: state.id, nodeId, member: memberOf(sub) };
             batch.push(
               engine.presence.join(sub.topic, entry, sub.touchedAt || activityNow()).then((joined) => {
-                if (sub.topic.protocol === 'v4' && joined.firstOfIdentity) {
-                  const event = v4Event('system::member_joined', {
-                    channel: sub.channel,
-                    member: memberOf(sub),
-                    count: joined.identityCount,
-                  });
-                  void publishToChannel(ctx, sub.topic, event, { stampable: true });
-                }
+                const event = state.dialect.presence.rejoined(sub, memberOf(sub), joined);
+                if (event) void publishToChannel(ctx, sub.topic, event.body, { stampable: event.stampable });
               }),
             );
           }

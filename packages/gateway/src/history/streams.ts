@@ -5,10 +5,8 @@ import type { ConnectionState, Subscription } from '../ws/connection';
 import { sendTo } from '../ws/send';
 import { localTopicOf, topicKey } from '../ws/topics';
 import type { Resume } from './resume';
-import { isObjectPublication, offsetFrame, positionFrame } from './stream-frames';
-import type { PositionReport } from './stream-frames';
 import { TopicStream } from './topic-stream';
-import type { Joiner } from './topic-stream';
+import type { Joiner, PositionReport } from './topic-stream';
 
 export const HISTORY_UNAVAILABLE =
   'History is unavailable (the engine is unreachable); try again with since and epoch';
@@ -71,16 +69,22 @@ export class Streams {
     const { state, sub, report, missed } = catchUp;
     const attachment = this.attached.get(sub);
     if (!attachment || state.closed) return;
-    sendTo(this.ctx, state, positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel));
-    state.conn?.subscribe(localTopicOf(sub.topic, sub.primary, 'events'));
+    const { dialect } = state;
+    sendTo(
+      this.ctx,
+      state,
+      dialect.positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel),
+    );
+    state.conn?.subscribe(localTopicOf(dialect.variants, sub.topic, sub.primary, 'events'));
     for (const publication of missed) this.sendOne(state, sub, publication);
     const joiner: Joiner = {
       position: report,
       send: (publication) => this.sendOne(state, sub, publication),
-      lost: (lost) => sendTo(this.ctx, state, this.position(sub, lost)),
+      lost: (lost) => sendTo(this.ctx, state, this.position(state, sub, lost)),
       join: () => {
         attachment.joiner = undefined;
-        if (!state.closed) state.conn?.subscribe(localTopicOf(sub.topic, sub.primary, 'stream'));
+        if (!state.closed)
+          state.conn?.subscribe(localTopicOf(dialect.variants, sub.topic, sub.primary, 'stream'));
       },
     };
     attachment.joiner = joiner;
@@ -186,17 +190,18 @@ export class Streams {
 
   private sendOne(state: ConnectionState, sub: Subscription, publication: Publication): void {
     if (publication.sender === state.id && !state.notifySelf) return;
-    const frame = offsetFrame(
+    const { dialect } = state;
+    const frame = dialect.offsetFrame(
       publication,
-      isObjectPublication(publication),
+      dialect.isObject(publication),
       publication.offset ?? 0,
       sub.primary ? undefined : sub.channel,
     );
     sendTo(this.ctx, state, frame);
   }
 
-  private position(sub: Subscription, report: PositionReport): string {
-    return positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel);
+  private position(state: ConnectionState, sub: Subscription, report: PositionReport): string {
+    return state.dialect.positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel);
   }
 
   /** One frame per variant, to the caught-up subscribers' stream topics; the sender excluded unless it asked for its own. */
@@ -207,30 +212,32 @@ export class Streams {
     const sender = publication.sender === undefined ? undefined : this.senders.get(publication.sender);
     const via = sender && !sender.notifySelf && sender.conn ? sender.conn : transport;
     const offset = publication.offset ?? 0;
-    const isObject = isObjectPublication(publication);
+    const { dialect } = local;
+    const isObject = dialect.isObject(publication);
     const { primary, secondary } = local.names;
     this.ctx.slowConsumers.delivered(local.sockets);
     if (!secondary) {
-      via.publish(primary.stream, offsetFrame(publication, isObject, offset));
+      via.publish(primary.stream, dialect.offsetFrame(publication, isObject, offset));
       return;
     }
     if (transport.numSubscribers(primary.stream) > 0)
-      via.publish(primary.stream, offsetFrame(publication, isObject, offset));
+      via.publish(primary.stream, dialect.offsetFrame(publication, isObject, offset));
     if (transport.numSubscribers(secondary.stream) > 0)
-      via.publish(secondary.stream, offsetFrame(publication, isObject, offset, topic.channel));
+      via.publish(secondary.stream, dialect.offsetFrame(publication, isObject, offset, topic.channel));
   }
 
   private announce(topic: Topic, report: PositionReport): void {
     const local = this.ctx.registry.local(topic);
     if (!local) return;
     const { transport } = this.ctx;
-    const { primary, secondary } = local.names;
+    const { names, dialect } = local;
+    const { primary, secondary } = names;
     this.ctx.slowConsumers.delivered(local.sockets);
     if (!secondary) {
-      transport.publish(primary.stream, positionFrame(topic.channel, report));
+      transport.publish(primary.stream, dialect.positionFrame(topic.channel, report));
       return;
     }
-    transport.publish(primary.stream, positionFrame(topic.channel, report));
-    transport.publish(secondary.stream, positionFrame(topic.channel, report, topic.channel));
+    transport.publish(primary.stream, dialect.positionFrame(topic.channel, report));
+    transport.publish(secondary.stream, dialect.positionFrame(topic.channel, report, topic.channel));
   }
 }

@@ -1,5 +1,11 @@
 import type { HistoryPage, Publication, StreamPosition } from '@switchboard/core';
-import type { PositionReport } from './stream-frames';
+
+/** Where a subscription stands, as `system::position` tells it. */
+export interface PositionReport extends StreamPosition {
+  /** Absent when the subscription did not ask to resume (no `since`). */
+  readonly recovered?: boolean;
+  readonly missed: number;
+}
 
 /** What a topic stream needs from the node: history reads and delivery to its subscribers. */
 export interface StreamOutlet {

@@ -9,8 +9,9 @@ import {
   isValidChannelName,
 } from '@switchboard/core';
 import { keyLimits } from '@switchboard/core';
-import type { ApiKeyRecord, CloseReason, JsonValue, Protocol, Topic } from '@switchboard/core';
+import type { ApiKeyRecord, CloseReason, JsonValue, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
+import type { Dialect } from '../protocols/dialect';
 import type { UpgradeRequest } from '../transport/types';
 import { Subscriptions } from './connection';
 import { flatString } from './flat-string';
@@ -20,8 +21,6 @@ import { isOriginAllowed } from './origin';
 import { decodeLenient, isFlagOn, parseQuery } from './query';
 import { isResumeProblem, parseResume } from '../history/resume';
 import type { Resume } from '../history/resume';
-
-const PATH = /^\/(v3|v4)\/([^/]*)\/?$/;
 
 /** Bounds on what a connection presents: both go into member lists and Redis key names. */
 export const MAX_UUID_CHARACTERS = 128;
@@ -36,7 +35,12 @@ export function identityProblem(uuid: string | undefined, user: JsonValue | unde
   return undefined;
 }
 
-const reject = (reason: CloseReason, text: string = CLOSE_CODES[reason].message): Rejection => ({
+const reject = (
+  dialect: Dialect,
+  reason: CloseReason,
+  text: string = CLOSE_CODES[reason].message,
+): Rejection => ({
+  dialect,
   rejected: reason,
   text,
 });
@@ -90,7 +94,7 @@ export type Admission = SocketData | null | Promise<SocketData | null>;
 /** The request's parts admission reads once the API key's record is known. */
 interface Candidate {
   readonly request: UpgradeRequest;
-  readonly protocol: Protocol;
+  readonly dialect: Dialect;
   readonly channel: string;
   readonly query: Map<string, string>;
   readonly key: string;
@@ -102,7 +106,7 @@ interface Candidate {
  * lengths of `uuid` and the resulting `user`), resume position (`since`/`epoch`), connection limits. Returns the connection state (its primary broker
  * subscription already in place, so nothing published after the client sees `open` is missed,
  * and its socket reserved when the key's connections are limited), a rejection to deliver as
- * error frame + close, or `null` when the path is not a WebSocket endpoint.
+ * error frame + close, or `null` when the path is no dialect's WebSocket endpoint.
  *
  * Decided synchronously when nothing needs the engine or a wait: the key's record cached, no JWT
  * to verify, no per-key connection limit to reserve against, and the channel already subscribed
@@ -111,63 +115,73 @@ interface Candidate {
  * need a wait continues as a promise, in the same order.
  */
 export function admit(ctx: GatewayContext, request: UpgradeRequest): Admission {
-  const match = PATH.exec(request.path);
-  if (!match) return null;
-  const protocol = match[1] as Protocol;
-  const channel = decodeLenient(match[2] ?? '');
+  let dialect: Dialect | undefined;
+  let path: string | undefined;
+  for (const candidate of ctx.dialects.all) {
+    path = candidate.upgradeChannel(request.path);
+    if (path !== undefined) {
+      dialect = candidate;
+      break;
+    }
+  }
+  if (!dialect || path === undefined) return null;
+  const channel = decodeLenient(path);
   const query = parseQuery(request.query);
-  if (ctx.status.draining) return reject('SERVER_DRAINING');
+  if (ctx.status.draining) return reject(dialect, 'SERVER_DRAINING');
 
   const key = query.get('api_key') ?? '';
-  if (!isValidApiKey(key)) return reject('INVALID_API_KEY', key ? 'Invalid API key' : 'Missing api_key');
+  if (!isValidApiKey(key))
+    return reject(dialect, 'INVALID_API_KEY', key ? 'Invalid API key' : 'Missing api_key');
   const cached = ctx.keys.peek(key);
-  if (cached === null) return reject('INVALID_API_KEY');
-  if (cached) return admitKnown(ctx, { request, protocol, channel, query, key, record: cached });
+  if (cached === null) return reject(dialect, 'INVALID_API_KEY');
+  if (cached) return admitKnown(ctx, { request, dialect, channel, query, key, record: cached });
+  const found = dialect;
   return ctx.keys.get(key).then(
     (record) =>
       record
-        ? admitKnown(ctx, { request, protocol, channel, query, key, record })
-        : reject('INVALID_API_KEY'),
-    () => reject('UNAVAILABLE'),
+        ? admitKnown(ctx, { request, dialect: found, channel, query, key, record })
+        : reject(found, 'INVALID_API_KEY'),
+    () => reject(found, 'UNAVAILABLE'),
   );
 }
 
 /** Admission once the key's record is known: Origin, channel name, JWT. */
 function admitKnown(ctx: GatewayContext, c: Candidate): Admission {
-  const { record, channel, query } = c;
-  if (!isOriginAllowed(c.request.headers.origin, record.domains)) return reject('ORIGIN_NOT_ALLOWED');
+  const { record, channel, query, dialect } = c;
+  if (!isOriginAllowed(c.request.headers.origin, record.domains))
+    return reject(dialect, 'ORIGIN_NOT_ALLOWED');
   if (!isValidChannelName(channel))
-    return reject('INVALID_CHANNEL', `Invalid channel name: use ${CHANNEL_NAME_RULE}`);
+    return reject(dialect, 'INVALID_CHANNEL', `Invalid channel name: use ${CHANNEL_NAME_RULE}`);
 
   const queryUser = query.get('user') || undefined;
   const token = query.get('jwt') || c.request.headers.jwt || undefined;
   // No token: `authorizeChannel`'s answer is known without verifying anything.
   if (!token) {
-    if (isPrivateChannel(channel) || record.forceAuth) return reject('AUTH_FAILED');
+    if (isPrivateChannel(channel) || record.forceAuth) return reject(dialect, 'AUTH_FAILED');
     return admitAuthorized(ctx, c, queryUser);
   }
   return authorizeChannel(record, channel, token, queryUser).then((auth) =>
-    auth.ok ? admitAuthorized(ctx, c, auth.user) : reject('AUTH_FAILED'),
+    auth.ok ? admitAuthorized(ctx, c, auth.user) : reject(dialect, 'AUTH_FAILED'),
   );
 }
 
 /** Admission once the channel is authorized: identity, resume position, connection limits, subscription. */
 function admitAuthorized(ctx: GatewayContext, c: Candidate, user: JsonValue | undefined): Admission {
-  const { query, key, record } = c;
+  const { query, key, record, dialect } = c;
   const tooLong = identityProblem(query.get('uuid'), user);
-  if (tooLong) return reject('IDENTITY_TOO_LONG', tooLong);
+  if (tooLong) return reject(dialect, 'IDENTITY_TOO_LONG', tooLong);
 
   const resume = parseResume(query.get('since'), query.get('epoch'));
-  if (resume && isResumeProblem(resume)) return reject('INVALID_RESUME', resume.problem);
+  if (resume && isResumeProblem(resume)) return reject(dialect, 'INVALID_RESUME', resume.problem);
 
   const { maxConnectionsPerNode } = ctx.config.limits;
   const maxConnectionsPerKey = record.limits
     ? keyLimits(record, ctx.config).connections
     : ctx.config.limits.maxConnectionsPerKey;
   if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
-    return reject('CONNECTION_LIMIT', 'Connection limit reached for this node');
+    return reject(dialect, 'CONNECTION_LIMIT', 'Connection limit reached for this node');
   }
-  const wanted: Topic = { key, protocol: c.protocol, channel: c.channel };
+  const wanted: Topic = { key, protocol: dialect.family, channel: c.channel };
   if (maxConnectionsPerKey <= 0) {
     const held = ctx.subscriptions.acquireHeld(wanted);
     if (held) return connectionState(ctx, c, held, user, resume, false);
@@ -204,6 +218,7 @@ async function reserveAndSubscribe(
         (reserved === undefined && ctx.registry.countOfKey(key) >= maxConnectionsPerKey)
       )
         return reject(
+          c.dialect,
           'CONNECTION_LIMIT',
           `Connection limit reached for this API key (limit ${maxConnectionsPerKey})`,
         );
@@ -228,7 +243,7 @@ function connectionState(
   resume: Resume | undefined,
   socketReserved: boolean,
 ): ConnectionState {
-  const { query, protocol } = c;
+  const { query, dialect } = c;
   const subscription = buildSubscription(topic, true, {
     uuid: query.get('uuid'),
     user,
@@ -240,10 +255,10 @@ function connectionState(
     id: ctx.nextConnId(),
     key: topic.key,
     record: c.record,
-    protocol,
+    dialect,
     primary: topic.channel,
     notifySelf: isFlagOn(query.get('notify_self')),
-    boot: protocol === 'v3' && query.get('be') === '1',
+    boot: dialect.greets(query),
     resume,
     subs: new Subscriptions(subscription),
     pending: undefined,

@@ -41,8 +41,8 @@ function failures(ctx: GatewayContext) {
 
 /**
  * Puts a subscription in place on an open connection (its broker subscription is already
- * acquired): registry, count, local topic, then `acknowledge` (V4 `subscribe_success`, which
- * must precede the member list), then presence and its events.
+ * acquired): registry, count, local topic, then `acknowledge` (a subscribe's success answer,
+ * which must precede the member list), then presence and its events.
  *
  * An opted-in subscription (`sub.recover`) first reads history; its `system::position` and the
  * publications it missed follow `acknowledge` in the same turn, before anything else of the
@@ -65,7 +65,7 @@ export function enterChannel(
   ctx.meters.subscriptions[sub.topic.protocol].inc();
   ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).increment);
   if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume);
-  state.conn?.subscribe(localTopicOf(sub.topic, sub.primary));
+  state.conn?.subscribe(localTopicOf(state.dialect.variants, sub.topic, sub.primary));
   acknowledge?.();
   if (sub.presence) return joinPresence(ctx, state, sub).catch(failures(ctx).join);
   return undefined;
@@ -93,10 +93,11 @@ async function enterRecovering(
  */
 export function leaveChannel(ctx: GatewayContext, state: ConnectionState, sub: Subscription): void {
   if (!state.closed) {
-    if (!sub.recover) state.conn?.unsubscribe(localTopicOf(sub.topic, sub.primary));
+    const { variants } = state.dialect;
+    if (!sub.recover) state.conn?.unsubscribe(localTopicOf(variants, sub.topic, sub.primary));
     else {
-      state.conn?.unsubscribe(localTopicOf(sub.topic, sub.primary, 'events'));
-      state.conn?.unsubscribe(localTopicOf(sub.topic, sub.primary, 'stream'));
+      state.conn?.unsubscribe(localTopicOf(variants, sub.topic, sub.primary, 'events'));
+      state.conn?.unsubscribe(localTopicOf(variants, sub.topic, sub.primary, 'stream'));
     }
   }
   if (sub.recover) ctx.streams.detach(state, sub);

@@ -5,10 +5,10 @@ import type {
   ConnId,
   JsonValue,
   Member,
-  Protocol,
   Topic,
 } from '@switchboard/core';
 import type { Resume } from '../history/resume';
+import type { Dialect } from '../protocols/dialect';
 import type { Conn } from '../transport/types';
 
 /** One channel a connection is in: the primary (its URL) or, on V4, a secondary. */
@@ -34,10 +34,11 @@ export interface ConnectionState {
   readonly id: ConnId;
   readonly key: string;
   readonly record: ApiKeyRecord;
-  readonly protocol: Protocol;
+  /** The wire protocol it speaks. */
+  readonly dialect: Dialect;
   readonly primary: ChannelName;
   readonly notifySelf: boolean;
-  /** `be=1` on /v3/: the Dart SDK waits for a boot frame. */
+  /** The dialect greets it right after `open` (`Dialect.greets`). */
   readonly boot: boolean;
   /** Where the primary subscription resumes (`since`/`epoch` in the URL); cleared once used. */
   resume: Resume | undefined;
@@ -98,6 +99,7 @@ export class Subscriptions {
 
 /** An upgrade that admission refused: the socket opens only to receive the error and close. */
 export interface Rejection {
+  readonly dialect: Dialect;
   readonly rejected: CloseReason;
   readonly text: string;
 }

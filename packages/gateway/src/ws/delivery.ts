@@ -1,12 +1,11 @@
 import type { Publication } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState } from './connection';
-import { stampChannel } from './frames';
 import { sendTo } from './send';
 
 /**
- * Delivers a publication to this node's connections. Each variant (V3; V4 primary; V4
- * secondary, stamped) is built once and handed to a uWS topic, which does the per-recipient
+ * Delivers a publication to this node's connections. Each variant of the topic's dialect (a
+ * primary; a secondary, stamped) is built once and handed to a uWS topic, which does the per-recipient
  * work in C++. `sender`, when local and its `notify_self` is off, is excluded by publishing
  * through its own socket (uWS skips the publisher). `streamed`: the publication is (or is about
  * to be) part of its topic's stream, so opted-in subscriptions get it from there instead.
@@ -24,14 +23,14 @@ export function deliverLocal(
   const { topic } = publication;
   const local = ctx.registry.local(topic);
   if (!local) return; // no socket of this node is in the channel
-  const { primary, secondary } = local.names;
+  const { names, dialect } = local;
+  const { primary, secondary } = names;
   const excluded = sender && !sender.notifySelf && sender.conn ? sender.conn : undefined;
   const via = excluded ?? ctx.transport;
   // Opted-in subscriptions get stream publications from their stream (history/streams.ts), in
   // offset order; every other frame (presence events, binary) also goes to their events topic.
   const events = !streamed;
-  // Binary frames exist on V3 only (a V4 body is always text).
-  const binary = publication.binary === true && topic.protocol === 'v3';
+  const binary = publication.binary === true && dialect.binaryFrames;
   const frame = binary ? Buffer.from(publication.body, 'base64') : publication.body;
   let recipients = publishVariant(ctx, via, primary.plain, frame, binary);
   if (events) publishVariant(ctx, via, primary.events, frame, binary);
@@ -40,7 +39,7 @@ export function deliverLocal(
     const eventSecondaries = events ? ctx.transport.numSubscribers(secondary.events) : 0;
     if (secondaries + eventSecondaries > 0) {
       const stamped = publication.stampable
-        ? stampChannel(publication.body, topic.channel)
+        ? dialect.stamp(publication.body, topic.channel)
         : publication.body;
       if (secondaries > 0) via.publish(secondary.plain, stamped);
       if (eventSecondaries > 0) via.publish(secondary.events, stamped);
@@ -77,7 +76,7 @@ function record(ctx: GatewayContext, publication: Publication, recipients: numbe
 }
 
 /**
- * V4 direct message (`system::to`): only the channel's connections whose `user` equals the
+ * A direct message (V4 `system::to`): only the channel's connections whose `user` equals the
  * target receive it; the sender only when it is a target and its `notify_self` is on.
  */
 function deliverDirect(ctx: GatewayContext, publication: Publication, sender?: ConnectionState): void {
@@ -88,6 +87,6 @@ function deliverDirect(ctx: GatewayContext, publication: Publication, sender?: C
     if (!sub || sub.userIdentity !== publication.to) continue;
     if (state === sender && !state.notifySelf) continue;
     if (sub.primary || !publication.stampable) sendTo(ctx, state, publication.body);
-    else sendTo(ctx, state, (stamped ??= stampChannel(publication.body, topic.channel)));
+    else sendTo(ctx, state, (stamped ??= state.dialect.stamp(publication.body, topic.channel)));
   }
 }

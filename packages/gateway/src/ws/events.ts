@@ -1,9 +1,7 @@
 import type { HistoryRetention, Publication, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import type { ConnectionState, Subscription } from './connection';
+import type { ConnectionState } from './connection';
 import { deliverLocal } from './delivery';
-import { stampChannel } from './frames';
-import { sendTo } from './send';
 
 /**
  * Publishes a frame to a channel on every node: this node's connections at once, the others
@@ -46,13 +44,3 @@ export function publishToChannel(
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-
-/** Sends a V4 frame of `sub`'s channel to one connection: stamped unless it is the primary. */
-export function sendChannelFrame(
-  ctx: GatewayContext,
-  state: ConnectionState,
-  sub: Subscription,
-  body: string,
-): void {
-  sendTo(ctx, state, sub.primary ? body : stampChannel(body, sub.channel));
-}

@@ -2,8 +2,7 @@ import type { JoinResult, LeaveResult, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { memberOf } from './connection';
 import type { ConnectionState, Subscription } from './connection';
-import { publishToChannel, sendChannelFrame } from './events';
-import { v4Event } from './frames';
+import { publishToChannel } from './events';
 import { sendTo } from './send';
 
 /**
@@ -12,7 +11,7 @@ import { sendTo } from './send';
  */
 export const activityNow = (): number => performance.timeOrigin + performance.now();
 
-/** Writes `sub`'s presence entry and reads what the joiner is sent: the list, or the roster for V3. */
+/** Writes `sub`'s presence entry and reads what the joiner is sent, as its dialect lists members. */
 function writeJoin(
   ctx: GatewayContext,
   state: ConnectionState,
@@ -23,7 +22,7 @@ function writeJoin(
     sub.topic,
     { connId: state.id, nodeId: ctx.nodeId, member: memberOf(sub) },
     now,
-    { of: sub.topic.protocol === 'v3' ? 'entries' : 'identities', limit: ctx.config.limits.rosterLimit },
+    { of: state.dialect.presence.listing, limit: ctx.config.limits.rosterLimit },
   );
 }
 
@@ -69,29 +68,10 @@ function announceJoin(
   sub.touchedAt = now;
   const member = memberOf(sub);
   const { members, total } = joined.listed ?? { members: [], total: 0 };
-  if (sub.topic.protocol === 'v3') {
-    sendTo(ctx, state, JSON.stringify({ event: 'system:member_list', data: { members } }));
-    const joinedEvent = JSON.stringify({
-      event: 'system:member_joined',
-      data: { member, members },
-    });
-    void publishToChannel(ctx, sub.topic, joinedEvent, { stampable: false });
-    return;
-  }
-  sendChannelFrame(
-    ctx,
-    state,
-    sub,
-    v4Event('system::member_list', { channel: sub.channel, members, count: total }),
-  );
-  if (joined.firstOfIdentity) {
-    const event = v4Event('system::member_joined', {
-      channel: sub.channel,
-      member,
-      count: joined.identityCount,
-    });
-    void publishToChannel(ctx, sub.topic, event, { stampable: true });
-  }
+  const { presence } = state.dialect;
+  sendTo(ctx, state, presence.memberList(sub, members, total));
+  const event = presence.joined(sub, member, joined);
+  if (event) void publishToChannel(ctx, sub.topic, event.body, { stampable: event.stampable });
 }
 
 /**
@@ -132,22 +112,19 @@ export async function leavePresence(ctx: GatewayContext, connId: string, sub: Su
   if (left) await publishLeave(ctx, sub.topic, left);
 }
 
-/** Announces a removal from a topic's presence: every V3 leave, a V4 identity's last leave. */
+/**
+ * Announces a removal from a topic's presence, as its dialect does (V3: every leave; V4: an
+ * identity's last). A topic of a family no dialect here speaks (a dead node's, of a newer
+ * version) is not announced.
+ */
 export async function publishLeave(ctx: GatewayContext, topic: Topic, left: LeaveResult): Promise<void> {
-  if (topic.protocol === 'v3') {
-    const { members } = await ctx.engine.presence.roster(topic, ctx.config.limits.rosterLimit);
-    const event = JSON.stringify({ event: 'system:member_left', data: { member: left.member, members } });
-    await publishToChannel(ctx, topic, event, { stampable: false });
-    return;
-  }
-  if (left.lastOfIdentity) {
-    const event = v4Event('system::member_left', {
-      channel: topic.channel,
-      member: left.member,
-      count: left.identityCount,
-    });
-    await publishToChannel(ctx, topic, event, { stampable: true });
-  }
+  const presence = ctx.dialects.find(topic.protocol)?.presence;
+  if (!presence) return;
+  const roster = presence.leaveCarriesRoster
+    ? (await ctx.engine.presence.roster(topic, ctx.config.limits.rosterLimit)).members
+    : undefined;
+  const event = presence.left(topic, left, roster);
+  if (event) await publishToChannel(ctx, topic, event.body, { stampable: event.stampable });
 }
 
 /** Records activity for the "most recently active" order; at most one write per second per subscription. */

@@ -1,11 +1,13 @@
 import type { ConnId, Topic } from '@switchboard/core';
+import type { Dialect } from '../protocols/dialect';
 import type { ConnectionState } from './connection';
 import { TopicNames, topicKey } from './topics';
 
-/** A topic with sockets on this node: those sockets, and the topic's local uWS topic names. */
+/** A topic with sockets on this node: those sockets, the topic's local uWS topic names and its dialect. */
 export interface LocalTopic {
   readonly sockets: ReadonlySet<ConnectionState>;
   readonly names: TopicNames;
+  readonly dialect: Dialect;
 }
 
 interface MutableLocalTopic extends LocalTopic {
@@ -36,7 +38,12 @@ export class Registry {
     const id = topicKey(topic);
     const local = this.byTopic.get(id);
     if (local) local.sockets.add(state);
-    else this.byTopic.set(id, { sockets: new Set([state]), names: new TopicNames(topic) });
+    else
+      this.byTopic.set(id, {
+        sockets: new Set([state]),
+        names: new TopicNames(topic, state.dialect.variants),
+        dialect: state.dialect,
+      });
   }
 
   leaveTopic(topic: Topic, state: ConnectionState): void {

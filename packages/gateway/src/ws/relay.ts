@@ -2,14 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { historyRetention, identityOf, isoTime } from '@switchboard/core';
 import type { LogRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
+import type { Dialect, RelayOptions } from '../protocols/dialect';
 import type { ConnectionState, Subscription } from './connection';
 import { publishToChannel } from './events';
 import { touchPresence } from './presence-events';
 import { takePublish } from '../api/rate-limit';
-import { errorFrame } from './frames';
 import { closeConnection } from './send';
-
-type RelayOptions = { stampable: boolean; to?: string; binary?: boolean; systemBinary?: boolean };
 
 /**
  * Relays a client message to its channel (every node; the sender only with `notify_self`),
@@ -31,20 +29,22 @@ export function relayClientMessage(
   void quota.then((refusal) => {
     if (!refusal) return relay(ctx, state, sub, body, options);
     if (state.closed) return;
-    state.conn?.send(refusalFrame(refusal.message));
+    state.conn?.send(refusalFrame(state.dialect, refusal.message));
     closeConnection(state, 'RATE_LIMITED', refusal.message);
   });
 }
 
-/** Error frames of refusals, serialized once per text (a flooding key gets the same few). */
-const refusalFrames = new Map<string, string>();
+/** Error frames of refusals, serialized once per dialect and text (a flooding key gets the same few). */
+const refusalFrames = new Map<Dialect, Map<string, string>>();
 
-function refusalFrame(text: string): string {
-  let frame = refusalFrames.get(text);
+function refusalFrame(dialect: Dialect, text: string): string {
+  let frames = refusalFrames.get(dialect);
+  if (!frames) refusalFrames.set(dialect, (frames = new Map()));
+  let frame = frames.get(text);
   if (frame === undefined) {
-    if (refusalFrames.size >= 1000) refusalFrames.clear();
-    frame = errorFrame(text);
-    refusalFrames.set(text, frame);
+    if (frames.size >= 1000) frames.clear();
+    frame = dialect.closingError(text);
+    frames.set(text, frame);
   }
   return frame;
 }

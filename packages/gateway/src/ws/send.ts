@@ -2,7 +2,6 @@ import { CLOSE_CODES } from '@switchboard/core';
 import type { CloseReason } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState } from './connection';
-import { closeReasonText, errorFrame, v3ErrorEvent, v4Event } from './frames';
 
 /** Sends one frame to one connection; a connection past the slow-consumer limit is closed (4008). */
 export function sendTo(
@@ -21,8 +20,8 @@ export function sendTo(
 }
 
 /**
- * Closes a connection with a catalog close code. Terminal closes (4500–4999) are preceded by an
- * `{"error": text}` frame (docs/errors.md); the close frame's reason is the same text, cut to 123 bytes.
+ * Closes a connection with a catalog close code. Terminal closes (4500–4999) are preceded by the
+ * dialect's error frame (docs/errors.md); the close frame's reason is the same text, cut to 123 bytes.
  */
 export function closeConnection(
   state: ConnectionState,
@@ -32,7 +31,7 @@ export function closeConnection(
   const conn = state.conn;
   if (!conn || state.closed) return;
   const { code } = CLOSE_CODES[reason];
-  if (code >= 4500) conn.send(errorFrame(text));
+  if (code >= 4500) conn.send(state.dialect.closingError(text));
   conn.end(code, closeReasonText(text));
 }
 
@@ -43,8 +42,14 @@ export function sendFrameError(
   text: string,
   channel?: string,
 ): void {
-  if (state.protocol === 'v3') sendTo(ctx, state, v3ErrorEvent(text));
-  else if (channel === undefined || channel === state.primary)
-    sendTo(ctx, state, v4Event('system::error', { error: text }));
-  else sendTo(ctx, state, v4Event('system::error', { channel, error: text }, channel));
+  sendTo(ctx, state, state.dialect.frameError(state, text, channel));
+}
+
+/** Cuts a close reason to the 123 bytes a close frame allows, on a UTF-8 character boundary. */
+export function closeReasonText(text: string): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= 123) return text;
+  let end = 123;
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8');
 }

@@ -6,7 +6,6 @@ import { enterChannel, leaveChannel } from './channels';
 import { handleClientFrame } from './client-frames';
 import { isRejection } from './connection';
 import type { SocketData } from './connection';
-import { BOOT_FRAME, errorFrame } from './frames';
 import { closeConnection, sendTo } from './send';
 import { abandonEarlyJoin, joinEarly } from './presence-events';
 import { HISTORY_UNAVAILABLE } from '../history/streams';
@@ -57,21 +56,21 @@ export function createSocketHandlers(
     open(conn: Conn, data: SocketData) {
       if (isRejection(data)) {
         const { code } = CLOSE_CODES[data.rejected];
-        if (code >= 4500) conn.send(errorFrame(data.text));
+        if (code >= 4500) conn.send(data.dialect.closingError(data.text));
         conn.end(code, data.text);
         return;
       }
       const state = data;
       state.conn = conn;
       ctx.registry.add(state);
-      ctx.meters.connections[state.protocol].inc();
+      ctx.meters.connections[state.dialect.family].inc();
       if (ctx.status.draining) {
         // The drain removes this node's presence wholesale, an early join's entry with it.
         ctx.earlyJoins.abandon(state);
         closeConnection(state, 'SERVER_DRAINING');
         return;
       }
-      if (state.boot) sendTo(ctx, state, BOOT_FRAME);
+      if (state.boot) sendTo(ctx, state, state.dialect.greeting);
       const primary = state.subs.get(state.primary);
       if (!primary) return;
       const { resume } = state;
@@ -96,7 +95,7 @@ export function createSocketHandlers(
       state.closed = true;
       state.conn = undefined;
       ctx.registry.remove(state);
-      ctx.meters.connections[state.protocol].dec();
+      ctx.meters.connections[state.dialect.family].dec();
       releaseSocket(ctx, state);
       for (const sub of state.subs.values()) leaveChannel(ctx, state, sub);
     },

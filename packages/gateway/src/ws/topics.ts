@@ -1,11 +1,12 @@
 import type { Topic } from '@switchboard/core';
+import type { Dialect } from '../protocols/dialect';
 import { flatString } from './flat-string';
 
 /**
  * Local uWS topic names. Each variant of a frame is serialized once and published to its own
  * topic, so uWS does the per-recipient work:
- * - plain: what sockets that did not opt in to recovery receive (V3; V4 primary as is; V4
- *   secondary with a `system::channel` stamp);
+ * - plain: what sockets that did not opt in to recovery receive (each of the dialect's variants:
+ *   a primary as is, a secondary stamped with its channel);
  * - events: the same frames minus stream publications, for opted-in subscriptions (presence
  *   events, binary relays: frames that carry no offset);
  * - stream: stream publications with their `system::offset`, in offset order, for opted-in
@@ -19,35 +20,43 @@ const SUFFIX: Record<TopicVariant, string> = { plain: '', events: 'e', stream: '
 const name = (prefix: string, variant: TopicVariant, t: Topic): string =>
   `${prefix}${SUFFIX[variant]}|${t.key}|${t.channel}`;
 
-/** A topic's family: V3, V4 primary, or V4 secondary (stamped with `system::channel`). */
-const familyPrefix = (t: Topic, primary: boolean): string =>
-  t.protocol === 'v3' ? '3' : primary ? '4p' : '4s';
+/** The prefix of a subscription's names: its dialect's primary or secondary variant. */
+const prefixOf = (variants: Dialect['variants'], primary: boolean): string =>
+  primary ? variants.primary : (variants.secondary ?? variants.primary);
 
-export const localTopicOf = (t: Topic, primary: boolean, variant: TopicVariant = 'plain'): string =>
-  name(familyPrefix(t, primary), variant, t);
+export const localTopicOf = (
+  variants: Dialect['variants'],
+  t: Topic,
+  primary: boolean,
+  variant: TopicVariant = 'plain',
+): string => name(prefixOf(variants, primary), variant, t);
 
-/** One family's names (V3, V4 primary or V4 secondary), one per variant. */
+/** One variant's names (a primary or a secondary), one per kind of subscriber. */
 export type VariantNames = Readonly<Record<TopicVariant, string>>;
 
 /**
  * A topic's local uWS topic names, built on its first delivery and kept while it has sockets on
  * this node (`Registry`), instead of on every delivery: a name built per call is a cons string,
  * which V8 flattens again for each native call it is passed to. A topic never published to
- * holds none. `secondary` is V4's stamped family (undefined on V3).
+ * holds none. `secondary` is the stamped variant (undefined for a dialect without one).
  */
 export class TopicNames {
   private primaryNames: VariantNames | undefined;
   private secondaryNames: VariantNames | undefined;
 
-  constructor(private readonly topic: Topic) {}
+  constructor(
+    private readonly topic: Topic,
+    private readonly variants: Dialect['variants'],
+  ) {}
 
   get primary(): VariantNames {
-    return (this.primaryNames ??= family(familyPrefix(this.topic, true), this.topic));
+    return (this.primaryNames ??= family(this.variants.primary, this.topic));
   }
 
   get secondary(): VariantNames | undefined {
-    if (this.topic.protocol === 'v3') return undefined;
-    return (this.secondaryNames ??= family(familyPrefix(this.topic, false), this.topic));
+    const { secondary } = this.variants;
+    if (secondary === undefined) return undefined;
+    return (this.secondaryNames ??= family(secondary, this.topic));
   }
 }
 

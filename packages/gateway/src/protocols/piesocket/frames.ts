@@ -1,8 +1,8 @@
 import type { JsonValue, Member } from '@switchboard/core';
 
 /**
- * Server frames. V3 system events use one colon, V4 two (docs/protocol.md). A V4 frame of a secondary
- * channel carries a top-level `system::channel`.
+ * Server frames of the PieSocket dialects. V3 system events use one colon, V4 two
+ * (docs/protocol.md). A V4 frame of a secondary channel carries a top-level `system::channel`.
  */
 
 /** The terminal error frame, sent before a 4500–4999 close. */
@@ -33,13 +33,4 @@ export function stampChannel(body: string, channel: string): string {
   const inner = body.slice(0, end).trimEnd();
   const empty = inner.endsWith('{');
   return `${inner}${empty ? '' : ','}"system::channel":${JSON.stringify(channel)}}`;
-}
-
-/** Cuts a close reason to the 123 bytes a close frame allows, on a UTF-8 character boundary. */
-export function closeReasonText(text: string): string {
-  const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= 123) return text;
-  let end = 123;
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-  return bytes.subarray(0, end).toString('utf8');
 }

@@ -1,4 +1,5 @@
-import type { Publication, StreamPosition } from '@switchboard/core';
+import type { Publication } from '@switchboard/core';
+import type { PositionReport } from '../../history/topic-stream';
 
 /**
  * Frames of opted-in subscriptions (docs/protocol.md, "History and recovery"). A stream
@@ -7,10 +8,12 @@ import type { Publication, StreamPosition } from '@switchboard/core';
  * `{"event":"system::message","data":"<the exact text>","system::offset":n}`.
  */
 
-/** Whether a stream publication's text is a JSON object (V4 marks it where it enters). */
-export function isObjectPublication(publication: Publication): boolean {
+/**
+ * Whether a stream publication's text is a JSON object, by reading it (V3, whose messages are
+ * relayed verbatim). V4 marks its JSON objects where they enter (`stampable`).
+ */
+export function isObjectText(publication: Publication): boolean {
   if (publication.stampable) return true;
-  if (publication.topic.protocol === 'v4') return false;
   const { body } = publication;
   if (body.charCodeAt(0) !== 123 /* { */) return false;
   try {
@@ -36,12 +39,6 @@ export function offsetFrame(
   const { body } = publication;
   const inner = body.slice(0, body.lastIndexOf('}')).trimEnd();
   return `${inner}${inner.endsWith('{') ? '' : ','}${stamps}}`;
-}
-
-export interface PositionReport extends StreamPosition {
-  /** Absent when the subscription did not ask to resume (no `since`). */
-  readonly recovered?: boolean;
-  readonly missed: number;
 }
 
 /** `system::position`: where a subscription stands; `channel` stamps a V4 secondary. */
