@@ -4,6 +4,7 @@ export * from './setup-error';
 export * from './logger';
 export * from './config/load';
 export type { Env, SeedKey } from './config/schema';
+export { DEFAULT_FAMILY, IDENTITY_FAMILIES, TOPIC_FAMILIES } from './config/families';
 export { MAX_HISTORY_SIZE, MAX_HISTORY_TTL_SECONDS, isWebhookUrl, webhookConfig } from './config/schema';
 export * from './protocol/channel-name';
 export * from './protocol/api-key';

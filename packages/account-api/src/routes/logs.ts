@@ -1,4 +1,4 @@
-import type { JsonValue, LogRecord } from '@switchboard/core';
+import type { JsonValue, LogRecord, Protocol } from '@switchboard/core';
 import { querySchema } from '../http/query';
 import { defineEndpoint } from './endpoint';
 
@@ -6,7 +6,7 @@ import { defineEndpoint } from './endpoint';
 export interface LogEntry {
   id: string;
   channel: string;
-  protocol: 'v3' | 'v4';
+  protocol: Protocol;
   source: 'api' | 'client';
   message: string;
   binary?: true;

@@ -15,13 +15,9 @@ import { guard, inOrder } from './clients';
 import type { RedisClient } from './clients';
 import { TurnBatches } from './turn-batches';
 import type { RedisKeys } from './keys';
-import {
-  presenceIdentities,
-  presenceRemoveEntries,
-  presenceRoster,
-  presenceTouch,
-  presenceWrites,
-} from './presence-scripts';
+import { presenceIdentities, presenceRoster, presenceTouch, presenceWriteScripts } from './presence-scripts';
+import type { LuaScript } from './clients';
+import { TOPIC_FAMILIES } from '../config/families';
 
 /** An entry as stored in `<topic>:conns`: identity and node for the scripts, member for readers. */
 interface StoredEntry {
@@ -58,10 +54,16 @@ function parseNodeItem(key: ApiKey, item: string): { topic: Topic; connId: ConnI
 }
 
 export class RedisPresenceStore implements PresenceStore {
+  private readonly scripts: { writes: LuaScript; removeEntries: LuaScript };
+
+  /** `families`: every topic family of the deployment, whose identities presence reads together. */
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
-  ) {}
+    private readonly families: readonly Protocol[] = TOPIC_FAMILIES,
+  ) {
+    this.scripts = presenceWriteScripts(families.length - 1);
+  }
 
   join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult> {
     return this.writes.request(topic.key, {
@@ -110,10 +112,11 @@ export class RedisPresenceStore implements PresenceStore {
     const keys = this.sharedKeys(key);
     const args: (string | number)[] = [];
     // A burst of joins hits few channels: each topic's keys are built once per call, not per write.
-    const topicKeys: Record<Protocol, Map<string, string[]>> = { v3: new Map(), v4: new Map() };
+    const topicKeys = new Map<Protocol, Map<string, string[]>>();
     for (const write of pending) {
       const { topic } = write;
-      const byChannel = topicKeys[topic.protocol];
+      let byChannel = topicKeys.get(topic.protocol);
+      if (!byChannel) topicKeys.set(topic.protocol, (byChannel = new Map()));
       let ownKeys = byChannel.get(topic.channel);
       if (!ownKeys) {
         ownKeys = this.writeTopicKeys(topic);
@@ -140,7 +143,7 @@ export class RedisPresenceStore implements PresenceStore {
         listing ? Math.max(0, Math.min(listing.limit, MAX_RANGE)) : 0,
       );
     }
-    const replies = (await presenceWrites.run(this.client, keys, args)) as unknown[];
+    const replies = (await this.scripts.writes.run(this.client, keys, args)) as unknown[];
     return replies.map((reply, i) => {
       const write = pending[i]!;
       if (write.kind === 'leave') return reply ? toLeave(reply) : null;
@@ -152,24 +155,33 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   /**
-   * The keys every write script takes first: the key's channel indexes, its node index, its
-   * webhook switch and event stream.
+   * The keys every write script takes first: the key's channel index (any family), its node
+   * index, its webhook switch and event stream.
    */
   private sharedKeys(key: ApiKey): string[] {
     return [
       this.keys.presenceChannels(key),
-      this.keys.presenceChannels(key, 'v3'),
-      this.keys.presenceChannels(key, 'v4'),
       this.keys.presenceByNode(key),
       this.keys.webhookSwitch(key),
       this.keys.webhookEvents(key),
     ];
   }
 
-  /** A topic's keys in a write script: its own, then the other protocol's identities of the channel. */
+  /**
+   * A topic's keys in a write script: its own, its family's channel index, then for every other
+   * family its channel index and the identities of the same channel's topic in it.
+   */
   private writeTopicKeys(topic: Topic): string[] {
-    const other: Topic = { ...topic, protocol: topic.protocol === 'v3' ? 'v4' : 'v3' };
-    return [...this.keys.presenceTopicKeys(topic), this.keys.presenceTopicKeys(other)[2]!];
+    const keys = [
+      ...this.keys.presenceTopicKeys(topic),
+      this.keys.presenceChannels(topic.key, topic.protocol),
+    ];
+    for (const family of this.families) {
+      if (family === topic.protocol) continue;
+      const other: Topic = { ...topic, protocol: family };
+      keys.push(this.keys.presenceChannels(topic.key, family), this.keys.presenceTopicKeys(other)[2]!);
+    }
+    return keys;
   }
 
   async touch(topic: Topic, connId: ConnId, now: number): Promise<void> {
@@ -214,7 +226,7 @@ export class RedisPresenceStore implements PresenceStore {
         this.client.zcard(index),
       ]),
     );
-    const protocols: Protocol[] = listing.protocol ? [listing.protocol] : ['v3', 'v4'];
+    const protocols: readonly Protocol[] = listing.protocol ? [listing.protocol] : this.families;
     const listed = await Promise.all(
       names.flatMap((channel) =>
         protocols.map(async (protocol): Promise<ChannelMembers> => {
@@ -315,9 +327,10 @@ export class RedisPresenceStore implements PresenceStore {
       entries.push(topic);
     }
     // Not written by this version: dropped, or the loop would read them forever.
-    if (malformed.length > 0) await guard(this.client, () => this.client.zrem(keys[3]!, ...malformed));
+    if (malformed.length > 0)
+      await guard(this.client, () => this.client.zrem(this.keys.presenceByNode(key), ...malformed));
     if (entries.length === 0) return [];
-    const reply = await guard(this.client, () => presenceRemoveEntries.run(this.client, keys, args));
+    const reply = await guard(this.client, () => this.scripts.removeEntries.run(this.client, keys, args));
     return (reply as [number, string, number, number][]).map(([j, json, last, count]) => ({
       ...toLeave([json, last, count]),
       topic: entries[j - 1]!,

@@ -12,27 +12,28 @@ import type { Body } from './request';
  * promise step behind the engine's, not one per layer (docs/architecture.md, "What a REST
  * publish costs").
  */
-export function publish(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
+export function publish(ctx: GatewayContext, family: Family, body: Body): Promise<object> {
   const record = authenticate(ctx, body);
-  if (record instanceof Promise) return record.then((known) => publishAs(ctx, protocol, body, known));
-  return publishAs(ctx, protocol, body, record);
+  if (record instanceof Promise) return record.then((known) => publishAs(ctx, family, body, known));
+  return publishAs(ctx, family, body, record);
 }
 
-function publishAs(
-  ctx: GatewayContext,
-  protocol: Protocol,
-  body: Body,
-  record: ApiKeyRecord,
-): Promise<object> {
+/** The topic family a route publishes to, and whether its dialect marks JSON objects (`PublishRequest`). */
+export interface Family {
+  readonly protocol: Protocol;
+  readonly marksObjects: boolean;
+}
+
+function publishAs(ctx: GatewayContext, family: Family, body: Body, record: ApiKeyRecord): Promise<object> {
   const channel = channelField(body, true);
   const taking = takeRestPublish(ctx, record);
-  if (taking) return taking.then(() => publishNow(ctx, protocol, body, record, channel));
-  return publishNow(ctx, protocol, body, record, channel);
+  if (taking) return taking.then(() => publishNow(ctx, family, body, record, channel));
+  return publishNow(ctx, family, body, record, channel);
 }
 
 function publishNow(
   ctx: GatewayContext,
-  protocol: Protocol,
+  { protocol, marksObjects }: Family,
   body: Body,
   record: ApiKeyRecord,
   channel: string,
@@ -40,13 +41,14 @@ function publishNow(
   const publishing = publishMessage(ctx, {
     record,
     protocol,
+    marksObjects,
     channel,
     message: body['message'],
     origin: ctx.nodeId,
     unconfirmed: ctx.unconfirmed.add,
   });
   return publishing.then((published) => {
-    ctx.meters.messagesIn[protocol].api.inc();
+    ctx.meters.messagesIn[protocol]?.api.inc();
     deliverLocal(ctx, published.publication, undefined, true);
     return publishAnswer(published);
   });

@@ -62,7 +62,7 @@ export function enterChannel(
 ): Promise<void> | undefined {
   state.subs.set(sub);
   ctx.registry.joinTopic(sub.topic, state);
-  ctx.meters.subscriptions[sub.topic.protocol].inc();
+  ctx.meters.subscriptions[sub.topic.protocol]?.inc();
   ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).increment);
   if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume);
   state.conn?.subscribe(localTopicOf(state.dialect.variants, sub.topic, sub.primary));
@@ -103,7 +103,7 @@ export function leaveChannel(ctx: GatewayContext, state: ConnectionState, sub: S
   if (sub.recover) ctx.streams.detach(state, sub);
   state.subs.delete(sub.channel);
   ctx.registry.leaveTopic(sub.topic, state);
-  ctx.meters.subscriptions[sub.topic.protocol].dec();
+  ctx.meters.subscriptions[sub.topic.protocol]?.dec();
   ctx.subscriptions.release(sub.topic);
   if (ctx.status.draining) return;
   ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).decrement);

@@ -70,7 +70,7 @@ function record(ctx: GatewayContext, publication: Publication, recipients: numbe
   const { source, acceptedAt } = publication;
   if (!source || recipients <= 0) return;
   const { protocol } = publication.topic;
-  ctx.meters.messagesOut[protocol][source].inc(recipients);
+  ctx.meters.messagesOut[protocol]?.[source].inc(recipients);
   if (acceptedAt !== undefined)
     ctx.meters.deliveryLatency(protocol, Math.max(0, Date.now() - acceptedAt) / 1000);
 }

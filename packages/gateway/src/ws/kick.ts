@@ -20,7 +20,7 @@ export function executeKick(ctx: GatewayContext, selector: KickSelector): number
     const matched = [...state.subs.values()].filter((sub) => matches(sub, selector));
     if (matched.length === 0) continue;
     affected++;
-    ctx.meters.kicks[state.dialect.family].inc();
+    ctx.meters.kicks[state.dialect.family]?.inc();
     const { kicked } = kick;
     if (!kicked || matched.length === state.subs.size || matched.some((sub) => sub.primary)) {
       closeConnection(state, 'KICKED', selector.reason);

@@ -56,7 +56,7 @@ function relay(
   body: string,
   options: RelayOptions,
 ): void {
-  ctx.meters.messagesIn[sub.topic.protocol].client.inc();
+  ctx.meters.messagesIn[sub.topic.protocol]?.client.inc();
   // Text messages to the whole channel join its stream; direct messages and binary frames do not.
   const streamed = options.to === undefined && !options.binary && !options.systemBinary;
   const publish: Parameters<typeof publishToChannel>[3] = { ...options, sender: state, source: 'client' };

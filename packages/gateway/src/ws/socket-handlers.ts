@@ -63,7 +63,7 @@ export function createSocketHandlers(
       const state = data;
       state.conn = conn;
       ctx.registry.add(state);
-      ctx.meters.connections[state.dialect.family].inc();
+      ctx.meters.connections[state.dialect.family]?.inc();
       if (ctx.status.draining) {
         // The drain removes this node's presence wholesale, an early join's entry with it.
         ctx.earlyJoins.abandon(state);
@@ -95,7 +95,7 @@ export function createSocketHandlers(
       state.closed = true;
       state.conn = undefined;
       ctx.registry.remove(state);
-      ctx.meters.connections[state.dialect.family].dec();
+      ctx.meters.connections[state.dialect.family]?.dec();
       releaseSocket(ctx, state);
       for (const sub of state.subs.values()) leaveChannel(ctx, state, sub);
     },

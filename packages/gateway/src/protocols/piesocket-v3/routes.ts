@@ -25,9 +25,12 @@ function keyWide(body: Body, base: KickSelector): KickSelector {
   return base;
 }
 
+/** V3 relays strings verbatim: they are never parsed. */
+const PUBLISHES = { protocol: FAMILY, marksObjects: false };
+
 /** The V3 cluster API (docs/openapi.yaml). */
 export const ROUTES: Readonly<Record<string, RouteHandler>> = {
-  '/api/publish': (ctx, body) => publish(ctx, FAMILY, body),
+  '/api/publish': (ctx, body) => publish(ctx, PUBLISHES, body),
   '/api/members': membersV3,
   '/api/history': (ctx, body) => history(ctx, FAMILY, body),
   '/api/kick': (ctx, body) => kick(ctx, body, keyWide),

@@ -21,9 +21,12 @@ function targeted(body: Body, base: KickSelector): KickSelector {
   };
 }
 
+/** V4 marks JSON objects where they enter. */
+const PUBLISHES = { protocol: FAMILY, marksObjects: true };
+
 /** The V4 cluster API (docs/openapi.yaml). */
 export const ROUTES: Readonly<Record<string, RouteHandler>> = {
-  '/api/v4/publish': (ctx, body) => publish(ctx, FAMILY, body),
+  '/api/v4/publish': (ctx, body) => publish(ctx, PUBLISHES, body),
   '/api/v4/members': membersV4,
   '/api/v4/history': (ctx, body) => history(ctx, FAMILY, body),
   '/api/v4/kick': (ctx, body) => kick(ctx, body, targeted),
