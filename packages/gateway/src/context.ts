@@ -1,15 +1,15 @@
 import type { Config, Engine, Logger, NodeId } from '@switchboard/core';
 import type { Transport } from './transport/types';
-import type { Registry } from './ws/registry';
-import type { BrokerSubscriptions } from './ws/broker-subscriptions';
+import type { Registry } from './fanout/registry';
+import type { BrokerSubscriptions } from './fanout/broker-subscriptions';
 import type { KeyCache } from './key-cache';
-import type { Recovery } from './cluster/recovery';
+import type { Repair } from './cluster/repair';
 import type { Meters } from './meters';
-import type { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
+import type { ClientAddresses, ConnectionRateLimit } from './limits/rate-limit';
 import type { AuthFailureLimiter } from '@switchboard/core';
-import type { Streams } from './history/streams';
-import type { SlowConsumers } from './ws/slow-consumers';
-import type { EarlyJoins } from './ws/early-joins';
+import type { Streams } from './streams/streams';
+import type { SlowConsumers } from './fanout/slow-consumers';
+import type { EarlyJoins } from './connections/early-joins';
 import type { UnconfirmedPublications } from './api/unconfirmed';
 import type { Dialects } from './protocols';
 
@@ -33,7 +33,7 @@ export interface GatewayContext {
   /** REST publications whose publish failed unconfirmed, delivered here if Redis makes them. */
   readonly unconfirmed: UnconfirmedPublications;
   readonly keys: KeyCache;
-  readonly recovery: Recovery;
+  readonly repair: Repair;
   readonly meters: Meters;
   /** Client addresses behind `TRUSTED_PROXIES`. */
   readonly addresses: ClientAddresses;

@@ -2,27 +2,27 @@ import { WebhookDispatcher } from '@switchboard/core';
 import type { Config, ControlCommand, DispatcherTiming, Engine, Logger, Metrics } from '@switchboard/core';
 import { bodyTooLarge, createApiHandler } from './api/router';
 import { Membership } from './cluster/membership';
-import { Recovery } from './cluster/recovery';
-import { EarlyJoins } from './ws/early-joins';
+import { Repair } from './cluster/repair';
+import { EarlyJoins } from './connections/early-joins';
 import { UnconfirmedPublications } from './api/unconfirmed';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
 import { Dialects } from './protocols';
-import { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
+import { ClientAddresses, ConnectionRateLimit } from './limits/rate-limit';
 import { AuthFailureLimiter } from '@switchboard/core';
 import type { Transport } from './transport/types';
 import { createUwsTransport } from './transport/uws';
-import { Streams } from './history/streams';
-import { BrokerSubscriptions } from './ws/broker-subscriptions';
-import type { SocketData } from './ws/connection';
-import { deliverLocal } from './ws/delivery';
-import { flatString } from './ws/flat-string';
-import { executeKick } from './ws/kick';
-import { Registry } from './ws/registry';
-import { closeConnection } from './ws/send';
-import { SlowConsumers } from './ws/slow-consumers';
-import { createSocketHandlers } from './ws/socket-handlers';
+import { Streams } from './streams/streams';
+import { BrokerSubscriptions } from './fanout/broker-subscriptions';
+import type { SocketData } from './connections/connection';
+import { deliverLocal } from './fanout/delivery';
+import { flatString } from './flat-string';
+import { executeKick } from './connections/kick';
+import { Registry } from './fanout/registry';
+import { closeConnection } from './fanout/send';
+import { SlowConsumers } from './fanout/slow-consumers';
+import { createSocketHandlers } from './connections/socket-handlers';
 
 export interface GatewayDeps {
   readonly config: Config;
@@ -64,15 +64,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
     logger,
     nodeId: config.nodeId,
     dialects,
-    // Getters: the transport and the recovery need the context themselves, so they come after it.
+    // Getters: the transport and the repair need the context themselves, so they come after it.
     get transport(): Transport {
       return transport;
     },
     registry,
     subscriptions: new BrokerSubscriptions(engine.broker, logger),
     keys: new KeyCache(engine.keys, config.cluster.keyCacheMs),
-    get recovery(): Recovery {
-      return recovery;
+    get repair(): Repair {
+      return repair;
     },
     get streams(): Streams {
       return streams;
@@ -87,7 +87,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     authFailures: new AuthFailureLimiter(config.limits.authFailures),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };
-  const recovery = new Recovery(ctx);
+  const repair = new Repair(ctx);
   const streams = new Streams(ctx);
   const membership = new Membership(ctx);
   // Every gateway dispatches webhooks; one at a time per key (docs/webhooks.md).
@@ -137,7 +137,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       else if (command.type === 'key-changed') ctx.keys.invalidate(command.key);
       else if (command.type === 'node-dead' && command.nodeId === config.nodeId && !ctx.status.draining) {
         logger.warn('this node was declared dead by the cluster; rewriting its presence and counts');
-        void recovery.restore();
+        void repair.restore();
       }
     },
     dropped(kind, problem) {
@@ -164,7 +164,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ctx.meters.redisReconnected();
     // Once subscribed again, opted-in streams compare with history: pub/sub lost what was
     // published while the connection was down.
-    void recovery.restore().then(() => streams.resync());
+    void repair.restore().then(() => streams.resync());
     void membership.tick();
   });
 
@@ -213,7 +213,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       membership.stop();
       for (const state of [...registry.all()]) closeConnection(state, 'SERVER_DRAINING');
       ctx.status.draining = true;
-      recovery.stop();
+      repair.stop();
       ctx.transport.close();
       await webhooks.stop();
     },

@@ -1,4 +1,4 @@
 export { createGateway } from './gateway';
 export type { Gateway, GatewayDeps } from './gateway';
 export type { GatewayContext } from './context';
-export { UPGRADE_LOST } from './ws/socket-handlers';
+export { UPGRADE_LOST } from './connections/socket-handlers';

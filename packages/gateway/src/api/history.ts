@@ -1,7 +1,7 @@
 import { readHistory } from '@switchboard/core';
 import type { Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import { HISTORY_PAGE } from '../history/streams';
+import { HISTORY_PAGE } from '../streams/streams';
 import { authenticate, channelField, nonNegativeInt } from './request';
 import type { Body } from './request';
 

@@ -1,8 +1,8 @@
 import { publishAnswer, publishMessage } from '@switchboard/core';
 import type { ApiKeyRecord, Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import { deliverLocal } from '../ws/delivery';
-import { takeRestPublish } from './rate-limit';
+import { deliverLocal } from '../fanout/delivery';
+import { takeRestPublish } from '../limits/rate-limit';
 import { authenticate, channelField } from './request';
 import type { Body } from './request';
 

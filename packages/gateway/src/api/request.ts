@@ -9,7 +9,7 @@ import {
 import type { ApiKeyRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { HttpRequest } from '../transport/types';
-import { takeApiRequest } from './rate-limit';
+import { takeApiRequest } from '../limits/rate-limit';
 
 export type Body = Record<string, unknown>;
 

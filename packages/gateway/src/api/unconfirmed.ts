@@ -1,5 +1,5 @@
 import type { Publication } from '@switchboard/core';
-import { topicKey } from '../ws/topics';
+import { topicKey } from '../fanout/topics';
 
 /** How long a publication whose publish failed unconfirmed is waited for. */
 export const UNCONFIRMED_WAIT_MS = 60_000;

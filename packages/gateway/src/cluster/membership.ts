@@ -1,6 +1,6 @@
 import type { NodeId } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import { publishLeave } from '../ws/presence-events';
+import { publishLeave } from '../connections/presence-events';
 
 /**
  * Cluster membership (docs/scaling.md). Every node heartbeats into the node registry; every node also

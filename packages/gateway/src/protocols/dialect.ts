@@ -9,8 +9,8 @@ import type {
 } from '@switchboard/core';
 import type { Body } from '../api/request';
 import type { GatewayContext } from '../context';
-import type { PositionReport } from '../history/topic-stream';
-import type { ConnectionState, Subscription } from '../ws/connection';
+import type { PositionReport } from '../streams/topic-stream';
+import type { ConnectionState, Subscription } from '../connections/connection';
 
 /**
  * A wire protocol the gateway speaks (docs/architecture.md, "Protocol dialects"). A dialect

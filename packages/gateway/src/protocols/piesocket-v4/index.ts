@@ -1,5 +1,5 @@
 import type { JoinResult, Member } from '@switchboard/core';
-import type { Subscription } from '../../ws/connection';
+import type { Subscription } from '../../connections/connection';
 import type { ChannelEvent, Command, Dialect } from '../dialect';
 import { errorFrame, stampChannel, v4Event } from '../piesocket/frames';
 import { parseObject, PING } from '../piesocket/parse';

@@ -1,5 +1,5 @@
 import type { Publication } from '@switchboard/core';
-import type { PositionReport } from '../../history/topic-stream';
+import type { PositionReport } from '../../streams/topic-stream';
 
 /**
  * Frames of opted-in subscriptions (docs/protocol.md, "History and recovery"). A stream

@@ -1,7 +1,7 @@
 import { CLOSE_CODES } from '@switchboard/core';
 import type { CloseReason } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import type { ConnectionState } from './connection';
+import type { ConnectionState } from '../connections/connection';
 
 /** Sends one frame to one connection; a connection past the slow-consumer limit is closed (4008). */
 export function sendTo(

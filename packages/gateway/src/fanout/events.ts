@@ -1,6 +1,6 @@
 import type { HistoryRetention, Publication, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import type { ConnectionState } from './connection';
+import type { ConnectionState } from '../connections/connection';
 import { deliverLocal } from './delivery';
 
 /**

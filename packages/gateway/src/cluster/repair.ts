@@ -1,10 +1,10 @@
 import { seedKeys } from '@switchboard/core';
 import type { EntryPlace } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import { publishToChannel } from '../ws/events';
-import { memberOf } from '../ws/connection';
-import { activityNow, publishLeave } from '../ws/presence-events';
-import { topicKey } from '../ws/topics';
+import { publishToChannel } from '../fanout/events';
+import { memberOf } from '../connections/connection';
+import { activityNow, publishLeave } from '../connections/presence-events';
+import { topicKey } from '../fanout/topics';
 
 const BATCH = 500;
 
@@ -33,7 +33,7 @@ const REPAIR_INTERVAL_MS = 30_000;
  *   persistence) still knows the deployment's keys. Keys created with `switchboard keys` live
  *   only in Redis: keep Redis persistent if you use them (docs/scaling.md).
  */
-export class Recovery {
+export class Repair {
   private running: Promise<void> | undefined;
   private again = false;
   private repairTimer: NodeJS.Timeout | undefined;

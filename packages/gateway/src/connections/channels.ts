@@ -1,22 +1,22 @@
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
 import { joinPresence, leavePresence } from './presence-events';
-import type { Resume } from '../history/resume';
-import type { CatchUp } from '../history/streams';
-import { localTopicOf } from './topics';
+import type { Resume } from '../streams/resume';
+import type { CatchUp } from '../streams/streams';
+import { localTopicOf } from '../fanout/topics';
 
 type FailureLog = (error: unknown) => void;
 
 /**
  * A count or presence write that failed is not retried on its own: the node rewrites its whole
- * share instead (`Recovery`), when the engine is back or, if it never went away (a timeout, an
+ * share instead (`Repair`), when the engine is back or, if it never went away (a timeout, an
  * error reply), shortly after.
  */
 const logFailure =
   (ctx: GatewayContext, what: string): FailureLog =>
   (error: unknown) => {
     ctx.logger.warn({ err: error }, `${what} failed; this node's share is rewritten to the engine`);
-    ctx.recovery.repairSoon();
+    ctx.repair.repairSoon();
   };
 
 /** The failure loggers of a gateway, made once rather than a closure per subscription. */

@@ -4,10 +4,10 @@ import type { LogRecord } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { Dialect, RelayOptions } from '../protocols/dialect';
 import type { ConnectionState, Subscription } from './connection';
-import { publishToChannel } from './events';
+import { publishToChannel } from '../fanout/events';
 import { touchPresence } from './presence-events';
-import { takePublish } from '../api/rate-limit';
-import { closeConnection } from './send';
+import { takePublish } from '../limits/rate-limit';
+import { closeConnection } from '../fanout/send';
 
 /**
  * Relays a client message to its channel (every node; the sender only with `notify_self`),

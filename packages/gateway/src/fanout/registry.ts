@@ -1,6 +1,6 @@
 import type { ConnId, Topic } from '@switchboard/core';
 import type { Dialect } from '../protocols/dialect';
-import type { ConnectionState } from './connection';
+import type { ConnectionState } from '../connections/connection';
 import { TopicNames, topicKey } from './topics';
 
 /** A topic with sockets on this node: those sockets, the topic's local uWS topic names and its dialect. */

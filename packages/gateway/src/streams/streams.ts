@@ -1,9 +1,9 @@
 import { historyRetention } from '@switchboard/core';
 import type { ConnId, HistoryPage, Publication, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import type { ConnectionState, Subscription } from '../ws/connection';
-import { sendTo } from '../ws/send';
-import { localTopicOf, topicKey } from '../ws/topics';
+import type { ConnectionState, Subscription } from '../connections/connection';
+import { sendTo } from '../fanout/send';
+import { localTopicOf, topicKey } from '../fanout/topics';
 import type { Resume } from './resume';
 import { TopicStream } from './topic-stream';
 import type { Joiner, PositionReport } from './topic-stream';

@@ -6,9 +6,9 @@ import { enterChannel, leaveChannel } from './channels';
 import { handleClientFrame } from './client-frames';
 import { isRejection } from './connection';
 import type { SocketData } from './connection';
-import { closeConnection, sendTo } from './send';
+import { closeConnection, sendTo } from '../fanout/send';
 import { abandonEarlyJoin, joinEarly } from './presence-events';
-import { HISTORY_UNAVAILABLE } from '../history/streams';
+import { HISTORY_UNAVAILABLE } from '../streams/streams';
 
 /** Logged for a socket the transport lost right after its upgrade (`upgradeLost`). */
 export const UPGRADE_LOST = 'socket closed by uWebSockets.js right after its upgrade; the client reconnects';

@@ -7,7 +7,7 @@ import type {
   Member,
   Topic,
 } from '@switchboard/core';
-import type { Resume } from '../history/resume';
+import type { Resume } from '../streams/resume';
 import type { Dialect } from '../protocols/dialect';
 import type { Conn } from '../transport/types';
 

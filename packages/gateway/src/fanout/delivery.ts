@@ -1,6 +1,6 @@
 import type { Publication } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import type { ConnectionState } from './connection';
+import type { ConnectionState } from '../connections/connection';
 import { sendTo } from './send';
 
 /**
@@ -27,7 +27,7 @@ export function deliverLocal(
   const { primary, secondary } = names;
   const excluded = sender && !sender.notifySelf && sender.conn ? sender.conn : undefined;
   const via = excluded ?? ctx.transport;
-  // Opted-in subscriptions get stream publications from their stream (history/streams.ts), in
+  // Opted-in subscriptions get stream publications from their stream (streams/streams.ts), in
   // offset order; every other frame (presence events, binary) also goes to their events topic.
   const events = !streamed;
   const binary = publication.binary === true && dialect.binaryFrames;

@@ -1,6 +1,6 @@
 import type { Topic } from '@switchboard/core';
 import type { Dialect } from '../protocols/dialect';
-import { flatString } from './flat-string';
+import { flatString } from '../flat-string';
 
 /**
  * Local uWS topic names. Each variant of a frame is serialized once and published to its own

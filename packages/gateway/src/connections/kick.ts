@@ -2,7 +2,7 @@ import type { KickSelector } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { leaveChannel } from './channels';
 import type { Subscription } from './connection';
-import { closeConnection, sendTo } from './send';
+import { closeConnection, sendTo } from '../fanout/send';
 
 /**
  * Kicks this node's matching connections (`POST /api/v4/kick` in docs/openapi.yaml). Without `uuid` and `user` the

@@ -1,7 +1,7 @@
 import type { GatewayContext } from '../context';
 import { runCommand } from './commands';
 import type { ConnectionState } from './connection';
-import { closeConnection, sendFrameError } from './send';
+import { closeConnection, sendFrameError } from '../fanout/send';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

@@ -5,9 +5,9 @@ import { authorizeChannel, buildSubscription, identityProblem } from './admissio
 import { enterChannel, leaveChannel } from './channels';
 import type { ConnectionState } from './connection';
 import { relayClientMessage } from './relay';
-import { sendFrameError, sendTo } from './send';
-import { HISTORY_UNAVAILABLE } from '../history/streams';
-import { isResumeProblem, parseResume } from '../history/resume';
+import { sendFrameError, sendTo } from '../fanout/send';
+import { HISTORY_UNAVAILABLE } from '../streams/streams';
+import { isResumeProblem, parseResume } from '../streams/resume';
 
 const CLIENT_MESSAGES_OFF = 'Client messages are disabled for this API key';
 const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';

@@ -1,4 +1,4 @@
-import type { ConnectionState } from './connection';
+import type { ConnectionState } from '../connections/connection';
 import { closeConnection } from './send';
 
 /** How often the sockets that received topic publications are checked. */

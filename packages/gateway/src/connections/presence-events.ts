@@ -2,8 +2,8 @@ import type { JoinResult, LeaveResult, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { memberOf } from './connection';
 import type { ConnectionState, Subscription } from './connection';
-import { publishToChannel } from './events';
-import { sendTo } from './send';
+import { publishToChannel } from '../fanout/events';
+import { sendTo } from '../fanout/send';
 
 /**
  * The activity clock: milliseconds with sub-millisecond resolution, so joins and messages in
@@ -102,7 +102,7 @@ export function abandonEarlyJoin(ctx: GatewayContext, state: ConnectionState): v
     announceJoin(ctx, state, early.sub, joined, early.now);
     leavePresence(ctx, state.id, early.sub).catch((error: unknown) => {
       ctx.logger.warn({ err: error }, "presence leave failed; this node's share is rewritten to the engine");
-      ctx.recovery.repairSoon();
+      ctx.repair.repairSoon();
     });
   });
 }

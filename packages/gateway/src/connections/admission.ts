@@ -14,13 +14,13 @@ import type { GatewayContext } from '../context';
 import type { Dialect } from '../protocols/dialect';
 import type { UpgradeRequest } from '../transport/types';
 import { Subscriptions } from './connection';
-import { flatString } from './flat-string';
+import { flatString } from '../flat-string';
 import type { ConnectionState, Rejection, SocketData, Subscription } from './connection';
 import { verifyChannelToken } from './jwt';
 import { isOriginAllowed } from './origin';
 import { decodeLenient, isFlagOn, parseQuery } from './query';
-import { isResumeProblem, parseResume } from '../history/resume';
-import type { Resume } from '../history/resume';
+import { isResumeProblem, parseResume } from '../streams/resume';
+import type { Resume } from '../streams/resume';
 
 /** Bounds on what a connection presents: both go into member lists and Redis key names. */
 export const MAX_UUID_CHARACTERS = 128;
