@@ -8,6 +8,7 @@ import type { Meters } from './meters';
 import type { ClientAddresses, ConnectionRateLimit } from './limits/rate-limit';
 import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './streams/streams';
+import type { Delivery } from './fanout/delivery';
 import type { SlowConsumers } from './fanout/slow-consumers';
 import type { EarlyJoins } from './connections/early-joins';
 import type { UnconfirmedPublications } from './api/unconfirmed';
@@ -24,6 +25,8 @@ export interface GatewayContext {
   readonly transport: Transport;
   readonly registry: Registry;
   readonly subscriptions: BrokerSubscriptions;
+  /** Delivery to this node's sockets: plain subscribers and ordered streams alike. */
+  readonly delivery: Delivery;
   /** Opted-in subscriptions' streams: offsets, history catch-up, gap filling. */
   readonly streams: Streams;
   /** Checks the sockets of topics delivered to for the slow-consumer limit. */

@@ -16,7 +16,7 @@ import { createUwsTransport } from './transport/uws';
 import { Streams } from './streams/streams';
 import { BrokerSubscriptions } from './fanout/broker-subscriptions';
 import type { SocketData } from './connections/connection';
-import { deliverLocal } from './fanout/delivery';
+import { Delivery } from './fanout/delivery';
 import { flatString } from './flat-string';
 import { executeKick } from './connections/kick';
 import { Registry } from './fanout/registry';
@@ -70,6 +70,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
     registry,
     subscriptions: new BrokerSubscriptions(engine.broker, logger),
+    get delivery(): Delivery {
+      return delivery;
+    },
     keys: new KeyCache(engine.keys, config.cluster.keyCacheMs),
     get repair(): Repair {
       return repair;
@@ -87,6 +90,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     authFailures: new AuthFailureLimiter(config.limits.authFailures),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };
+  const delivery = new Delivery(ctx);
   const repair = new Repair(ctx);
   const streams = new Streams(ctx);
   const membership = new Membership(ctx);
@@ -126,7 +130,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       // (those it never saw accepted, it delivers now); opted-in subscribers get stream
       // publications only now, with the offset the engine assigned.
       if (publication.origin !== config.nodeId || ctx.unconfirmed.claim(publication))
-        deliverLocal(ctx, publication);
+        delivery.deliver(publication);
       if (publication.offset !== undefined) streams.receive(publication);
     },
     resubscribed() {

@@ -1,7 +1,6 @@
 import { publishAnswer, publishMessage } from '@switchboard/core';
 import type { ApiKeyRecord, Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
-import { deliverLocal } from '../fanout/delivery';
 import { takeRestPublish } from '../limits/rate-limit';
 import { authenticate, channelField } from './request';
 import type { Body } from './request';
@@ -49,7 +48,7 @@ function publishNow(
   });
   return publishing.then((published) => {
     ctx.meters.messagesIn[protocol]?.api.inc();
-    deliverLocal(ctx, published.publication, undefined, true);
+    ctx.delivery.deliver(published.publication, undefined, true);
     return publishAnswer(published);
   });
 }

@@ -1,7 +1,6 @@
 import type { HistoryRetention, Publication, Topic } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState } from '../connections/connection';
-import { deliverLocal } from './delivery';
 
 /**
  * Publishes a frame to a channel on every node: this node's connections at once, the others
@@ -31,7 +30,7 @@ export function publishToChannel(
   if (options.to !== undefined) publication.to = options.to;
   if (options.binary) publication.binary = true;
   if (options.sender && options.stream) publication.sender = options.sender.id;
-  deliverLocal(ctx, publication, options.sender, options.stream !== undefined);
+  ctx.delivery.deliver(publication, options.sender, options.stream !== undefined);
   return ctx.engine.broker.publish(publication, options.stream).then(
     () => undefined,
     (error: unknown) => {

@@ -1,11 +1,10 @@
 import { CLOSE_CODES } from '@switchboard/core';
-import type { CloseReason } from '@switchboard/core';
-import type { GatewayContext } from '../context';
+import type { CloseReason, Config } from '@switchboard/core';
 import type { ConnectionState } from '../connections/connection';
 
 /** Sends one frame to one connection; a connection past the slow-consumer limit is closed (4008). */
 export function sendTo(
-  ctx: GatewayContext,
+  ctx: { readonly config: Config },
   state: ConnectionState,
   frame: string | Uint8Array,
   isBinary = false,
@@ -37,7 +36,7 @@ export function closeConnection(
 
 /** Reports a problem with one frame; the socket stays open. */
 export function sendFrameError(
-  ctx: GatewayContext,
+  ctx: { readonly config: Config },
   state: ConnectionState,
   text: string,
   channel?: string,

@@ -131,8 +131,13 @@ export class Streams {
             topic,
             since === undefined ? { limit: 0, ttlSeconds } : { since, limit: HISTORY_PAGE, ttlSeconds },
           ),
-        deliver: (publication) => this.deliver(topic, publication),
-        announce: (report) => this.announce(topic, report),
+        deliver: (publication) =>
+          this.ctx.delivery.deliverInOrder(
+            topic,
+            publication,
+            publication.sender === undefined ? undefined : this.senders.get(publication.sender),
+          ),
+        announce: (report) => this.ctx.delivery.announce(topic, report),
         readFailed: (error) =>
           this.ctx.logger.warn(
             { err: error, channel: topic.channel },
@@ -202,42 +207,5 @@ export class Streams {
 
   private position(state: ConnectionState, sub: Subscription, report: PositionReport): string {
     return state.dialect.positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel);
-  }
-
-  /** One frame per variant, to the caught-up subscribers' stream topics; the sender excluded unless it asked for its own. */
-  private deliver(topic: Topic, publication: Publication): void {
-    const local = this.ctx.registry.local(topic);
-    if (!local) return;
-    const { transport } = this.ctx;
-    const sender = publication.sender === undefined ? undefined : this.senders.get(publication.sender);
-    const via = sender && !sender.notifySelf && sender.conn ? sender.conn : transport;
-    const offset = publication.offset ?? 0;
-    const { dialect } = local;
-    const isObject = dialect.isObject(publication);
-    const { primary, secondary } = local.names;
-    this.ctx.slowConsumers.delivered(local.sockets);
-    if (!secondary) {
-      via.publish(primary.stream, dialect.offsetFrame(publication, isObject, offset));
-      return;
-    }
-    if (transport.numSubscribers(primary.stream) > 0)
-      via.publish(primary.stream, dialect.offsetFrame(publication, isObject, offset));
-    if (transport.numSubscribers(secondary.stream) > 0)
-      via.publish(secondary.stream, dialect.offsetFrame(publication, isObject, offset, topic.channel));
-  }
-
-  private announce(topic: Topic, report: PositionReport): void {
-    const local = this.ctx.registry.local(topic);
-    if (!local) return;
-    const { transport } = this.ctx;
-    const { names, dialect } = local;
-    const { primary, secondary } = names;
-    this.ctx.slowConsumers.delivered(local.sockets);
-    if (!secondary) {
-      transport.publish(primary.stream, dialect.positionFrame(topic.channel, report));
-      return;
-    }
-    transport.publish(primary.stream, dialect.positionFrame(topic.channel, report));
-    transport.publish(secondary.stream, dialect.positionFrame(topic.channel, report, topic.channel));
   }
 }
