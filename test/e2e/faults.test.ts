@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createEngine, createLogger, loadConfig } from '@switchboard/core';
+import { createLogger, loadConfig } from '@switchboard/core';
+import { createEngine } from '../../packages/cli/src/engine';
 import type { Engine } from '@switchboard/core';
 import { connectClient, postJson, startRedis } from '@switchboard/testing';
 import type { RedisServer, TestClient } from '@switchboard/testing';

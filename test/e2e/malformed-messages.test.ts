@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { redisKeys } from '@switchboard/core';
+import { redisKeys } from '../../packages/core/src/redis/keys';
 import { connectClient, postJson, startRedis } from '@switchboard/testing';
 import type { RedisServer, TestClient } from '@switchboard/testing';
 import { startNodeProcess, testKey, waitUntil } from './support-nodes';

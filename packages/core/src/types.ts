@@ -34,6 +34,12 @@ export interface Topic {
   readonly channel: ChannelName;
 }
 
+/**
+ * A topic as one string, for maps and sets: its three parts joined by a separator (U+001F) that
+ * none of them can contain.
+ */
+export const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
+
 export function identityOf(member: Member): Identity {
   if (member.user === undefined || member.user === null) return member.uuid;
   return typeof member.user === 'string' ? member.user : JSON.stringify(member.user);

@@ -1,5 +1,5 @@
 import type { RedisClients } from '../src/redis/clients';
-import { RedisConnectionCounts } from '../src/redis/counts-redis';
+import { RedisConnectionCounts } from '../src/counts/counts-redis';
 import { describeCountsContract } from './contracts/counts.contract';
 import { describeEachRedis } from './support/redis-targets';
 

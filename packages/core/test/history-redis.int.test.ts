@@ -1,7 +1,7 @@
 import { Cluster } from 'ioredis';
-import { RedisBroker } from '../src/redis/broker-redis';
+import { RedisBroker } from '../src/broker/broker-redis';
 import type { RedisClients } from '../src/redis/clients';
-import { RedisHistory } from '../src/redis/history-redis';
+import { RedisHistory } from '../src/history/history-redis';
 import { describeHistoryContract } from './contracts/history.contract';
 import type { HistoryEngine } from './contracts/history.contract';
 import { describeEachRedis } from './support/redis-targets';

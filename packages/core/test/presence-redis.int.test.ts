@@ -1,5 +1,5 @@
 import type { RedisClients } from '../src/redis/clients';
-import { RedisPresenceStore } from '../src/redis/presence-redis';
+import { RedisPresenceStore } from '../src/presence/presence-redis';
 import type { Topic } from '../src/types';
 import { describePresenceContract, describePresenceFamiliesContract } from './contracts/presence.contract';
 import { describeEachRedis } from './support/redis-targets';

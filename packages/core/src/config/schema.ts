@@ -5,14 +5,14 @@ import { isIP } from 'node:net';
 import type { HistoryOverride, KeyLimits } from '../keys/key-store';
 import { WEBHOOK_EVENTS } from '../webhooks/webhooks';
 import type { WebhookConfig } from '../webhooks/webhooks';
-import { isValidApiKey } from '../protocol/api-key';
-import { domainProblem } from '../protocol/domain';
+import { isValidApiKey } from '../names/api-key';
+import { domainProblem } from '../names/domain';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().min(0);
 
-/** An allowed domain (protocol/domain.ts), stored in lower case. */
+/** An allowed domain (names/domain.ts), stored in lower case. */
 const domain = z.string().transform((value, ctx) => {
   const problem = domainProblem(value);
   if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });

@@ -1,4 +1,5 @@
 import type { Publication } from '../broker/broker';
+import { topicId } from '../types';
 import type { Topic } from '../types';
 import { newEpoch } from './epochs';
 import { wholeOrZero } from './history';
@@ -26,8 +27,6 @@ export interface MemoryHistoryOptions {
 
 /** Idle streams are dropped by a sweep at most this often, run by the next publish or read. */
 const SWEEP_INTERVAL_MS = 5_000;
-
-const streamId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
 
 /**
  * The memory engine's streams: per topic a ring buffer of its last `size` publications, shared by
@@ -92,7 +91,7 @@ export class MemoryHistory implements History {
   /** The topic's stream, a new one (offset 0, fresh epoch) when it has none or it expired. */
   private live(topic: Topic, now: number, ttlMs: number): Stream {
     if (now >= this.nextSweep) this.sweep(now);
-    const id = streamId(topic);
+    const id = topicId(topic);
     let stream = this.streams.get(id);
     if (!stream || stream.expiresAt <= now) {
       stream = { epoch: newEpoch(), offset: 0, expiresAt: now + ttlMs, ring: [], kept: 0 };

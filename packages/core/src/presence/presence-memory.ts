@@ -1,5 +1,5 @@
 import { TOPIC_FAMILIES } from '../config/families';
-import { identityOf } from '../types';
+import { identityOf, topicId } from '../types';
 import type { ApiKey, ConnId, Identity, Member, NodeId, Protocol, Topic } from '../types';
 import type {
   ChannelListing,
@@ -30,7 +30,6 @@ interface TopicState {
 /** UTF-8 byte order, as Redis compares strings. */
 const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
-const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
 const byActivity = (a: { activeAt: number; id: string }, b: { activeAt: number; id: string }): number =>
   b.activeAt - a.activeAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 

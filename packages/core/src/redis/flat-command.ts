@@ -1,6 +1,9 @@
 import { Buffer } from 'node:buffer';
 import { Command } from 'ioredis';
-import type { RedisClient } from './clients';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A command connection: standalone or cluster; the ports only use what both offer. */
+export type RedisClient = Redis | Cluster;
 
 /**
  * ioredis' `Command` flattens its arguments with `Array.prototype.flat`, which V8 runs element by

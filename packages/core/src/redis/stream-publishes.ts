@@ -3,7 +3,7 @@ import { newEpoch } from '../history/epochs';
 import type { StreamPosition } from '../history/history';
 import { atTurnEnd, guard } from './clients';
 import { positionOf, runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
-import type { LogAppend } from './message-log-redis';
+import type { LogAppend } from '../logs/message-log-redis';
 
 /** One stream publication waiting for the end of its turn. */
 export interface StreamPublish {

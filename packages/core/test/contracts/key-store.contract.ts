@@ -1,5 +1,5 @@
 import { generateKeyRecord } from '../../src/keys/key-store';
-import { InvalidDomainError } from '../../src/protocol/domain';
+import { InvalidDomainError } from '../../src/names/domain';
 import type { ApiKeyRecord, KeyStore } from '../../src/keys/key-store';
 
 /** The KeyStore port's contract (key-store.ts); each `createStore()` starts empty. */

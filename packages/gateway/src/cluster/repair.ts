@@ -4,7 +4,7 @@ import type { GatewayContext } from '../context';
 import { publishToChannel } from '../fanout/events';
 import { memberOf } from '../connections/connection';
 import { activityNow, publishLeave } from '../connections/presence-events';
-import { topicKey } from '../fanout/topics';
+import { topicId } from '@switchboard/core';
 
 const BATCH = 500;
 
@@ -138,10 +138,10 @@ export class Repair {
   /** Whether an open connection of this node is present at `place` (a leave in flight is not). */
   private isOpen({ topic, connId }: EntryPlace): boolean {
     // A connection still being admitted has its entry before its socket (`EarlyJoins`).
-    if (this.ctx.earlyJoins.holds(connId, (sub) => topicKey(sub.topic) === topicKey(topic))) return true;
+    if (this.ctx.earlyJoins.holds(connId, (sub) => topicId(sub.topic) === topicId(topic))) return true;
     const state = this.ctx.registry.byId(connId);
     if (!state || state.closed) return false;
     const sub = state.subs.get(topic.channel);
-    return sub !== undefined && sub.presence && topicKey(sub.topic) === topicKey(topic);
+    return sub !== undefined && sub.presence && topicId(sub.topic) === topicId(topic);
   }
 }

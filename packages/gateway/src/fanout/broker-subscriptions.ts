@@ -1,5 +1,5 @@
+import { topicId } from '@switchboard/core';
 import type { Broker, Logger, Topic } from '@switchboard/core';
-import { topicKey } from './topics';
 
 /**
  * Reference-counted broker subscriptions: the node is subscribed to a topic's cross-node channel
@@ -22,7 +22,7 @@ export class BrokerSubscriptions {
    * the shared copy of `topic`: subscriptions keep that one, not an object and strings each.
    */
   async acquire(topic: Topic): Promise<Topic> {
-    const id = topicKey(topic);
+    const id = topicId(topic);
     const entry = this.counts.get(id);
     if (entry) {
       entry.count++;
@@ -49,14 +49,14 @@ export class BrokerSubscriptions {
    * subscribe completed (counted like `acquire`), else `undefined` (then `acquire`).
    */
   acquireHeld(topic: Topic): Topic | undefined {
-    const entry = this.counts.get(topicKey(topic));
+    const entry = this.counts.get(topicId(topic));
     if (!entry || entry.subscribing) return undefined;
     entry.count++;
     return entry.topic;
   }
 
   release(topic: Topic): void {
-    const id = topicKey(topic);
+    const id = topicId(topic);
     const entry = this.counts.get(id);
     if (!entry) return;
     entry.count--;
@@ -73,7 +73,7 @@ export class BrokerSubscriptions {
   }
 
   has(topic: Topic): boolean {
-    return this.counts.has(topicKey(topic));
+    return this.counts.has(topicId(topic));
   }
 
   get size(): number {

@@ -1,7 +1,8 @@
+import { topicId } from '@switchboard/core';
 import type { ConnId, Topic } from '@switchboard/core';
 import type { Dialect } from '../protocols/dialect';
 import type { ConnectionState } from '../connections/connection';
-import { TopicNames, topicKey } from './topics';
+import { TopicNames } from './topics';
 
 /** A topic with sockets on this node: those sockets, the topic's local uWS topic names and its dialect. */
 export interface LocalTopic {
@@ -35,7 +36,7 @@ export class Registry {
   }
 
   joinTopic(topic: Topic, state: ConnectionState): void {
-    const id = topicKey(topic);
+    const id = topicId(topic);
     const local = this.byTopic.get(id);
     if (local) local.sockets.add(state);
     else
@@ -47,7 +48,7 @@ export class Registry {
   }
 
   leaveTopic(topic: Topic, state: ConnectionState): void {
-    const id = topicKey(topic);
+    const id = topicId(topic);
     const local = this.byTopic.get(id);
     if (!local) return;
     local.sockets.delete(state);
@@ -67,12 +68,12 @@ export class Registry {
   }
 
   inTopic(topic: Topic): ReadonlySet<ConnectionState> {
-    return this.byTopic.get(topicKey(topic))?.sockets ?? EMPTY;
+    return this.byTopic.get(topicId(topic))?.sockets ?? EMPTY;
   }
 
   /** The topic when it has sockets on this node (every socket a delivery can reach is in it). */
   local(topic: Topic): LocalTopic | undefined {
-    return this.byTopic.get(topicKey(topic));
+    return this.byTopic.get(topicId(topic));
   }
 
   countOfKey(key: string): number {

@@ -65,6 +65,3 @@ const family = (prefix: string, t: Topic): VariantNames => ({
   events: flatString(name(prefix, 'events', t)),
   stream: flatString(name(prefix, 'stream', t)),
 });
-
-/** A stable map key for a topic. */
-export const topicKey = (t: Topic): string => `${t.protocol}|${t.key}|${t.channel}`;

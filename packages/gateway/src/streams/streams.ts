@@ -3,7 +3,8 @@ import type { ConnId, HistoryPage, Publication, Topic } from '@switchboard/core'
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from '../connections/connection';
 import { sendTo } from '../fanout/send';
-import { localTopicOf, topicKey } from '../fanout/topics';
+import { topicId } from '@switchboard/core';
+import { localTopicOf } from '../fanout/topics';
 import type { Resume } from './resume';
 import { TopicStream } from './topic-stream';
 import type { Joiner, PositionReport } from './topic-stream';
@@ -44,7 +45,7 @@ export class Streams {
   /** Every stream publication the broker delivers (its own node's included). */
   receive(publication: Publication): void {
     if (this.streams.size === 0) return;
-    this.streams.get(topicKey(publication.topic))?.receive(publication);
+    this.streams.get(topicId(publication.topic))?.receive(publication);
   }
 
   /**
@@ -100,7 +101,7 @@ export class Streams {
     if (joiner) stream.forget(joiner);
     if (--stream.subscribers === 0) {
       stream.close();
-      this.streams.delete(topicKey(sub.topic));
+      this.streams.delete(topicId(sub.topic));
     }
     if (!state.subs.values().some((other) => other !== sub && this.attached.has(other)))
       this.senders.delete(state.id);
@@ -122,7 +123,7 @@ export class Streams {
 
   /** The topic's stream; `ttlSeconds` is the key's retention, for reads that start a stream. */
   private streamOf(topic: Topic, ttlSeconds: number): TopicStream {
-    const id = topicKey(topic);
+    const id = topicId(topic);
     let stream = this.streams.get(id);
     if (!stream) {
       stream = new TopicStream({

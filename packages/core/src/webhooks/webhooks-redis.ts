@@ -1,9 +1,9 @@
 import type { ApiKey } from '../types';
-import type { QueuedEvent, WebhookEvent, WebhookQueue } from '../webhooks/webhooks';
-import { guard } from './clients';
-import type { RedisClient } from './clients';
-import type { RedisKeys } from './keys';
-import { WEBHOOK_STREAM_MAX, webhookLease, webhookRead } from './webhook-scripts';
+import type { QueuedEvent, WebhookEvent, WebhookQueue } from './webhooks';
+import { guard } from '../redis/clients';
+import type { RedisClient } from '../redis/clients';
+import type { RedisKeys } from '../redis/keys';
+import { WEBHOOK_STREAM_MAX, webhookLease, webhookRead } from '../redis/webhook-scripts';
 
 /** The consumer group of every key's event stream. */
 const GROUP = 'dispatch';

@@ -8,15 +8,20 @@ import type {
   LeaveResult,
   PresenceEntry,
   PresenceStore,
-} from '../presence/presence-store';
+} from './presence-store';
 import { identityOf } from '../types';
 import type { ApiKey, ConnId, Member, NodeId, Protocol, Topic } from '../types';
-import { guard, inOrder } from './clients';
-import type { RedisClient } from './clients';
-import { TurnBatches } from './turn-batches';
-import type { RedisKeys } from './keys';
-import { presenceIdentities, presenceRoster, presenceTouch, presenceWriteScripts } from './presence-scripts';
-import type { LuaScript } from './clients';
+import { guard, inOrder } from '../redis/clients';
+import type { RedisClient } from '../redis/clients';
+import { TurnBatches } from '../redis/turn-batches';
+import type { RedisKeys } from '../redis/keys';
+import {
+  presenceIdentities,
+  presenceRoster,
+  presenceTouch,
+  presenceWriteScripts,
+} from '../redis/presence-scripts';
+import type { LuaScript } from '../redis/clients';
 import { TOPIC_FAMILIES } from '../config/families';
 
 /** An entry as stored in `<topic>:conns`: identity and node for the scripts, member for readers. */

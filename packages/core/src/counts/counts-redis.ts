@@ -1,10 +1,10 @@
-import type { ChannelCount, ConnectionCounts } from '../counts/connection-counts';
+import type { ChannelCount, ConnectionCounts } from './connection-counts';
 import type { ApiKey, ChannelName, NodeId } from '../types';
-import { guard, inOrder } from './clients';
-import type { RedisClient } from './clients';
-import { countsAdd, countsRemoveNode, socketsRelease, socketsReserve } from './counts-scripts';
-import type { RedisKeys } from './keys';
-import { TurnBatches } from './turn-batches';
+import { guard, inOrder } from '../redis/clients';
+import type { RedisClient } from '../redis/clients';
+import { countsAdd, countsRemoveNode, socketsRelease, socketsReserve } from '../redis/counts-scripts';
+import type { RedisKeys } from '../redis/keys';
+import { TurnBatches } from '../redis/turn-batches';
 
 /** Arguments (channel, delta pairs) per script call: a call spreads them into a JS argument list. */
 const MAX_ARGS = 2000;

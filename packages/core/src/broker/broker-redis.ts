@@ -1,16 +1,21 @@
-import { parseControlCommand, reportHandlerFailure } from '../broker/broker';
-import type { Broker, BrokerHandlers, ControlCommand, Publication } from '../broker/broker';
+import { parseControlCommand, reportHandlerFailure } from './broker';
+import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
 import { newEpoch } from '../history/epochs';
 import type { HistoryRetention, StreamPosition } from '../history/history';
 import type { Topic } from '../types';
 import { Cluster } from 'ioredis';
-import { coalesceWrites, guard } from './clients';
-import type { RedisClients } from './clients';
-import type { RedisKeys } from './keys';
-import { positionOf, runHistoryPublish } from './history-scripts';
-import type { LogAppend } from './message-log-redis';
-import { decodePublication, encodePublication, publicationHead, publicationTail } from './publication-codec';
-import { StreamPublishes } from './stream-publishes';
+import { coalesceWrites, guard } from '../redis/clients';
+import type { RedisClients } from '../redis/clients';
+import type { RedisKeys } from '../redis/keys';
+import { positionOf, runHistoryPublish } from '../redis/history-scripts';
+import type { LogAppend } from '../logs/message-log-redis';
+import {
+  decodePublication,
+  encodePublication,
+  publicationHead,
+  publicationTail,
+} from '../redis/publication-codec';
+import { StreamPublishes } from '../redis/stream-publishes';
 
 /**
  * Fan-out through Redis pub/sub: one channel per topic, and one control channel every node

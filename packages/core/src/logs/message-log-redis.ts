@@ -1,9 +1,9 @@
-import type { LogRecord, MessageLog } from '../logs/message-log';
+import type { LogRecord, MessageLog } from './message-log';
 import type { ApiKey } from '../types';
-import { guard } from './clients';
-import type { RedisClient } from './clients';
-import type { RedisKeys } from './keys';
-import { TurnBatches } from './turn-batches';
+import { guard } from '../redis/clients';
+import type { RedisClient } from '../redis/clients';
+import type { RedisKeys } from '../redis/keys';
+import { TurnBatches } from '../redis/turn-batches';
 
 const MAX_BATCH = 1000;
 

@@ -1,13 +1,13 @@
 import type { z } from 'zod';
 import { historyOverride, keyLimits, webhookConfig } from '../config/schema';
-import { assertValidDomains } from '../keys/key-store';
-import type { ApiKeyRecord, KeyStore } from '../keys/key-store';
+import { assertValidDomains } from './key-store';
+import type { ApiKeyRecord, KeyStore } from './key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
 import { webhookEvents } from '../webhooks/webhooks';
-import { guard } from './clients';
-import type { RedisClient } from './clients';
-import type { RedisKeys } from './keys';
+import { guard } from '../redis/clients';
+import type { RedisClient } from '../redis/clients';
+import type { RedisKeys } from '../redis/keys';
 
 /**
  * Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0", `history` (only

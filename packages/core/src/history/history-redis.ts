@@ -1,13 +1,13 @@
 import type { Publication } from '../broker/broker';
-import { wholeOrZero } from '../history/history';
-import type { History, HistoryPage, HistoryQuery } from '../history/history';
-import { newEpoch } from '../history/epochs';
+import { wholeOrZero } from './history';
+import type { History, HistoryPage, HistoryQuery } from './history';
+import { newEpoch } from './epochs';
 import type { Topic } from '../types';
-import { guard } from './clients';
-import type { RedisClient } from './clients';
-import { historyRead } from './history-scripts';
-import type { RedisKeys } from './keys';
-import { decodePublication } from './publication-codec';
+import { guard } from '../redis/clients';
+import type { RedisClient } from '../redis/clients';
+import { historyRead } from '../redis/history-scripts';
+import type { RedisKeys } from '../redis/keys';
+import { decodePublication } from '../redis/publication-codec';
 
 /**
  * Topic streams in Redis, read side: one script reads a topic's position and its entries

@@ -1,8 +1,8 @@
-import type { NodeRegistry } from '../nodes/node-registry';
+import type { NodeRegistry } from './node-registry';
 import type { NodeId } from '../types';
-import { guard } from './clients';
-import type { RedisClient } from './clients';
-import type { RedisKeys } from './keys';
+import { guard } from '../redis/clients';
+import type { RedisClient } from '../redis/clients';
+import type { RedisKeys } from '../redis/keys';
 
 /** One ZSET nodeId → last heartbeat; ZREM decides a claim, so exactly one caller wins. */
 export class RedisNodeRegistry implements NodeRegistry {
