@@ -14,7 +14,12 @@ import type { EarlyJoins } from './connections/early-joins';
 import type { UnconfirmedPublications } from './api/unconfirmed';
 import type { Dialects } from './protocols';
 
-/** What every gateway module works with: built once by `createGateway`. */
+/**
+ * Everything the composition root (`createGateway`) builds, as one object. No service takes it:
+ * each declares the narrow slice it works with (`AdmissionDeps`, `ChannelDeps`, `RepairDeps`,
+ * `StreamDeps`, `RouterDeps`, …), which this object satisfies. Tests reach the node's parts
+ * through it (`Gateway.context`).
+ */
 export interface GatewayContext {
   readonly config: Config;
   readonly engine: Engine;

@@ -8,7 +8,7 @@ import { UnconfirmedPublications } from './api/unconfirmed';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
-import { Dialects } from './protocols';
+import { DIALECTS, Dialects } from './protocols';
 import { ClientAddresses, ConnectionRateLimit } from './limits/rate-limit';
 import { AuthFailureLimiter } from '@switchboard/core';
 import type { Transport } from './transport/types';
@@ -55,7 +55,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const { config, engine } = deps;
   const logger = deps.logger.child({ component: 'gateway' });
   const registry = new Registry();
-  const dialects = new Dialects();
+  const dialects = new Dialects(DIALECTS);
   let sequence = 0;
 
   const ctx: GatewayContext = {

@@ -1,8 +1,8 @@
 import { CLOSE_CODES, kickConnections } from '@switchboard/core';
 import type { KickSelector } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import { authenticate, optionalString } from './request';
 import type { Body } from './request';
+import type { ApiDeps } from './deps';
 
 /**
  * A kick route (docs/openapi.yaml): the key's connections that `selectorOf` picks out of the
@@ -10,7 +10,7 @@ import type { Body } from './request';
  * the broker's control channel.
  */
 export async function kick(
-  ctx: GatewayContext,
+  ctx: ApiDeps,
   body: Body,
   selectorOf: (body: Body, base: KickSelector) => KickSelector,
 ): Promise<object> {

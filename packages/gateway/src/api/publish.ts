@@ -1,9 +1,9 @@
 import { publishAnswer, publishMessage } from '@switchboard/core';
 import type { ApiKeyRecord, Protocol } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import { takeRestPublish } from '../limits/rate-limit';
 import { authenticate, channelField } from './request';
 import type { Body } from './request';
+import type { ApiDeps } from './deps';
 
 /**
  * `POST /api/publish` (V3) and `POST /api/v4/publish`. Written without `async`: a request whose
@@ -11,7 +11,7 @@ import type { Body } from './request';
  * promise step behind the engine's, not one per layer (docs/architecture.md, "What a REST
  * publish costs").
  */
-export function publish(ctx: GatewayContext, family: Family, body: Body): Promise<object> {
+export function publish(ctx: ApiDeps, family: Family, body: Body): Promise<object> {
   const record = authenticate(ctx, body);
   if (record instanceof Promise) return record.then((known) => publishAs(ctx, family, body, known));
   return publishAs(ctx, family, body, record);
@@ -23,7 +23,7 @@ export interface Family {
   readonly marksObjects: boolean;
 }
 
-function publishAs(ctx: GatewayContext, family: Family, body: Body, record: ApiKeyRecord): Promise<object> {
+function publishAs(ctx: ApiDeps, family: Family, body: Body, record: ApiKeyRecord): Promise<object> {
   const channel = channelField(body, true);
   const taking = takeRestPublish(ctx, record);
   if (taking) return taking.then(() => publishNow(ctx, family, body, record, channel));
@@ -31,7 +31,7 @@ function publishAs(ctx: GatewayContext, family: Family, body: Body, record: ApiK
 }
 
 function publishNow(
-  ctx: GatewayContext,
+  ctx: ApiDeps,
   { protocol, marksObjects }: Family,
   body: Body,
   record: ApiKeyRecord,

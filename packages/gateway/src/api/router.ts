@@ -1,9 +1,20 @@
 import { AppError, isValidApiKey } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { HttpReply, HttpRequest } from '../transport/types';
 import { health } from './health';
 import { parseBody } from './request';
 import type { RouteHandler } from '../protocols/dialect';
+import type { AuthFailureLimiter } from '@switchboard/core';
+import type { ClientAddresses } from '../limits/rate-limit';
+import type { Dialects } from '../protocols/registry';
+import type { HealthDeps } from './health';
+import type { ApiDeps } from './deps';
+
+/** What the cluster API takes: its handlers' dependencies, the dialects' routes and the failed-authentication limits. */
+export interface RouterDeps extends ApiDeps, HealthDeps {
+  readonly dialects: Dialects;
+  readonly addresses: ClientAddresses;
+  readonly authFailures: AuthFailureLimiter;
+}
 
 type Answer = HttpReply | Promise<HttpReply>;
 
@@ -31,7 +42,7 @@ function refusalReply(error: AppError): HttpReply {
 }
 
 /** The one mapping from errors to responses: `{"success":false,"error":text,"code":CODE}`. */
-export function errorReply(error: unknown, ctx: GatewayContext): HttpReply {
+export function errorReply(error: unknown, ctx: RouterDeps): HttpReply {
   if (error instanceof AppError) {
     if (error.status === 429) return refusalReply(error);
     const headers =
@@ -54,7 +65,7 @@ export const bodyTooLarge = (limit: number): HttpReply =>
  * and liveness. Written without `async`: a refusal is answered in the request's own turn, and a
  * handler's answer is one promise step away.
  */
-export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) => Answer {
+export function createApiHandler(ctx: RouterDeps): (request: HttpRequest) => Answer {
   const postRoutes: Record<string, RouteHandler> = Object.assign(
     {},
     ...ctx.dialects.all.map((dialect) => dialect.routes),

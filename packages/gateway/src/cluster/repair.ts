@@ -1,10 +1,20 @@
 import { seedKeys } from '@switchboard/core';
 import type { EntryPlace } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import { publishToChannel } from '../fanout/events';
 import { memberOf } from '../connections/connection';
 import { activityNow, publishLeave } from '../connections/presence-events';
 import { topicId } from '@switchboard/core';
+import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
+import type { Registry } from '../fanout/registry';
+import type { KeyCache } from '../key-cache';
+import type { PresenceDeps } from '../connections/presence-events';
+
+/** What a repair takes: the node's connections and the engine they are rewritten to. */
+export interface RepairDeps extends PresenceDeps {
+  readonly keys: KeyCache;
+  readonly registry: Registry;
+  readonly subscriptions: BrokerSubscriptions;
+}
 
 const BATCH = 500;
 
@@ -39,7 +49,7 @@ export class Repair {
   private repairTimer: NodeJS.Timeout | undefined;
   private lastRepairAt = -Infinity;
 
-  constructor(private readonly ctx: GatewayContext) {}
+  constructor(private readonly ctx: RepairDeps) {}
 
   /**
    * A count or presence write of this node failed. When the engine is unreachable, the restore

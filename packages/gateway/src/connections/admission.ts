@@ -10,7 +10,6 @@ import {
 } from '@switchboard/core';
 import { keyLimits } from '@switchboard/core';
 import type { ApiKeyRecord, CloseReason, JsonValue, Topic } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { Dialect } from '../protocols/dialect';
 import type { UpgradeRequest } from '../transport/types';
 import { Subscriptions } from './connection';
@@ -21,6 +20,21 @@ import { isOriginAllowed } from './origin';
 import { decodeLenient, isFlagOn, parseQuery } from './query';
 import { isResumeProblem, parseResume } from '../streams/resume';
 import type { Resume } from '../streams/resume';
+import type { NodeDeps, NodeStatus } from '../deps';
+import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
+import type { Registry } from '../fanout/registry';
+import type { KeyCache } from '../key-cache';
+import type { Dialects } from '../protocols/registry';
+
+/** What admission takes. */
+export interface AdmissionDeps extends NodeDeps {
+  readonly dialects: Dialects;
+  readonly keys: KeyCache;
+  readonly registry: Registry;
+  readonly subscriptions: BrokerSubscriptions;
+  readonly status: NodeStatus;
+  nextConnId(): string;
+}
 
 /** Bounds on what a connection presents: both go into member lists and Redis key names. */
 export const MAX_UUID_CHARACTERS = 128;
@@ -114,7 +128,7 @@ interface Candidate {
  * reconnect together, most of them wait for its first `SUBSCRIBE` instead). Each step that does
  * need a wait continues as a promise, in the same order.
  */
-export function admit(ctx: GatewayContext, request: UpgradeRequest): Admission {
+export function admit(ctx: AdmissionDeps, request: UpgradeRequest): Admission {
   let dialect: Dialect | undefined;
   let path: string | undefined;
   for (const candidate of ctx.dialects.all) {
@@ -146,7 +160,7 @@ export function admit(ctx: GatewayContext, request: UpgradeRequest): Admission {
 }
 
 /** Admission once the key's record is known: Origin, channel name, JWT. */
-function admitKnown(ctx: GatewayContext, c: Candidate): Admission {
+function admitKnown(ctx: AdmissionDeps, c: Candidate): Admission {
   const { record, channel, query, dialect } = c;
   if (!isOriginAllowed(c.request.headers.origin, record.domains))
     return reject(dialect, 'ORIGIN_NOT_ALLOWED');
@@ -166,7 +180,7 @@ function admitKnown(ctx: GatewayContext, c: Candidate): Admission {
 }
 
 /** Admission once the channel is authorized: identity, resume position, connection limits, subscription. */
-function admitAuthorized(ctx: GatewayContext, c: Candidate, user: JsonValue | undefined): Admission {
+function admitAuthorized(ctx: AdmissionDeps, c: Candidate, user: JsonValue | undefined): Admission {
   const { query, key, record, dialect } = c;
   const tooLong = identityProblem(query.get('uuid'), user);
   if (tooLong) return reject(dialect, 'IDENTITY_TOO_LONG', tooLong);
@@ -199,7 +213,7 @@ function admitAuthorized(ctx: GatewayContext, c: Candidate, user: JsonValue | un
  * before any of them is open.
  */
 async function reserveAndSubscribe(
-  ctx: GatewayContext,
+  ctx: AdmissionDeps,
   c: Candidate,
   wanted: Topic,
   maxConnectionsPerKey: number,
@@ -236,7 +250,7 @@ async function reserveAndSubscribe(
 }
 
 function connectionState(
-  ctx: GatewayContext,
+  ctx: AdmissionDeps,
   c: Candidate,
   topic: Topic,
   user: JsonValue | undefined,
@@ -274,13 +288,13 @@ function connectionState(
  * Gives back the socket `admit` reserved for the key's connection limit, once per connection.
  * While the node drains its reservations were removed wholesale and are left alone.
  */
-export function releaseSocket(ctx: GatewayContext, state: ConnectionState): void {
+export function releaseSocket(ctx: AdmissionDeps, state: ConnectionState): void {
   if (!state.socketReserved) return;
   state.socketReserved = false;
   if (!ctx.status.draining) releaseKeySocket(ctx, state.key);
 }
 
-const releaseKeySocket = (ctx: GatewayContext, key: string): void => {
+const releaseKeySocket = (ctx: AdmissionDeps, key: string): void => {
   ctx.engine.counts.releaseSocket(ctx.nodeId, key).catch((error: unknown) => {
     ctx.logger.warn({ err: error }, 'socket release failed; it is rewritten when the engine is back');
   });

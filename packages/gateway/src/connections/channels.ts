@@ -1,9 +1,21 @@
-import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
 import { joinPresence, leavePresence } from './presence-events';
 import type { Resume } from '../streams/resume';
 import type { CatchUp } from '../streams/streams';
 import { localTopicOf } from '../fanout/topics';
+import type { Meters } from '../meters';
+import type { Registry } from '../fanout/registry';
+import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
+import type { Streams } from '../streams/streams';
+import type { PresenceDeps } from './presence-events';
+
+/** What entering and leaving channels takes. */
+export interface ChannelDeps extends PresenceDeps {
+  readonly meters: Meters;
+  readonly registry: Registry;
+  readonly subscriptions: BrokerSubscriptions;
+  readonly streams: Streams;
+}
 
 type FailureLog = (error: unknown) => void;
 
@@ -13,7 +25,7 @@ type FailureLog = (error: unknown) => void;
  * error reply), shortly after.
  */
 const logFailure =
-  (ctx: GatewayContext, what: string): FailureLog =>
+  (ctx: ChannelDeps, what: string): FailureLog =>
   (error: unknown) => {
     ctx.logger.warn({ err: error }, `${what} failed; this node's share is rewritten to the engine`);
     ctx.repair.repairSoon();
@@ -21,11 +33,11 @@ const logFailure =
 
 /** The failure loggers of a gateway, made once rather than a closure per subscription. */
 const loggers = new WeakMap<
-  GatewayContext,
+  ChannelDeps,
   { increment: FailureLog; decrement: FailureLog; join: FailureLog; leave: FailureLog }
 >();
 
-function failures(ctx: GatewayContext) {
+function failures(ctx: ChannelDeps) {
   let found = loggers.get(ctx);
   if (!found) {
     found = {
@@ -54,7 +66,7 @@ function failures(ctx: GatewayContext) {
  * subscription is complete (presence failures are logged, never rejected).
  */
 export function enterChannel(
-  ctx: GatewayContext,
+  ctx: ChannelDeps,
   state: ConnectionState,
   sub: Subscription,
   acknowledge?: () => void,
@@ -72,7 +84,7 @@ export function enterChannel(
 }
 
 async function enterRecovering(
-  ctx: GatewayContext,
+  ctx: ChannelDeps,
   state: ConnectionState,
   sub: Subscription,
   acknowledge: (() => void) | undefined,
@@ -91,7 +103,7 @@ async function enterRecovering(
  * the presence store answered; failures are logged). While the node drains, its presence and
  * counts were already removed wholesale and are left alone.
  */
-export function leaveChannel(ctx: GatewayContext, state: ConnectionState, sub: Subscription): void {
+export function leaveChannel(ctx: ChannelDeps, state: ConnectionState, sub: Subscription): void {
   if (!state.closed) {
     const { variants } = state.dialect;
     if (!sub.recover) state.conn?.unsubscribe(localTopicOf(variants, sub.topic, sub.primary));

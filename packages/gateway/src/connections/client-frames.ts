@@ -1,7 +1,7 @@
-import type { GatewayContext } from '../context';
 import { runCommand } from './commands';
 import type { ConnectionState } from './connection';
 import { closeConnection, sendFrameError } from '../fanout/send';
+import type { ChannelDeps } from './channels';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -10,7 +10,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * connection's dialect reads it as a command, which runs here.
  */
 export function handleClientFrame(
-  ctx: GatewayContext,
+  ctx: ChannelDeps,
   state: ConnectionState,
   data: ArrayBuffer,
   isBinary: boolean,
@@ -41,7 +41,7 @@ export function handleClientFrame(
   const primary = state.subs.get(state.primary);
   if (!primary) return;
   if (isBinary) {
-    runCommand(ctx, state, state.dialect.binary(state, primary, Buffer.from(data).toString('base64')));
+    runCommand(ctx, state, state.dialect.binary(state, Buffer.from(data).toString('base64')), primary);
     return;
   }
   let text: string;
@@ -51,6 +51,6 @@ export function handleClientFrame(
     sendFrameError(ctx, state, 'Text frame is not valid UTF-8; frame dropped');
     return;
   }
-  const command = state.dialect.text(state, primary, text);
-  if (command) runCommand(ctx, state, command);
+  const command = state.dialect.text(state, text);
+  if (command) runCommand(ctx, state, command, primary);
 }

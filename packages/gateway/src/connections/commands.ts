@@ -1,13 +1,13 @@
 import { isPresenceChannel } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { Answer, Command, SubscribeRequest } from '../protocols/dialect';
 import { authorizeChannel, buildSubscription, identityProblem } from './admission';
 import { enterChannel, leaveChannel } from './channels';
-import type { ConnectionState } from './connection';
+import type { ConnectionState, Subscription } from './connection';
 import { relayClientMessage } from './relay';
 import { sendFrameError, sendTo } from '../fanout/send';
 import { HISTORY_UNAVAILABLE } from '../streams/streams';
 import { isResumeProblem, parseResume } from '../streams/resume';
+import type { ChannelDeps } from './channels';
 
 const CLIENT_MESSAGES_OFF = 'Client messages are disabled for this API key';
 const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';
@@ -18,12 +18,20 @@ const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';
  */
 type Reply = (error?: string, retry?: boolean) => void;
 
-/** Carries out what a client frame asked for (the connection's dialect read it). */
-export function runCommand(ctx: GatewayContext, state: ConnectionState, command: Command): void {
+/** Carries out what a client frame asked for (the connection's dialect read it); `primary` is the socket's primary subscription. */
+export function runCommand(
+  ctx: ChannelDeps,
+  state: ConnectionState,
+  command: Command,
+  primary: Subscription,
+): void {
   switch (command.type) {
-    case 'publish':
+    case 'publish': {
       if (!state.record.clientMessages) return sendFrameError(ctx, state, CLIENT_MESSAGES_OFF);
-      return relayClientMessage(ctx, state, command.sub, command.body, command.options);
+      const sub = command.channel === undefined ? primary : state.subs.get(command.channel);
+      if (!sub) return; // the dialect named a channel of this socket
+      return relayClientMessage(ctx, state, sub, command.body, command.options);
+    }
     case 'error':
       return sendFrameError(ctx, state, command.text, command.channel);
     case 'reply':
@@ -44,12 +52,12 @@ export function runCommand(ctx: GatewayContext, state: ConnectionState, command:
 }
 
 const replyWith =
-  (ctx: GatewayContext, state: ConnectionState, answer: Answer): Reply =>
+  (ctx: ChannelDeps, state: ConnectionState, answer: Answer): Reply =>
   (error, retry) =>
     sendTo(ctx, state, answer(error, retry));
 
 async function subscribe(
-  ctx: GatewayContext,
+  ctx: ChannelDeps,
   state: ConnectionState,
   channel: string,
   request: SubscribeRequest,
@@ -100,7 +108,7 @@ async function subscribe(
   }
 }
 
-function unsubscribe(ctx: GatewayContext, state: ConnectionState, channel: string, reply: Reply): void {
+function unsubscribe(ctx: ChannelDeps, state: ConnectionState, channel: string, reply: Reply): void {
   if (channel === state.primary)
     return reply('Cannot unsubscribe from the primary channel; close the socket instead');
   const sub = state.subs.get(channel);
@@ -110,7 +118,7 @@ function unsubscribe(ctx: GatewayContext, state: ConnectionState, channel: strin
 }
 
 /** The channel's identities (`ROSTER_LIMIT` most recently active) and their count. */
-function getMembers(ctx: GatewayContext, state: ConnectionState, channel: string, reply: Reply): void {
+function getMembers(ctx: ChannelDeps, state: ConnectionState, channel: string, reply: Reply): void {
   const sub = state.subs.get(channel);
   if (!sub) return reply(`Not subscribed to channel ${channel}`);
   ctx.engine.presence.identities(sub.topic, 0, ctx.config.limits.rosterLimit).then(

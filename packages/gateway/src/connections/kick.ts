@@ -1,8 +1,8 @@
 import type { KickSelector } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import { leaveChannel } from './channels';
 import type { Subscription } from './connection';
 import { closeConnection, sendTo } from '../fanout/send';
+import type { ChannelDeps } from './channels';
 
 /**
  * Kicks this node's matching connections (`POST /api/v4/kick` in docs/openapi.yaml). Without `uuid` and `user` the
@@ -11,7 +11,7 @@ import { closeConnection, sendTo } from '../fanout/send';
  * A socket matched on its primary or on all of its channels is closed; one matched on some
  * secondaries only, where its dialect allows, is taken out of those and told (V4 `system::kicked`).
  */
-export function executeKick(ctx: GatewayContext, selector: KickSelector): number {
+export function executeKick(ctx: ChannelDeps, selector: KickSelector): number {
   const targeted = selector.uuid !== undefined || selector.user !== undefined;
   let affected = 0;
   for (const state of [...ctx.registry.ofKey(selector.key)]) {

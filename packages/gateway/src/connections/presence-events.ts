@@ -1,9 +1,21 @@
 import type { JoinResult, LeaveResult, Topic } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import { memberOf } from './connection';
 import type { ConnectionState, Subscription } from './connection';
 import { publishToChannel } from '../fanout/events';
 import { sendTo } from '../fanout/send';
+import type { EventDeps } from '../fanout/events';
+import type { NodeDeps, NodeStatus } from '../deps';
+import type { Dialects } from '../protocols/registry';
+import type { EarlyJoins } from './early-joins';
+
+/** What the presence flow takes. */
+export interface PresenceDeps extends NodeDeps, EventDeps {
+  readonly dialects: Dialects;
+  readonly earlyJoins: EarlyJoins;
+  readonly status: NodeStatus;
+  /** The node's repair (`Repair`), asked for when a presence write failed. */
+  readonly repair: { repairSoon(): void };
+}
 
 /**
  * The activity clock: milliseconds with sub-millisecond resolution, so joins and messages in
@@ -13,7 +25,7 @@ export const activityNow = (): number => performance.timeOrigin + performance.no
 
 /** Writes `sub`'s presence entry and reads what the joiner is sent, as its dialect lists members. */
 function writeJoin(
-  ctx: GatewayContext,
+  ctx: PresenceDeps,
   state: ConnectionState,
   sub: Subscription,
   now: number,
@@ -36,7 +48,7 @@ function writeJoin(
  * channel hears of its arrival, even when it closed meanwhile: its leave (`leaveChannel`) waits
  * for the join (`sub.joining`) and follows it, so the channel's events stay consistent.
  */
-export function joinPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
+export function joinPresence(ctx: PresenceDeps, state: ConnectionState, sub: Subscription): Promise<void> {
   const early = ctx.earlyJoins.take(state, sub);
   const joining = early
     ? early.settled.then((joined) => (joined ? { joined, now: early.now } : joinNow(ctx, state, sub)))
@@ -49,7 +61,7 @@ export function joinPresence(ctx: GatewayContext, state: ConnectionState, sub: S
 }
 
 function joinNow(
-  ctx: GatewayContext,
+  ctx: PresenceDeps,
   state: ConnectionState,
   sub: Subscription,
 ): Promise<{ joined: JoinResult; now: number }> {
@@ -59,7 +71,7 @@ function joinNow(
 
 /** Sends the joiner its list (when it has a socket) and tells the channel who arrived. */
 function announceJoin(
-  ctx: GatewayContext,
+  ctx: PresenceDeps,
   state: ConnectionState,
   sub: Subscription,
   joined: JoinResult,
@@ -78,7 +90,7 @@ function announceJoin(
  * Joins a new connection's primary subscription during admission, when it has presence (and no
  * recovery, whose history read must come first): `EarlyJoins`. The upgrade does not wait for it.
  */
-export function joinEarly(ctx: GatewayContext, state: ConnectionState): void {
+export function joinEarly(ctx: PresenceDeps, state: ConnectionState): void {
   const sub = state.subs.get(state.primary);
   if (!sub?.presence || sub.recover || ctx.status.draining) return;
   const now = activityNow();
@@ -93,7 +105,7 @@ export function joinEarly(ctx: GatewayContext, state: ConnectionState): void {
  * would be, so the channel's events stay consistent (another tab of the same user may have joined
  * after it, unannounced).
  */
-export function abandonEarlyJoin(ctx: GatewayContext, state: ConnectionState): void {
+export function abandonEarlyJoin(ctx: PresenceDeps, state: ConnectionState): void {
   const early = ctx.earlyJoins.abandon(state);
   if (!early) return;
   void early.settled.then((joined) => {
@@ -107,7 +119,7 @@ export function abandonEarlyJoin(ctx: GatewayContext, state: ConnectionState): v
   });
 }
 
-export async function leavePresence(ctx: GatewayContext, connId: string, sub: Subscription): Promise<void> {
+export async function leavePresence(ctx: PresenceDeps, connId: string, sub: Subscription): Promise<void> {
   const left = await ctx.engine.presence.leave(sub.topic, connId);
   if (left) await publishLeave(ctx, sub.topic, left);
 }
@@ -117,7 +129,7 @@ export async function leavePresence(ctx: GatewayContext, connId: string, sub: Su
  * identity's last). A topic of a family no dialect here speaks (a dead node's, of a newer
  * version) is not announced.
  */
-export async function publishLeave(ctx: GatewayContext, topic: Topic, left: LeaveResult): Promise<void> {
+export async function publishLeave(ctx: PresenceDeps, topic: Topic, left: LeaveResult): Promise<void> {
   const presence = ctx.dialects.find(topic.protocol)?.presence;
   if (!presence) return;
   const roster = presence.leaveCarriesRoster
@@ -128,7 +140,7 @@ export async function publishLeave(ctx: GatewayContext, topic: Topic, left: Leav
 }
 
 /** Records activity for the "most recently active" order; at most one write per second per subscription. */
-export function touchPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): void {
+export function touchPresence(ctx: PresenceDeps, state: ConnectionState, sub: Subscription): void {
   if (!sub.presence) return;
   const now = activityNow();
   if (now - sub.touchedAt < 1000) return;

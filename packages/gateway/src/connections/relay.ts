@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { historyRetention, identityOf, isoTime } from '@switchboard/core';
 import type { LogRecord } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { Dialect, RelayOptions } from '../protocols/dialect';
 import type { ConnectionState, Subscription } from './connection';
 import { publishToChannel } from '../fanout/events';
 import { touchPresence } from './presence-events';
 import { takePublish } from '../limits/rate-limit';
 import { closeConnection } from '../fanout/send';
+import type { ChannelDeps } from './channels';
 
 /**
  * Relays a client message to its channel (every node; the sender only with `notify_self`),
@@ -16,7 +16,7 @@ import { closeConnection } from '../fanout/send';
  * over one: an error frame naming it, then 4029, and the message is dropped.
  */
 export function relayClientMessage(
-  ctx: GatewayContext,
+  ctx: ChannelDeps,
   state: ConnectionState,
   sub: Subscription,
   body: string,
@@ -50,7 +50,7 @@ function refusalFrame(dialect: Dialect, text: string): string {
 }
 
 function relay(
-  ctx: GatewayContext,
+  ctx: ChannelDeps,
   state: ConnectionState,
   sub: Subscription,
   body: string,
@@ -83,7 +83,7 @@ function relay(
 }
 
 /** A `client_event` webhook event for a relayed JSON message with a string `event`; others are not events. */
-function emitClientEvent(ctx: GatewayContext, state: ConnectionState, sub: Subscription, body: string): void {
+function emitClientEvent(ctx: ChannelDeps, state: ConnectionState, sub: Subscription, body: string): void {
   let message: unknown;
   try {
     message = JSON.parse(body);

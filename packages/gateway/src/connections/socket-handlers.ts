@@ -1,5 +1,4 @@
 import { CLOSE_CODES } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { Conn, TransportHandlers } from '../transport/types';
 import { admit, releaseSocket } from './admission';
 import { enterChannel, leaveChannel } from './channels';
@@ -9,13 +8,22 @@ import type { SocketData } from './connection';
 import { closeConnection, sendTo } from '../fanout/send';
 import { abandonEarlyJoin, joinEarly } from './presence-events';
 import { HISTORY_UNAVAILABLE } from '../streams/streams';
+import type { ClientAddresses, ConnectionRateLimit } from '../limits/rate-limit';
+import type { AdmissionDeps } from './admission';
+import type { ChannelDeps } from './channels';
+
+/** What the WebSocket lifecycle takes. */
+export interface SocketDeps extends AdmissionDeps, ChannelDeps {
+  readonly addresses: ClientAddresses;
+  readonly connectionRate: ConnectionRateLimit;
+}
 
 /** Logged for a socket the transport lost right after its upgrade (`upgradeLost`). */
 export const UPGRADE_LOST = 'socket closed by uWebSockets.js right after its upgrade; the client reconnects';
 
 /** The WebSocket lifecycle: admission at upgrade, channel entry at open, cleanup at close. */
 export function createSocketHandlers(
-  ctx: GatewayContext,
+  ctx: SocketDeps,
 ): Omit<TransportHandlers<SocketData>, 'http' | 'bodyTooLarge'> {
   const releaseAdmitted = (data: SocketData): void => {
     if (isRejection(data)) return;

@@ -1,6 +1,12 @@
 import type { HistoryRetention, Publication, Topic } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { ConnectionState } from '../connections/connection';
+import type { Delivery } from './delivery';
+import type { NodeDeps } from '../deps';
+
+/** What channel events take: the engine's broker and this node's delivery. */
+export interface EventDeps extends Pick<NodeDeps, 'engine' | 'logger' | 'nodeId'> {
+  readonly delivery: Delivery;
+}
 
 /**
  * Publishes a frame to a channel on every node: this node's connections at once, the others
@@ -11,7 +17,7 @@ import type { ConnectionState } from '../connections/connection';
  * the broker took it (or failed), for callers that must not close the engine before.
  */
 export function publishToChannel(
-  ctx: GatewayContext,
+  ctx: EventDeps,
   topic: Topic,
   body: string,
   options: {

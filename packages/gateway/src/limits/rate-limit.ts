@@ -1,15 +1,21 @@
 import { BlockList, isIPv6 } from 'node:net';
 import { quotaError, takePublishQuota } from '@switchboard/core';
 import type { ApiKeyRecord, QuotaRefusal } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { HttpReply } from '../transport/types';
+import type { Config, Engine } from '@switchboard/core';
+
+/** What the quotas and rates take: the configured defaults and the engine's counters. */
+export interface LimitDeps {
+  readonly config: Config;
+  readonly engine: Engine;
+}
 
 /**
  * Counts one cluster API request against the key's `apiRequestsPerSecond` across the cluster;
  * over it: rejects with the 429 (`Retry-After`), and nothing was carried out. Unlimited keys
  * cost nothing: `undefined`, no promise to wait for.
  */
-export function takeApiRequest(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> | undefined {
+export function takeApiRequest(ctx: LimitDeps, record: ApiKeyRecord): Promise<void> | undefined {
   const perSecond = record.limits?.apiRequestsPerSecond ?? ctx.config.limits.apiRequestsPerSecond;
   if (perSecond === 0) return undefined;
   return ctx.engine.quotas.takeApiRequest(record.key, perSecond).then(throwRefusal);
@@ -20,13 +26,11 @@ const throwRefusal = (refusal: QuotaRefusal | undefined): void => {
 };
 
 /** The key's publication quotas (see `takePublishQuota`); `null` when it has none. */
-export const takePublish = (
-  ctx: GatewayContext,
-  record: ApiKeyRecord,
-): Promise<QuotaRefusal | undefined> | null => takePublishQuota(ctx.engine.quotas, ctx.config, record);
+export const takePublish = (ctx: LimitDeps, record: ApiKeyRecord): Promise<QuotaRefusal | undefined> | null =>
+  takePublishQuota(ctx.engine.quotas, ctx.config, record);
 
 /** `takePublish` for the cluster API: rejects with the 429; `undefined` when the key has no publish limit. */
-export function takeRestPublish(ctx: GatewayContext, record: ApiKeyRecord): Promise<void> | undefined {
+export function takeRestPublish(ctx: LimitDeps, record: ApiKeyRecord): Promise<void> | undefined {
   return takePublish(ctx, record)?.then(throwRefusal);
 }
 

@@ -8,9 +8,8 @@ import type {
   Topic,
 } from '@switchboard/core';
 import type { Body } from '../api/request';
-import type { GatewayContext } from '../context';
+import type { ApiDeps } from '../api/deps';
 import type { PositionReport } from '../streams/topic-stream';
-import type { ConnectionState, Subscription } from '../connections/connection';
 
 /**
  * A wire protocol the gateway speaks (docs/architecture.md, "Protocol dialects"). A dialect
@@ -42,16 +41,16 @@ export interface Dialect {
   // ---- Client frames ----
 
   /** A text frame (valid UTF-8, within the size and rate limits) as a command; `undefined`: nothing to do. */
-  text(state: ConnectionState, primary: Subscription, text: string): Command | undefined;
+  text(state: SocketView, text: string): Command | undefined;
   /** A binary frame, as base64, as a command. */
-  binary(state: ConnectionState, primary: Subscription, base64: string): Command;
+  binary(state: SocketView, base64: string): Command;
 
   // ---- Frames ----
 
   /** The error frame sent before a terminal close (codes 4500–4999). */
   closingError(text: string): string;
   /** A non-terminal error about one frame, of `channel` when given (the socket stays open). */
-  frameError(state: ConnectionState, text: string, channel?: string): string;
+  frameError(state: SocketView, text: string, channel?: string): string;
   /** `body` (the text of a JSON object) as a secondary subscription of `channel` receives it. */
   stamp(body: string, channel: string): string;
   /** A publication marked `binary` goes out as a binary frame (else its body is text). */
@@ -88,7 +87,7 @@ export interface Dialect {
      * With it, a socket matched on some of its secondaries only is taken out of those channels
      * and sent this frame instead of being closed.
      */
-    readonly kicked?: (sub: Subscription, reason: string) => string;
+    readonly kicked?: (sub: ChannelView, reason: string) => string;
   };
 
   // ---- REST ----
@@ -102,11 +101,11 @@ export interface PresenceFrames {
   /** What a join reads for the joiner: one member per connection (`entries`) or per identity. */
   readonly listing: 'entries' | 'identities';
   /** The joiner's list, or the answer to a member-list request (`total`: entries or identities). */
-  memberList(sub: Subscription, members: Member[], total: number): string;
+  memberList(sub: ChannelView, members: Member[], total: number): string;
   /** What the channel hears when `sub` joined (`joined.listed`: the list the joiner got). */
-  joined(sub: Subscription, member: Member, joined: JoinResult): ChannelEvent | undefined;
+  joined(sub: ChannelView, member: Member, joined: JoinResult): ChannelEvent | undefined;
   /** What the channel hears when the node rewrites `sub`'s entry after an outage. */
-  rejoined(sub: Subscription, member: Member, joined: JoinResult): ChannelEvent | undefined;
+  rejoined(sub: ChannelView, member: Member, joined: JoinResult): ChannelEvent | undefined;
   /** A leave's event reads the channel's roster (`ROSTER_LIMIT` entries) first. */
   readonly leaveCarriesRoster: boolean;
   /** What the channel hears when an entry left (`roster` when `leaveCarriesRoster`). */
@@ -152,7 +151,8 @@ export interface SubscribeRequest {
 export type Command =
   | {
       readonly type: 'publish';
-      readonly sub: Subscription;
+      /** A secondary channel of the socket; absent: its primary. */
+      readonly channel?: string;
       readonly body: string;
       readonly options: RelayOptions;
     }
@@ -169,4 +169,18 @@ export type Command =
   | { readonly type: 'members'; readonly channel: string; readonly answer: Answer };
 
 /** A REST route: the request's JSON body to the response's. */
-export type RouteHandler = (ctx: GatewayContext, body: Body) => Promise<object>;
+export type RouteHandler = (ctx: ApiDeps, body: Body) => Promise<object>;
+
+/** What a dialect reads of a connection's subscription. */
+export interface ChannelView {
+  readonly channel: string;
+  /** The socket's primary channel (its URL's), as opposed to a secondary it added. */
+  readonly primary: boolean;
+}
+
+/** What a dialect reads of a connection. */
+export interface SocketView {
+  /** The primary channel's name. */
+  readonly primary: string;
+  readonly subs: { has(channel: string): boolean };
+}

@@ -1,29 +1,9 @@
-import type { Protocol } from '@switchboard/core';
 import type { Dialect } from './dialect';
 import { piesocketV3 } from './piesocket-v3';
 import { piesocketV4 } from './piesocket-v4';
 
-/** The wire protocols this gateway speaks: a new one is registered here. */
+/** The wire protocols this gateway speaks: a new one is registered here (and its family in core's config). */
 export const DIALECTS: readonly Dialect[] = [piesocketV3, piesocketV4];
 
-/** The registered dialects, found by the family of a topic. */
-export class Dialects {
-  private readonly byFamily: ReadonlyMap<Protocol, Dialect>;
-
-  constructor(readonly all: readonly Dialect[] = DIALECTS) {
-    this.byFamily = new Map(all.map((dialect) => [dialect.family, dialect]));
-    if (this.byFamily.size !== all.length) throw new Error('two dialects share a topic family');
-  }
-
-  /** Every registered family, in registration order. */
-  get families(): Protocol[] {
-    return this.all.map((dialect) => dialect.family);
-  }
-
-  /** The dialect of a topic's family, if one is registered here. */
-  find(family: Protocol): Dialect | undefined {
-    return this.byFamily.get(family);
-  }
-}
-
+export { Dialects } from './registry';
 export type { Dialect } from './dialect';

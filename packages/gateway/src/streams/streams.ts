@@ -1,6 +1,5 @@
 import { historyRetention } from '@switchboard/core';
 import type { ConnId, HistoryPage, Publication, Topic } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from '../connections/connection';
 import { sendTo } from '../fanout/send';
 import { topicId } from '@switchboard/core';
@@ -8,6 +7,13 @@ import { localTopicOf } from '../fanout/topics';
 import type { Resume } from './resume';
 import { TopicStream } from './topic-stream';
 import type { Joiner, PositionReport } from './topic-stream';
+import type { Delivery } from '../fanout/delivery';
+import type { NodeDeps } from '../deps';
+
+/** What the streams take: history reads from the engine, and the node's delivery. */
+export interface StreamDeps extends Pick<NodeDeps, 'config' | 'engine' | 'logger'> {
+  readonly delivery: Delivery;
+}
 
 export const HISTORY_UNAVAILABLE =
   'History is unavailable (the engine is unreachable); try again with since and epoch';
@@ -40,7 +46,7 @@ export class Streams {
   /** Connections with opted-in subscriptions: a stream publication names its sender. */
   private readonly senders = new Map<ConnId, ConnectionState>();
 
-  constructor(private readonly ctx: GatewayContext) {}
+  constructor(private readonly ctx: StreamDeps) {}
 
   /** Every stream publication the broker delivers (its own node's included). */
   receive(publication: Publication): void {

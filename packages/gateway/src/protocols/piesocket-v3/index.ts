@@ -25,16 +25,16 @@ export const piesocketV3: Dialect = {
   greets: (query) => query.get('be') === '1',
   greeting: BOOT_FRAME,
 
-  text(_state, primary, text) {
+  text(_state, text) {
     if (text === PING) return undefined;
     if (text.includes('"system::')) {
       const event = parseObject(text)?.['event'];
       if (typeof event === 'string' && event.startsWith('system::'))
         return { type: 'error', text: `Unknown event "${event}": V3 connections take no control events` };
     }
-    return { type: 'publish', sub: primary, body: text, options: VERBATIM };
+    return { type: 'publish', body: text, options: VERBATIM };
   },
-  binary: (_state, primary, base64) => ({ type: 'publish', sub: primary, body: base64, options: BINARY }),
+  binary: (_state, base64) => ({ type: 'publish', body: base64, options: BINARY }),
 
   closingError: errorFrame,
   frameError: (_state, text) => v3ErrorEvent(text),

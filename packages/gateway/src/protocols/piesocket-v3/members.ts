@@ -1,9 +1,9 @@
 import type { Member } from '@switchboard/core';
-import type { GatewayContext } from '../../context';
 import { authenticate, channelField, MAX_LIMIT, positiveInt } from '../../api/request';
 import type { Body } from '../../api/request';
 
 import { FAMILY } from './family';
+import type { ApiDeps } from '../../api/deps';
 
 /**
  * `POST /api/members`: V3 member objects, one per connection, the `ROSTER_LIMIT` most recently
@@ -11,7 +11,7 @@ import { FAMILY } from './family';
  * channels in name order (`page`, `limit` up to 100), each with its `ROSTER_LIMIT` most recent
  * members. Every read is bounded, whatever the size of the key.
  */
-export async function membersV3(ctx: GatewayContext, body: Body): Promise<object> {
+export async function membersV3(ctx: ApiDeps, body: Body): Promise<object> {
   const record = await authenticate(ctx, body);
   const channel = channelField(body, false);
   const membersPerChannel = ctx.config.limits.rosterLimit;

@@ -1,6 +1,5 @@
 import type { JoinResult, Member } from '@switchboard/core';
-import type { Subscription } from '../../connections/connection';
-import type { ChannelEvent, Command, Dialect } from '../dialect';
+import type { ChannelEvent, ChannelView, Command, Dialect } from '../dialect';
 import { errorFrame, stampChannel, v4Event } from '../piesocket/frames';
 import { parseObject, PING } from '../piesocket/parse';
 import { offsetFrame, positionFrame } from '../piesocket/stream-frames';
@@ -15,7 +14,7 @@ const OBJECT = { stampable: true } as const;
 const BINARY = { stampable: true, systemBinary: true } as const;
 
 /** A frame of `sub`'s channel as its socket receives it: stamped unless it is the primary. */
-const channelFrame = (sub: Subscription, body: string): string =>
+const channelFrame = (sub: ChannelView, body: string): string =>
   sub.primary ? body : stampChannel(body, sub.channel);
 
 /**
@@ -38,21 +37,22 @@ export const piesocketV4: Dialect = {
    * `system::channel` (default: the primary) and may be direct messages (`system::to`); anything
    * else belongs to the primary and is relayed verbatim.
    */
-  text(state, primary, text): Command | undefined {
+  text(state, text): Command | undefined {
     if (text === PING) return undefined;
     const frame = parseObject(text);
-    if (!frame) return { type: 'publish', sub: primary, body: text, options: VERBATIM };
+    if (!frame) return { type: 'publish', body: text, options: VERBATIM };
     const event = frame['event'];
     if (typeof event === 'string' && event.startsWith('system::'))
       return controlCommand(event, frame['data']);
 
     const tag = frame['system::channel'];
-    let sub = primary;
+    // A secondary channel; a tag naming the primary routes like no tag.
+    let channel: string | undefined;
     let body = text;
     if (tag !== undefined) {
-      const tagged = typeof tag === 'string' ? state.subs.get(tag) : undefined;
-      if (!tagged) return { type: 'error', text: `Not subscribed to channel ${JSON.stringify(tag)}` };
-      sub = tagged;
+      if (typeof tag !== 'string' || !state.subs.has(tag))
+        return { type: 'error', text: `Not subscribed to channel ${JSON.stringify(tag)}` };
+      if (tag !== state.primary) channel = tag;
       // The canonical form has no tag: each recipient's variant is stamped (or not) at delivery.
       delete frame['system::channel'];
       body = JSON.stringify(frame);
@@ -60,15 +60,15 @@ export const piesocketV4: Dialect = {
     const to = frame['system::to'];
     if (to !== undefined && typeof to !== 'string') {
       const error = 'system::to must be a string (the target user)';
-      return sub.primary
-        ? { type: 'error', text: error }
-        : { type: 'error', text: error, channel: sub.channel };
+      return channel === undefined ? { type: 'error', text: error } : { type: 'error', text: error, channel };
     }
-    return { type: 'publish', sub, body, options: to === undefined ? OBJECT : { stampable: true, to } };
+    const options = to === undefined ? OBJECT : { stampable: true, to };
+    return channel === undefined
+      ? { type: 'publish', body, options }
+      : { type: 'publish', channel, body, options };
   },
-  binary: (_state, primary, base64) => ({
+  binary: (_state, base64) => ({
     type: 'publish',
-    sub: primary,
     body: JSON.stringify({ event: 'system::binary', data: base64 }),
     options: BINARY,
   }),

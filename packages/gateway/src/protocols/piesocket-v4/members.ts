@@ -1,9 +1,9 @@
 import { AppError } from '@switchboard/core';
-import type { GatewayContext } from '../../context';
 import { authenticate, channelField, MAX_LIMIT, positiveInt } from '../../api/request';
 import type { Body } from '../../api/request';
 
 import { FAMILY } from './family';
+import type { ApiDeps } from '../../api/deps';
 
 function paginateFlag(body: Body): boolean {
   const value = body['paginate'];
@@ -13,7 +13,7 @@ function paginateFlag(body: Body): boolean {
 }
 
 /** `POST /api/v4/members`: identities, deduplicated, most recently active first (docs/openapi.yaml). */
-export async function membersV4(ctx: GatewayContext, body: Body): Promise<object> {
+export async function membersV4(ctx: ApiDeps, body: Body): Promise<object> {
   const record = await authenticate(ctx, body);
   const channel = channelField(body, true);
   const topic = { key: record.key, protocol: FAMILY, channel };
