@@ -1,0 +1,99 @@
+/** The shape of a benchmark run's results, as run.ts collects them and report.ts renders them. */
+import type { Machine } from './lib/machine';
+import type { SystemName } from './lib/procs';
+import type { ConnectCostRun } from './scenarios/connect-cost';
+import type { MemoryCase } from './scenarios/memory';
+import type { PresenceResult } from './scenarios/presence';
+import type { CostRun, CostVariant } from './scenarios/publish-cost';
+import type { RecoveryResult } from './scenarios/recovery';
+import type { ScaleResult } from './scenarios/scale';
+import type { ProfileResult } from './scenarios/profile';
+import type { ThroughputCase } from './scenarios/throughput';
+
+export interface Meta {
+  command: string;
+  startedAt: string;
+  finishedAt: string;
+  seconds: number;
+  machine: Machine;
+  loadAverageAtEnd: number[];
+  productCommit: string;
+  productDir: string;
+  options: Options;
+}
+
+export interface ThroughputShape {
+  label: string;
+  channels: number;
+  subscribersPerChannel: number;
+  /** Every system, every run; `median` is the run with the median maximum. */
+  runs: Partial<Record<SystemName, ThroughputCase[]>>;
+  median: Partial<Record<SystemName, ThroughputCase>>;
+}
+
+export interface Results {
+  fanout?: { meta: Meta; shapes: ThroughputShape[] };
+  channels?: { meta: Meta; shapes: ThroughputShape[] };
+  presence?: { meta: Meta; runs: PresenceResult[]; median: PresenceResult };
+  memory?: { meta: Meta; cases: MemoryCase[] };
+  profile?: { meta: Meta; result: ProfileResult };
+  'publish-cost'?: {
+    meta: Meta;
+    channels: number;
+    subscribersPerChannel: number;
+    rate: number;
+    seconds: number;
+    /** Absent in results from before it was recorded (then 3 s). */
+    warmupSeconds?: number;
+    /**
+     * Pairs per variant of the paired measurement: `runs` then holds one entry per pair, the
+     * ceiling's case and one variant's measured over the same `seconds`.
+     * Absent in results from before pairs (then each entry is a run of its own: the variants one
+     * after the other, each measured for `seconds`).
+     */
+    rounds?: number;
+    runs: CostRun[];
+  };
+  recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
+  scale?: { meta: Meta; result: ScaleResult };
+  'connect-cost'?: { meta: Meta; connections: number; runs: ConnectCostRun[]; median?: ConnectCostRun };
+}
+
+export interface Options {
+  scenarios: string[];
+  durationS: number;
+  stepS: number;
+  refine: number;
+  runs: number;
+  sizes: number[];
+  channels: number;
+  idle: number;
+  presencePerNode: number;
+  members: number;
+  workers: number;
+  maxP99Ms: number;
+  systems: SystemName[];
+  profileRate: number;
+  profileSeconds: number;
+  /** publish-cost: publishes per second, seconds measured. */
+  costRate: number;
+  costSeconds: number;
+  /** publish-cost: seconds at the same rate before the measurement (JIT, connections, first publishes). */
+  costWarmupSeconds: number;
+  costRounds: number;
+  costVariants: CostVariant[];
+  /** publish-cost: Node flags for the server processes (to profile them). */
+  costNodeFlags?: string;
+  recoveryClients: number;
+  recoveryPublications: number;
+  /** scale: sockets in all, the servers they are spread over, publishes timed. */
+  scaleConnections: number;
+  scaleNodes: number;
+  scalePublishes: number;
+  /** connect-cost: plain V3 connections opened and closed per system and run. */
+  connectConnections: number;
+  docs: boolean;
+  /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
+  quick: boolean;
+  client: 'raw' | 'ws';
+}
