@@ -8,7 +8,7 @@ import type { ApiDeps } from './deps';
 /**
  * `POST /api/publish` (V3) and `POST /api/v4/publish`. Written without `async`: a request whose
  * key is cached and unlimited reaches the engine in the turn it arrived, and its answer is one
- * promise step behind the engine's, not one per layer (docs/architecture.md, "What a REST
+ * promise step behind the engine's, not one per layer (docs/performance.md, "What a REST
  * publish costs").
  */
 export function publish(ctx: ApiDeps, family: Family, body: Body): Promise<object> {
