@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { stampChannel } from '../src/protocols/piesocket/frames';
 import { closeReasonText } from '../src/fanout/send';
 import { isOriginAllowed } from '../src/connections/origin';
-import { isFlagOn, parseQuery } from '../src/connections/query';
+import { isFlagOn, parseQuery } from '../src/protocols/piesocket/query';
 
 describe('stampChannel', () => {
   it('adds system::channel to any JSON object text, equal to parsing and re-serializing', () => {

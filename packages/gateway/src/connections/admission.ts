@@ -10,14 +10,13 @@ import {
 } from '@switchboard/core';
 import { keyLimits } from '@switchboard/core';
 import type { ApiKeyRecord, CloseReason, JsonValue, Topic } from '@switchboard/core';
-import type { Dialect } from '../protocols/dialect';
+import type { Dialect, Upgrade } from '../protocols/dialect';
 import type { UpgradeRequest } from '../transport/types';
 import { Subscriptions } from './connection';
 import { flatString } from '../flat-string';
 import type { ConnectionState, Rejection, SocketData, Subscription } from './connection';
 import { verifyChannelToken } from './jwt';
 import { isOriginAllowed } from './origin';
-import { decodeLenient, isFlagOn, parseQuery } from './query';
 import { isResumeProblem, parseResume } from '../streams/resume';
 import type { Resume } from '../streams/resume';
 import type { NodeDeps, NodeStatus } from '../deps';
@@ -109,8 +108,8 @@ export type Admission = SocketData | null | Promise<SocketData | null>;
 interface Candidate {
   readonly request: UpgradeRequest;
   readonly dialect: Dialect;
+  readonly upgrade: Upgrade;
   readonly channel: string;
-  readonly query: Map<string, string>;
   readonly key: string;
   readonly record: ApiKeyRecord;
 }
@@ -130,45 +129,40 @@ interface Candidate {
  */
 export function admit(ctx: AdmissionDeps, request: UpgradeRequest): Admission {
   let dialect: Dialect | undefined;
-  let path: string | undefined;
+  let upgrade: Upgrade | undefined;
   for (const candidate of ctx.dialects.all) {
-    path = candidate.upgradeChannel(request.path);
-    if (path !== undefined) {
+    upgrade = candidate.upgrade(request);
+    if (upgrade) {
       dialect = candidate;
       break;
     }
   }
-  if (!dialect || path === undefined) return null;
-  const channel = decodeLenient(path);
-  const query = parseQuery(request.query);
+  if (!dialect || !upgrade) return null;
+  const { channel, key } = upgrade;
   if (ctx.status.draining) return reject(dialect, 'SERVER_DRAINING');
 
-  const key = query.get('api_key') ?? '';
   if (!isValidApiKey(key))
     return reject(dialect, 'INVALID_API_KEY', key ? 'Invalid API key' : 'Missing api_key');
   const cached = ctx.keys.peek(key);
   if (cached === null) return reject(dialect, 'INVALID_API_KEY');
-  if (cached) return admitKnown(ctx, { request, dialect, channel, query, key, record: cached });
-  const found = dialect;
+  if (cached) return admitKnown(ctx, { request, dialect, upgrade, channel, key, record: cached });
+  const found = { request, dialect, upgrade, channel, key };
   return ctx.keys.get(key).then(
-    (record) =>
-      record
-        ? admitKnown(ctx, { request, dialect: found, channel, query, key, record })
-        : reject(found, 'INVALID_API_KEY'),
-    () => reject(found, 'UNAVAILABLE'),
+    (record) => (record ? admitKnown(ctx, { ...found, record }) : reject(found.dialect, 'INVALID_API_KEY')),
+    () => reject(found.dialect, 'UNAVAILABLE'),
   );
 }
 
 /** Admission once the key's record is known: Origin, channel name, JWT. */
 function admitKnown(ctx: AdmissionDeps, c: Candidate): Admission {
-  const { record, channel, query, dialect } = c;
+  const { record, channel, upgrade, dialect } = c;
   if (!isOriginAllowed(c.request.headers.origin, record.domains))
     return reject(dialect, 'ORIGIN_NOT_ALLOWED');
   if (!isValidChannelName(channel))
     return reject(dialect, 'INVALID_CHANNEL', `Invalid channel name: use ${CHANNEL_NAME_RULE}`);
 
-  const queryUser = query.get('user') || undefined;
-  const token = query.get('jwt') || c.request.headers.jwt || undefined;
+  const queryUser = upgrade.user;
+  const { token } = upgrade;
   // No token: `authorizeChannel`'s answer is known without verifying anything.
   if (!token) {
     if (isPrivateChannel(channel) || record.forceAuth) return reject(dialect, 'AUTH_FAILED');
@@ -181,11 +175,11 @@ function admitKnown(ctx: AdmissionDeps, c: Candidate): Admission {
 
 /** Admission once the channel is authorized: identity, resume position, connection limits, subscription. */
 function admitAuthorized(ctx: AdmissionDeps, c: Candidate, user: JsonValue | undefined): Admission {
-  const { query, key, record, dialect } = c;
-  const tooLong = identityProblem(query.get('uuid'), user);
+  const { upgrade, key, record, dialect } = c;
+  const tooLong = identityProblem(upgrade.uuid, user);
   if (tooLong) return reject(dialect, 'IDENTITY_TOO_LONG', tooLong);
 
-  const resume = parseResume(query.get('since'), query.get('epoch'));
+  const resume = parseResume(upgrade.since, upgrade.epoch);
   if (resume && isResumeProblem(resume)) return reject(dialect, 'INVALID_RESUME', resume.problem);
 
   const { maxConnectionsPerNode } = ctx.config.limits;
@@ -257,13 +251,13 @@ function connectionState(
   resume: Resume | undefined,
   socketReserved: boolean,
 ): ConnectionState {
-  const { query, dialect } = c;
+  const { upgrade, dialect } = c;
   const subscription = buildSubscription(topic, true, {
-    uuid: query.get('uuid'),
+    uuid: upgrade.uuid,
     user,
-    presence: isFlagOn(query.get('presence')) || isPresenceChannel(c.channel),
+    presence: upgrade.presence || isPresenceChannel(c.channel),
     // `since`/`epoch` alone opt in too: a client that resumes wants offsets.
-    recover: isFlagOn(query.get('recover')) || resume !== undefined,
+    recover: upgrade.recover || resume !== undefined,
   });
   return {
     id: ctx.nextConnId(),
@@ -271,8 +265,8 @@ function connectionState(
     record: c.record,
     dialect,
     primary: topic.channel,
-    notifySelf: isFlagOn(query.get('notify_self')),
-    boot: dialect.greets(query),
+    notifySelf: upgrade.notifySelf,
+    boot: upgrade.greets,
     resume,
     subs: new Subscriptions(subscription),
     pending: undefined,

@@ -9,6 +9,7 @@ import type {
 } from '@switchboard/core';
 import type { Body } from '../api/request';
 import type { ApiDeps } from '../api/deps';
+import type { UpgradeRequest } from '../transport/types';
 import type { PositionReport } from '../streams/topic-stream';
 
 /**
@@ -32,10 +33,12 @@ export interface Dialect {
 
   // ---- Upgrade ----
 
-  /** The channel named by a WebSocket upgrade to `path` (still percent-encoded), or `undefined` when `path` is not this dialect's. */
-  upgradeChannel(path: string): string | undefined;
-  /** Whether a connection opened with `query` is greeted with `greeting` right after `open`. */
-  greets(query: ReadonlyMap<string, string>): boolean;
+  /**
+   * What a WebSocket upgrade presents, read from its path, query and headers; `undefined` when
+   * the path is not this dialect's. Admission checks it in its own order (docs/protocol.md).
+   */
+  upgrade(request: Pick<UpgradeRequest, 'path' | 'query' | 'headers'>): Upgrade | undefined;
+  /** Sent right after `open` to a connection whose upgrade `greets`. */
   readonly greeting: string;
 
   // ---- Client frames ----
@@ -110,6 +113,29 @@ export interface PresenceFrames {
   readonly leaveCarriesRoster: boolean;
   /** What the channel hears when an entry left (`roster` when `leaveCarriesRoster`). */
   left(topic: Topic, left: LeaveResult, roster: Member[] | undefined): ChannelEvent | undefined;
+}
+
+/** What a WebSocket upgrade presents: the API key, the primary channel, the identity and options. */
+export interface Upgrade {
+  /** The API key as presented (empty when absent). */
+  readonly key: string;
+  /** The primary channel, decoded. */
+  readonly channel: string;
+  /** A JWT for the channel, if one was presented. */
+  readonly token: string | undefined;
+  readonly uuid: string | undefined;
+  /** The `user` presented (a JWT's `user` claim wins over it). */
+  readonly user: string | undefined;
+  /** Presence asked for (a presence channel has it anyway). */
+  readonly presence: boolean;
+  /** Offsets and recovery asked for (a resume position asks too). */
+  readonly recover: boolean;
+  readonly notifySelf: boolean;
+  /** The connection is sent the dialect's `greeting` right after `open`. */
+  readonly greets: boolean;
+  /** The resume position as sent (checked by admission). */
+  readonly since: string | undefined;
+  readonly epoch: string | undefined;
 }
 
 /** A frame for everyone in a channel. */

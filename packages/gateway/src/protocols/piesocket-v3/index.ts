@@ -1,6 +1,7 @@
 import type { Dialect } from '../dialect';
 import { BOOT_FRAME, errorFrame, stampChannel, v3ErrorEvent } from '../piesocket/frames';
 import { parseObject, PING } from '../piesocket/parse';
+import { pieSocketUpgrade } from '../piesocket/upgrade';
 import { isObjectText, offsetFrame, positionFrame } from '../piesocket/stream-frames';
 import { FAMILY } from './family';
 import { ROUTES } from './routes';
@@ -17,12 +18,8 @@ const BINARY = { stampable: false, binary: true } as const;
 export const piesocketV3: Dialect = {
   family: FAMILY,
 
-  upgradeChannel(path) {
-    const match = PATH.exec(path);
-    return match ? (match[1] ?? '') : undefined;
-  },
   // `be=1`: the Dart SDK waits for a boot frame.
-  greets: (query) => query.get('be') === '1',
+  upgrade: pieSocketUpgrade(PATH, (query) => query.get('be') === '1'),
   greeting: BOOT_FRAME,
 
   text(_state, text) {

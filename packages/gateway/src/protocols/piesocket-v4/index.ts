@@ -2,6 +2,7 @@ import type { JoinResult, Member } from '@switchboard/core';
 import type { ChannelEvent, ChannelView, Command, Dialect } from '../dialect';
 import { errorFrame, stampChannel, v4Event } from '../piesocket/frames';
 import { parseObject, PING } from '../piesocket/parse';
+import { pieSocketUpgrade } from '../piesocket/upgrade';
 import { offsetFrame, positionFrame } from '../piesocket/stream-frames';
 import { controlCommand } from './control';
 import { FAMILY } from './family';
@@ -25,11 +26,7 @@ const channelFrame = (sub: ChannelView, body: string): string =>
 export const piesocketV4: Dialect = {
   family: FAMILY,
 
-  upgradeChannel(path) {
-    const match = PATH.exec(path);
-    return match ? (match[1] ?? '') : undefined;
-  },
-  greets: () => false,
+  upgrade: pieSocketUpgrade(PATH, () => false),
   greeting: '',
 
   /**
