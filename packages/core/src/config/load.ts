@@ -12,6 +12,8 @@ export interface Config {
   readonly accountPort: number;
   readonly metricsPort: number | undefined;
   readonly host: string;
+  /** Where the metrics port listens (`METRICS_HOST`, else `host`). */
+  readonly metricsHost: string;
   /** `undefined` means the in-memory engine (one node only). */
   readonly redis: RedisTarget | undefined;
   readonly redisPrefix: string;
@@ -24,6 +26,8 @@ export interface Config {
    * is one of them comes from the last entry that is not (see `clientAddress`). Empty: the peer.
    */
   readonly trustedProxies: readonly string[];
+  /** Channel JWTs must carry `exp` (`JWT_REQUIRE_EXP`); off by default, as PieSocket does. */
+  readonly jwtRequireExp: boolean;
   readonly limits: {
     readonly maxMessageBytes: number;
     readonly clientMessagesPerSecond: number;
@@ -33,7 +37,7 @@ export interface Config {
     readonly messagesPerDayPerKey: number;
     /** New WebSocket connections per second from one client address, on each node; 0 means unlimited. */
     readonly newConnectionsPerSecondPerIp: number;
-    /** Failed authentications per key and per client address on one process (cluster and account API). */
+    /** Failed authentications per client address on one process (cluster and account API). */
     readonly authFailures: AuthFailureLimits;
     readonly rosterLimit: number;
     readonly logSize: number;
@@ -98,6 +102,7 @@ export function loadConfig(
     accountPort: e.ACCOUNT_PORT,
     metricsPort: e.METRICS_PORT,
     host: e.HOST,
+    metricsHost: e.METRICS_HOST ?? e.HOST,
     redis,
     redisPrefix: e.REDIS_PREFIX,
     seedKeys: e.SWITCHBOARD_KEYS ?? [],
@@ -105,6 +110,7 @@ export function loadConfig(
     nodeId: e.NODE_ID,
     logLevel: e.LOG_LEVEL,
     trustedProxies: e.TRUSTED_PROXIES,
+    jwtRequireExp: e.JWT_REQUIRE_EXP,
     limits: {
       maxMessageBytes: e.MAX_MESSAGE_BYTES,
       clientMessagesPerSecond: e.CLIENT_MESSAGES_PER_SECOND,
@@ -113,7 +119,6 @@ export function loadConfig(
       messagesPerDayPerKey: e.MESSAGES_PER_DAY_PER_KEY,
       newConnectionsPerSecondPerIp: e.NEW_CONNECTIONS_PER_SECOND_PER_IP,
       authFailures: {
-        perKey: e.AUTH_FAILURES_PER_KEY,
         perAddress: e.AUTH_FAILURES_PER_ADDRESS,
         windowMs: e.AUTH_FAILURE_WINDOW_SECONDS * 1000,
       },

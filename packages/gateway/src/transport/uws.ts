@@ -32,8 +32,25 @@ const STATUS_LINE: Record<number, string> = {
   503: '503 Service Unavailable',
 };
 
-/** The request headers handed to the HTTP handler (`HttpRequest.headers`). */
-const READ_HEADERS = ['content-length', 'x-forwarded-for'] as const;
+/** The request headers handed to the HTTP handler (`HttpRequest.headers`), `x-forwarded-for` aside. */
+const READ_HEADERS = ['content-length'] as const;
+
+/**
+ * Every `X-Forwarded-For` line of a request, joined with ", " in order as Node joins them; empty
+ * when there is none. `getHeader` returns the first line only, and HAProxy's `option forwardfor`
+ * appends its own line after any the client wrote: reading the first would let the client choose
+ * its address (docs/security.md, "Client addresses").
+ */
+function forwardedFor(req: uWS.HttpRequest): string {
+  let joined = '';
+  let seen = false;
+  req.forEach((name, value) => {
+    if (name !== 'x-forwarded-for') return;
+    joined = seen ? `${joined}, ${value}` : value;
+    seen = true;
+  });
+  return joined;
+}
 
 const NO_ENDPOINT: HttpReply = {
   status: 404,
@@ -47,6 +64,8 @@ function writeReply(res: Response, reply: HttpReply): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINE[reply.status] ?? String(reply.status));
     res.writeHeader('content-type', 'application/json');
+    // Browsers must not read a JSON answer as HTML or script (docs/security.md).
+    res.writeHeader('x-content-type-options', 'nosniff');
     if (reply.headers) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
     res.end(reply.body);
   });
@@ -116,7 +135,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         query: req.getQuery(),
         headers: { origin: req.getHeader('origin'), jwt: req.getHeader('jwt') },
         remoteAddress: () => Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
-        forwardedFor: req.getHeader('x-forwarded-for'),
+        forwardedFor: forwardedFor(req),
       };
       const refusal = handlers.refuseUpgrade(request);
       if (refusal) {
@@ -183,6 +202,8 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       const value = req.getHeader(name);
       if (value) headers[name] = value;
     }
+    const forwarded = forwardedFor(req);
+    if (forwarded) headers['x-forwarded-for'] = forwarded;
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
