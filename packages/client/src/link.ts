@@ -353,8 +353,15 @@ export class Link implements Carrier {
   /** Control frames are never held back, but they count against the pace like messages. */
   private write(frame: Record<string, unknown>): void {
     if (this.socket?.readyState !== OPEN) return;
-    this.written.push(Date.now());
+    this.written.push(this.forgetWritten());
     this.socket.send(JSON.stringify(frame));
+  }
+
+  /** Forgets frames written more than a second ago; returns the time now. */
+  private forgetWritten(): number {
+    const now = Date.now();
+    while (this.written.length > 0 && this.written[0]! <= now - 1000) this.written.shift();
+    return now;
   }
 
   /**
@@ -364,8 +371,7 @@ export class Link implements Carrier {
    * window is full, the channels' queues are flushed once a place frees.
    */
   private pace(): boolean {
-    const now = Date.now();
-    while (this.written.length > 0 && this.written[0]! <= now - 1000) this.written.shift();
+    const now = this.forgetWritten();
     if (this.written.length < this.settings.maxMessagesPerSecond) {
       this.written.push(now);
       return true;
