@@ -75,6 +75,8 @@ interface Echo {
 
 /** How long a written message waits for the server to relay it back (the protocol's 10 s). */
 const CONFIRM_TIMEOUT_MS = 10_000;
+/** Written messages remembered per channel until they come back. */
+const MAX_ECHOES = 1024;
 
 const SYSTEM_KEYS = ['system::channel', 'system::offset'];
 
@@ -293,8 +295,20 @@ export class Channel extends Emitter {
     }
     this.echoes.push(echo);
     // Bounded: a message the server refused never comes back. Unconfirmed messages are at most
-    // what the pace lets out in the confirmation timeout.
-    while (this.echoes.length > 1024) this.settle(this.echoes[0]!, undefined, true);
+    // what the pace lets out in the confirmation timeout (500 at the default pace); past the
+    // bound the oldest is given up, rejected if it still waits.
+    while (this.echoes.length > MAX_ECHOES) {
+      const oldest = this.echoes[0]!;
+      const error = oldest.pending
+        ? new SwitchboardError(
+            'timeout',
+            `More than ${MAX_ECHOES} messages await confirmation`,
+            undefined,
+            this.name,
+          )
+        : undefined;
+      this.settle(oldest, error, true);
+    }
   }
 
   /**
