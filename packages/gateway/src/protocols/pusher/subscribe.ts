@@ -38,7 +38,11 @@ const refused = (error: string, status = 401): SubscriptionCheck => ({
 export function authorizeSubscription(
   app: AppCredentials,
   socketId: string,
-  request: { readonly channel: PusherChannel; readonly auth?: string; readonly channelData?: string },
+  request: {
+    readonly channel: PusherChannel;
+    readonly auth?: string | undefined;
+    readonly channelData?: string | undefined;
+  },
   signedInUserId?: string,
   limits: IdentityLimits = DEFAULT_IDENTITY_LIMITS,
 ): SubscriptionCheck {
