@@ -71,6 +71,18 @@ describe('server frames, byte for byte', () => {
     );
   });
 
+  it('keep a user or channel named __proto__ as an ordinary key', () => {
+    const roster = JSON.parse(
+      JSON.parse(presenceSubscriptionSucceeded('presence-r', [{ userId: '__proto__', userInfo: { n: 1 } }]))
+        .data,
+    );
+    expect(roster.presence.count).toBe(1);
+    expect(Object.keys(roster.presence.hash)).toEqual(['__proto__']);
+    const query = { prefix: '', userCount: false, subscriptionCount: true };
+    const listed = JSON.stringify(channelsAnswer(query, [{ name: '__proto__', subscriptionCount: 2 }]));
+    expect(listed).toBe('{"channels":{"__proto__":{"subscription_count":2}}}');
+  });
+
   it('splice a client event data text unchanged and add user_id', () => {
     const frame = clientEvent('presence-c', 'client-t', '{"x":[1,"</script>"]}', 'u1');
     expect(frame).toBe(

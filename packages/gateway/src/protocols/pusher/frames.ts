@@ -54,9 +54,10 @@ export interface RosterMember {
  */
 export function presenceSubscriptionSucceeded(channel: string, members: Iterable<RosterMember>): string {
   const ids: string[] = [];
-  const hash: Record<string, unknown> = {};
+  // Keyed by user ids, which clients choose: no prototype, so '__proto__' is an id like any other.
+  const hash: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const member of members) {
-    if (Object.prototype.hasOwnProperty.call(hash, member.userId)) continue;
+    if (member.userId in hash) continue;
     ids.push(member.userId);
     hash[member.userId] = member.userInfo ?? null;
   }

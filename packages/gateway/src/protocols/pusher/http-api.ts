@@ -147,7 +147,7 @@ function zodProblem(error: z.ZodError): string {
   return where === '' ? issue.message : `${where}: ${issue.message}`;
 }
 
-function parseBody(body: Uint8Array | string, limits: HttpApiLimits): unknown | PusherHttpError {
+function parseBody(body: Uint8Array | string, limits: HttpApiLimits): { json: unknown } | PusherHttpError {
   const bytes = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
   if (bytes > limits.maxBodyBytes)
     return tooLarge(`Request body is ${bytes} bytes; the limit is ${limits.maxBodyBytes}`);
@@ -200,7 +200,7 @@ export function parseEventBody(
   limits: HttpApiLimits,
 ): TriggeredEvent | PusherHttpError {
   const parsed = parseBody(body, limits);
-  if (!isJson(parsed)) return parsed as PusherHttpError;
+  if (!('json' in parsed)) return parsed;
   const result = EventBody.safeParse(parsed.json);
   if (!result.success) return badRequest(zodProblem(result.error));
   const names = result.data.channels ?? [result.data.channel as string];
@@ -213,7 +213,7 @@ export function parseBatchBody(
   limits: HttpApiLimits,
 ): TriggeredEvent[] | PusherHttpError {
   const parsed = parseBody(body, limits);
-  if (!isJson(parsed)) return parsed as PusherHttpError;
+  if (!('json' in parsed)) return parsed;
   const result = BatchBody.safeParse(parsed.json);
   if (!result.success) return badRequest(zodProblem(result.error));
   const events: TriggeredEvent[] = [];
@@ -225,10 +225,6 @@ export function parseBatchBody(
   return events;
 }
 
-function isJson(value: unknown): value is { json: unknown } {
-  return typeof value === 'object' && value !== null && 'json' in value;
-}
-
 /** Counts of one channel, as the gateway knows them cluster-wide. */
 export interface ChannelCounts {
   /** Connections subscribed to the channel. */
@@ -237,10 +233,13 @@ export interface ChannelCounts {
   readonly userCount?: number;
 }
 
+/** A map keyed by channel names for an answer: no prototype, so a channel named `__proto__` is a key like any other. */
+const byName = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
+
 /** The answer to `POST /events` (`{}` unless `info` asked for attributes). */
 export function eventsAnswer(event: TriggeredEvent, counts: ReadonlyMap<string, ChannelCounts>): object {
   if (event.info.length === 0) return {};
-  const channels: Record<string, Record<string, number>> = {};
+  const channels = byName<Record<string, number>>();
   for (const channel of event.channels)
     channels[channel.name] = infoOf(channel, event.info, counts.get(channel.name));
   return { channels };
@@ -299,7 +298,7 @@ export interface ListedChannel extends ChannelCounts {
 
 /** The answer to `GET /channels`: `{"channels": {"<name>": {…asked attributes}}}`. */
 export function channelsAnswer(query: ChannelsQuery, channels: Iterable<ListedChannel>): object {
-  const out: Record<string, Record<string, number>> = {};
+  const out = byName<Record<string, number>>();
   for (const channel of channels) {
     if (!channel.name.startsWith(query.prefix)) continue;
     const attributes: Record<string, number> = {};
