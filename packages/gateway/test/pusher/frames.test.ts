@@ -202,6 +202,8 @@ describe('HTTP API bodies and answers', () => {
     [body({ name: 'e', data: 'x', channel: 'a', socket_id: 'abc' }), 400, 'socket_id must look like 123.456'],
     [body({ name: 'e', data: 'x', channel: 'a', info: 'colour' }), 400, "Unknown info attribute 'colour'"],
     ['{', 400, 'not valid JSON'],
+    ['[]', 400, 'Request body must be a JSON object'],
+    [Buffer.from([0x7b, 0xff, 0x7d]), 400, 'not valid UTF-8'],
   ])('POST /events refuses %s', (text, status, message) => {
     const result = parseEventBody(text, limits);
     expect(result).toMatchObject({ status, body: expect.stringContaining(message) });

@@ -151,13 +151,25 @@ function parseBody(body: Uint8Array | string, limits: HttpApiLimits): { json: un
   const bytes = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
   if (bytes > limits.maxBodyBytes)
     return tooLarge(`Request body is ${bytes} bytes; the limit is ${limits.maxBodyBytes}`);
-  const text = typeof body === 'string' ? body : Buffer.from(body).toString('utf8');
+  let text: string;
   try {
-    return { json: JSON.parse(text) as unknown };
+    text = typeof body === 'string' ? body : utf8.decode(body);
+  } catch {
+    return badRequest('Request body is not valid UTF-8');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
   } catch {
     return badRequest('Request body is not valid JSON');
   }
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    return badRequest('Request body must be a JSON object');
+  return { json };
 }
+
+/** Bodies must be UTF-8 (Pusher answers 400 otherwise); a replacement character would alter the data. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function parseInfo(info: string | undefined, allowed: readonly string[]): string[] | PusherHttpError {
   if (info === undefined || info === '') return [];
