@@ -2,8 +2,16 @@ import type { default as EchoClass } from 'laravel-echo' with { 'resolution-mode
 import Pusher from 'pusher';
 import PusherJs from 'pusher-js';
 import type { Members, PresenceChannel } from 'pusher-js';
-import { PUSHER_ERRORS, channelEvent, subscriptionCount, watchlistEvents } from '../../src/protocols/pusher';
+import {
+  PUSHER_ERRORS,
+  channelEvent,
+  isPusherHttpError,
+  parseEventBody,
+  subscriptionCount,
+  watchlistEvents,
+} from '../../src/protocols/pusher';
 import { type FrameHarness, startFrameHarness } from './frame-harness';
+import { startSdkHarness } from './sdk-requests';
 
 /**
  * The frame builders, the client frame parser and the verifiers against the real `pusher-js` 8
@@ -16,7 +24,9 @@ import { type FrameHarness, startFrameHarness } from './frame-harness';
 const Echo = (require('laravel-echo') as { default: typeof EchoClass }).default;
 
 const app = { appId: 'app-1', key: 'app-key', secret: 'app-secret' };
-const backend = new Pusher({ ...app, host: '127.0.0.1' });
+/** The master key end-to-end encrypted channels derive their secrets from (the backend's, never the server's). */
+const encryptionMasterKeyBase64 = Buffer.alloc(32, 9).toString('base64');
+const backend = new Pusher({ ...app, host: '127.0.0.1', encryptionMasterKeyBase64 });
 
 let harness: FrameHarness;
 const clients: PusherJs[] = [];
@@ -190,6 +200,28 @@ describe('pusher-js 8 against the protocol modules', () => {
       type: 'PusherError',
       data: { code: null, message: expect.stringContaining('private and presence') },
     });
+  });
+
+  it('passes an encrypted event from the server SDK through the HTTP API body to pusher-js, which decrypts it', async () => {
+    const client = connect();
+    const vault = client.subscribe('private-encrypted-vault');
+    await onEvent((cb) => vault.bind('pusher:subscription_succeeded', cb));
+    const sdk = await startSdkHarness(app, { encryptionMasterKeyBase64 });
+    try {
+      const request = await sdk.capture((p) => p.trigger('private-encrypted-vault', 'secret', { code: 42 }));
+      const event = parseEventBody(request.body, { maxBodyBytes: 65536, maxDataBytes: 10240 });
+      if (isPusherHttpError(event)) throw new Error(event.body);
+      // The server only ever holds ciphertext.
+      expect(Object.keys(JSON.parse(event.data)).sort()).toEqual(['ciphertext', 'nonce']);
+      const received = onEvent<unknown>((cb) => vault.bind('secret', cb));
+      harness.broadcast(
+        'private-encrypted-vault',
+        channelEvent('private-encrypted-vault', event.name, event.data),
+      );
+      expect(await received).toEqual({ code: 42 });
+    } finally {
+      await sdk.close();
+    }
   });
 
   it('replays a cache channel or sends pusher:cache_miss', async () => {

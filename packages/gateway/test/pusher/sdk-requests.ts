@@ -37,6 +37,8 @@ function read(request: IncomingMessage): Promise<Buffer> {
 
 export async function startSdkHarness(
   app: { appId: string; key: string; secret: string } = APP,
+  /** More options of the SDK client (`encryptionMasterKeyBase64`…). */
+  extra: Record<string, unknown> = {},
 ): Promise<SdkHarness> {
   const requests: CapturedRequest[] = [];
   const server: Server = createServer((request, response) => {
@@ -55,7 +57,7 @@ export async function startSdkHarness(
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const pusher = new Pusher({ ...app, host: '127.0.0.1', port: String(port), useTLS: false });
+  const pusher = new Pusher({ ...app, ...extra, host: '127.0.0.1', port: String(port), useTLS: false });
   return {
     pusher,
     requests,
