@@ -1,6 +1,9 @@
 import { LuaScript } from './clients';
 
-/** Stream entries kept per key at most (approximately: `MAXLEN ~`). */
+/**
+ * Stream entries kept per key at most (approximately: `MAXLEN ~`) by the counts and presence
+ * scripts' events; `webhookAppend` applies the configured limits, which are at most this.
+ */
 export const WEBHOOK_STREAM_MAX = 100_000;
 
 /**
@@ -36,11 +39,53 @@ return 1
 `);
 
 /**
- * KEYS[1] a key's event stream; ARGV[1] consumer group, ARGV[2] consumer, ARGV[3] max events
+ * KEYS[1] a key's event stream, KEYS[2] its byte count (`webhookBytes`); ARGV[1] the event's
+ * JSON text, ARGV[2] max events, ARGV[3] max bytes. Returns how many events were dropped.
+ *
+ * Stores a client event (the only events carrying a client's data; channel and presence events
+ * are a few hundred bytes and bounded by the count) with its size in field `b`, counted in
+ * KEYS[2]. First, while the stream is at max events or the new event would take the count over
+ * max bytes, deletes its oldest entries (pending ones included: `webhookRead` acknowledges
+ * entries that are gone). An event over max bytes by itself is dropped instead (returns 1). The
+ * count restarts at 0 whenever the stream is empty, so an entry trimmed by the other scripts'
+ * `MAXLEN ~` (never counted down) skews it only until the backlog has drained.
+ */
+export const webhookAppend = new LuaScript(`
+local stream, counter = KEYS[1], KEYS[2]
+local json, maxEvents, maxBytes = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local size = #json
+if size > maxBytes then return 1 end
+local len = redis.call('XLEN', stream)
+local bytes = 0
+if len > 0 then bytes = tonumber(redis.call('GET', counter) or '0') end
+local dropped = 0
+while len > 0 and (len >= maxEvents or bytes + size > maxBytes) do
+  local ids = {}
+  for _, entry in ipairs(redis.call('XRANGE', stream, '-', '+', 'COUNT', 100)) do
+    if not (len >= maxEvents or bytes + size > maxBytes) then break end
+    local fields = entry[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'b' then bytes = bytes - tonumber(fields[i + 1]) end
+    end
+    ids[#ids + 1] = entry[1]
+    len = len - 1
+  end
+  if #ids == 0 then break end
+  redis.call('XDEL', stream, unpack(ids))
+  dropped = dropped + #ids
+end
+if bytes < 0 then bytes = 0 end
+redis.call('XADD', stream, '*', 'e', json, 'b', size)
+redis.call('SET', counter, bytes + size)
+return dropped
+`);
+
+/**
+ * KEYS[1] a key's event stream, KEYS[2] its byte count; ARGV[1] consumer group, ARGV[2] consumer, ARGV[3] max events
  * (0: acknowledge only), ARGV[4] (optional) the ids to acknowledge first, separated by spaces.
  *
  * One round trip per batch for the dispatcher: acknowledges and deletes the given entries (the
- * batch it has just delivered or dropped), then reads. Reading takes over every entry pending in
+ * batch it has just delivered or dropped; their `b` sizes counted down in KEYS[2]), then reads. Reading takes over every entry pending in
  * the group first (`XAUTOCLAIM` from 0, so a dead consumer's batch comes back whole), else reads
  * new ones (`XREADGROUP >`). The group is created (at 0, so a stream is read from its first entry)
  * on the first read of an existing stream; a missing stream is never created (a deleted key's
@@ -55,12 +100,21 @@ return 1
  */
 export const webhookRead = new LuaScript(`
 local stream, group, consumer, max = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
-local done = {}
-for id in string.gmatch(ARGV[4] or '', '%S+') do done[#done + 1] = id end
+local done, freed = {}, 0
+for id in string.gmatch(ARGV[4] or '', '%S+') do
+  done[#done + 1] = id
+  local entry = redis.call('XRANGE', stream, id, id)[1]
+  if entry then
+    for i = 1, #entry[2], 2 do
+      if entry[2][i] == 'b' then freed = freed + tonumber(entry[2][i + 1]) end
+    end
+  end
+end
 if #done > 0 then
   redis.call('XACK', stream, group, unpack(done))
   redis.call('XDEL', stream, unpack(done))
 end
+if freed > 0 and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DECRBY', KEYS[2], freed) end
 if max == 0 or redis.call('EXISTS', stream) == 0 then return { '', '' } end
 local claimed = redis.pcall('XAUTOCLAIM', stream, group, consumer, 0, '0-0', 'COUNT', max)
 if claimed.err then
