@@ -13,13 +13,13 @@ describeEachRedis((backend) => {
   beforeAll(async () => {
     clients = await backend().clients();
   });
-  describeWebhooksContract('redis', async () => {
+  describeWebhooksContract('redis', async (limits) => {
     const keys = backend().freshKeys();
     const client = clients.command;
     return {
       counts: new RedisConnectionCounts(client, keys),
       presence: new RedisPresenceStore(client, keys),
-      webhooks: new RedisWebhookQueue(client, keys),
+      webhooks: new RedisWebhookQueue(client, keys, limits),
       keys: new RedisKeyStore(client, keys),
     };
   });
