@@ -324,8 +324,17 @@ export class WebhookDispatcher {
   ): Promise<string | undefined> {
     const body = batchBody(Date.now(), batch);
     const { url } = target;
-    const deadline = AbortSignal.timeout(this.timing.timeoutMs);
-    const signal = AbortSignal.any([this.stopping.signal, deadline]);
+    // One controller per request, aborted at the deadline or at stop (AbortSignal.any over the
+    // long-lived stop signal would keep a reference per request on some Node versions).
+    const controller = new AbortController();
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      controller.abort();
+    }, this.timing.timeoutMs);
+    const stop = (): void => controller.abort();
+    this.stopping.signal.addEventListener('abort', stop, { once: true });
+    const { signal } = controller;
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'x-pusher-key': key,
@@ -352,10 +361,15 @@ export class WebhookDispatcher {
       return status >= 200 && status < 300 ? undefined : `HTTP ${status}`;
     } catch (error) {
       if (this.stopping.signal.aborted) return 'dispatcher stopped';
-      if (deadline.aborted) return `no complete answer within ${this.timing.timeoutMs} ms`;
-      if (error instanceof Error && 'code' in error && error.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')
+      const code = error instanceof Error && 'code' in error ? error.code : undefined;
+      if (late || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+        return `no complete answer within ${this.timing.timeoutMs} ms`;
+      if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')
         return `answer longer than ${this.timing.maxResponseBytes} bytes`;
       return error instanceof Error ? error.message : String(error);
+    } finally {
+      clearTimeout(timer);
+      this.stopping.signal.removeEventListener('abort', stop);
     }
   }
 
