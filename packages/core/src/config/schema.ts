@@ -3,12 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { isIP } from 'node:net';
 import type { HistoryOverride, KeyLimits } from '../keys/key-store';
-import { WEBHOOK_EVENTS } from '../webhooks/webhooks';
+import { MAX_WEBHOOK_QUEUE_EVENTS, WEBHOOK_EVENTS } from '../webhooks/webhooks';
 import type { WebhookConfig } from '../webhooks/webhooks';
 import { isValidApiKey } from '../protocol/api-key';
 import { domainProblem } from '../protocol/domain';
 import { privateWebhookUrlProblem } from '../webhooks/private-addresses';
-import { WEBHOOK_STREAM_MAX } from '../redis/webhook-scripts';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -219,7 +218,7 @@ export const configSchema = z
     DRAIN_GRACE_MS: nonNegativeInt.default(10_000),
     DRAIN_BATCH_SIZE: positiveInt.default(500),
     WEBHOOK_RETRY_SECONDS: positiveInt.default(300),
-    WEBHOOK_QUEUE_MAX_EVENTS: positiveInt.max(WEBHOOK_STREAM_MAX).default(10_000),
+    WEBHOOK_QUEUE_MAX_EVENTS: positiveInt.max(MAX_WEBHOOK_QUEUE_EVENTS).default(10_000),
     WEBHOOK_QUEUE_MAX_BYTES: positiveInt.default(16 * 1024 * 1024),
     WEBHOOK_DENY_PRIVATE: z
       .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })

@@ -1,10 +1,11 @@
+import { MAX_WEBHOOK_QUEUE_EVENTS } from '../webhooks/webhooks';
 import { LuaScript } from './clients';
 
 /**
  * Stream entries kept per key at most (approximately: `MAXLEN ~`) by the counts and presence
  * scripts' events; `webhookAppend` applies the configured limits, which are at most this.
  */
-export const WEBHOOK_STREAM_MAX = 100_000;
+export const WEBHOOK_STREAM_MAX = MAX_WEBHOOK_QUEUE_EVENTS;
 
 /**
  * Lua shared by the scripts that produce webhook events. `hooksOn(switch, stream)` reads the

@@ -64,6 +64,9 @@ export interface WebhookQueueLimits {
   readonly maxBytes: number;
 }
 
+/** Upper bound of `WEBHOOK_QUEUE_MAX_EVENTS`: the Redis streams' own cap (webhook-scripts.ts). */
+export const MAX_WEBHOOK_QUEUE_EVENTS = 100_000;
+
 export const DEFAULT_WEBHOOK_QUEUE_LIMITS: WebhookQueueLimits = {
   maxEvents: 10_000,
   maxBytes: 16 * 1024 * 1024,
