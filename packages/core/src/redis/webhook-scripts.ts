@@ -101,13 +101,31 @@ return dropped
  */
 export const webhookRead = new LuaScript(`
 local stream, group, consumer, max = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
-local done, freed = {}, 0
+local done, isDone, freed = {}, {}, 0
 for id in string.gmatch(ARGV[4] or '', '%S+') do
   done[#done + 1] = id
-  local entry = redis.call('XRANGE', stream, id, id)[1]
-  if entry then
-    for i = 1, #entry[2], 2 do
-      if entry[2][i] == 'b' then freed = freed + tonumber(entry[2][i + 1]) end
+  isDone[id] = true
+end
+-- Only keys that store client events have a byte count; a batch is one range of the stream.
+if #done > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+  local function before(a, b)
+    local am, as = string.match(a, '^(%d+)-(%d+)$')
+    local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+    if not (am and bm) then return false end
+    if #am ~= #bm then return #am < #bm end
+    if am ~= bm then return am < bm end
+    return tonumber(as) < tonumber(bs)
+  end
+  local first, last = done[1], done[1]
+  for _, id in ipairs(done) do
+    if before(id, first) then first = id end
+    if before(last, id) then last = id end
+  end
+  for _, entry in ipairs(redis.call('XRANGE', stream, first, last)) do
+    if isDone[entry[1]] then
+      for i = 1, #entry[2], 2 do
+        if entry[2][i] == 'b' then freed = freed + tonumber(entry[2][i + 1]) end
+      end
     end
   end
 end
@@ -115,7 +133,7 @@ if #done > 0 then
   redis.call('XACK', stream, group, unpack(done))
   redis.call('XDEL', stream, unpack(done))
 end
-if freed > 0 and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DECRBY', KEYS[2], freed) end
+if freed > 0 then redis.call('DECRBY', KEYS[2], freed) end
 if max == 0 or redis.call('EXISTS', stream) == 0 then return { '', '' } end
 local claimed = redis.pcall('XAUTOCLAIM', stream, group, consumer, 0, '0-0', 'COUNT', max)
 if claimed.err then

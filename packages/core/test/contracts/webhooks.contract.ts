@@ -298,6 +298,16 @@ export function describeWebhooksContract(
         expect(names(await drain())).toEqual(['e5', 'e6', 'e7']);
       });
 
+      it('frees the room of acknowledged events in whatever order their ids are given', async () => {
+        await limited({ maxEvents: 1000, maxBytes: 1000 });
+        for (let i = 0; i < 3; i++) await ports.webhooks.append(key, sized(i, 300));
+        const batch = await ports.webhooks.next(key, 'gw1', 100);
+        await ports.webhooks.ack(key, batch.map((e) => e.id).reverse());
+        for (let i = 3; i < 6; i++) await ports.webhooks.append(key, sized(i, 300));
+        expect(dropped).toBe(0);
+        expect(names(await drain())).toEqual(['e3', 'e4', 'e5']);
+      });
+
       it('drops a batch being read when it is the oldest; its acknowledgement then changes nothing', async () => {
         await limited({ maxEvents: 4, maxBytes: 1024 * 1024 });
         for (let i = 0; i < 4; i++) await ports.webhooks.append(key, sized(i));
