@@ -219,6 +219,29 @@ describe('WebhookDispatcher transport', () => {
     expect(down.requests).toBe(1);
   });
 
+  it('has the queue apply its limits to each key it holds, each refresh', async () => {
+    const keys = new MemoryKeyStore();
+    const inner = new MemoryWebhookQueue((key) => keys.webhookEventsOf(key));
+    const enforced: string[] = [];
+    // The memory queue applies its limits at every write; a Redis queue needs the call.
+    const queue = Object.assign(Object.create(inner) as MemoryWebhookQueue, {
+      enforceLimits: async (key: string): Promise<void> => {
+        enforced.push(key);
+      },
+    });
+    const down = receiver((_req, res) => res.writeHead(503).end());
+    const url = await down.listen();
+    const s = started(setup({ keys, queue }));
+    const record = { ...generateKeyRecord(), webhook: { url: `${url}/hooks` } };
+    await keys.put(record);
+    inner.emit(record.key, { name: 'channel_occupied', channel: 'room' });
+    await waitUntil(
+      'limits applied while the batch is retried',
+      () => s.problems().length > 0 && enforced.length >= 3,
+    );
+    expect(new Set(enforced)).toEqual(new Set([record.key]));
+  });
+
   it('counts and logs the events a full queue drops', async () => {
     const keys = new MemoryKeyStore();
     const queue = new MemoryWebhookQueue(

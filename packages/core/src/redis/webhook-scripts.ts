@@ -40,44 +40,72 @@ return 1
 `);
 
 /**
+ * Lua shared by the scripts that apply a key's limits. `trim(stream, counter, maxEvents,
+ * maxBytes, addEvents, addBytes)` deletes the stream's oldest entries (pending ones included:
+ * `webhookRead` acknowledges entries that are gone) until `addEvents` more events of `addBytes`
+ * fit within the limits, counting down the `b` sizes of what it deletes; returns the number
+ * deleted and the byte count left (0 for an empty stream, whatever the counter said). One call
+ * deletes at most about `TRIM_MAX` entries, so a backlog far over a lowered limit is cut over
+ * several calls rather than in one long script.
+ */
+const TRIM_MAX = 5000;
+const TRIM_LIB = `
+local function trim(stream, counter, maxEvents, maxBytes, addEvents, addBytes)
+  local len = redis.call('XLEN', stream)
+  local bytes = 0
+  if len > 0 then bytes = tonumber(redis.call('GET', counter) or '0') end
+  local dropped = 0
+  while len > 0 and dropped < ${TRIM_MAX} and (len + addEvents > maxEvents or bytes + addBytes > maxBytes) do
+    local ids = {}
+    for _, entry in ipairs(redis.call('XRANGE', stream, '-', '+', 'COUNT', 100)) do
+      if not (len + addEvents > maxEvents or bytes + addBytes > maxBytes) then break end
+      local fields = entry[2]
+      for i = 1, #fields, 2 do
+        if fields[i] == 'b' then bytes = bytes - tonumber(fields[i + 1]) end
+      end
+      ids[#ids + 1] = entry[1]
+      len = len - 1
+    end
+    if #ids == 0 then break end
+    redis.call('XDEL', stream, unpack(ids))
+    dropped = dropped + #ids
+  end
+  if bytes < 0 then bytes = 0 end
+  return dropped, bytes
+end
+`;
+
+/**
  * KEYS[1] a key's event stream, KEYS[2] its byte count (`webhookBytes`); ARGV[1] the event's
  * JSON text, ARGV[2] max events, ARGV[3] max bytes. Returns how many events were dropped.
  *
  * Stores a client event (the only events carrying a client's data; channel and presence events
  * are a few hundred bytes and bounded by the count) with its size in field `b`, counted in
- * KEYS[2]. First, while the stream is at max events or the new event would take the count over
- * max bytes, deletes its oldest entries (pending ones included: `webhookRead` acknowledges
- * entries that are gone). An event over max bytes by itself is dropped instead (returns 1). The
- * count restarts at 0 whenever the stream is empty, so an entry trimmed by the other scripts'
- * `MAXLEN ~` (never counted down) skews it only until the backlog has drained.
+ * KEYS[2], after making room for it (`trim`). An event over max bytes by itself is dropped
+ * instead (returns 1). The count restarts at 0 whenever the stream is empty, so an entry trimmed
+ * by the other scripts' `MAXLEN ~` (never counted down) skews it only until the backlog has drained.
  */
-export const webhookAppend = new LuaScript(`
+export const webhookAppend = new LuaScript(`${TRIM_LIB}
 local stream, counter = KEYS[1], KEYS[2]
 local json, maxEvents, maxBytes = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local size = #json
 if size > maxBytes then return 1 end
-local len = redis.call('XLEN', stream)
-local bytes = 0
-if len > 0 then bytes = tonumber(redis.call('GET', counter) or '0') end
-local dropped = 0
-while len > 0 and (len >= maxEvents or bytes + size > maxBytes) do
-  local ids = {}
-  for _, entry in ipairs(redis.call('XRANGE', stream, '-', '+', 'COUNT', 100)) do
-    if not (len >= maxEvents or bytes + size > maxBytes) then break end
-    local fields = entry[2]
-    for i = 1, #fields, 2 do
-      if fields[i] == 'b' then bytes = bytes - tonumber(fields[i + 1]) end
-    end
-    ids[#ids + 1] = entry[1]
-    len = len - 1
-  end
-  if #ids == 0 then break end
-  redis.call('XDEL', stream, unpack(ids))
-  dropped = dropped + #ids
-end
-if bytes < 0 then bytes = 0 end
+local dropped, bytes = trim(stream, counter, maxEvents, maxBytes, 1, size)
 redis.call('XADD', stream, '*', 'e', json, 'b', size)
 redis.call('SET', counter, bytes + size)
+return dropped
+`);
+
+/**
+ * KEYS[1] a key's event stream, KEYS[2] its byte count; ARGV[1] max events, ARGV[2] max bytes.
+ * Deletes the oldest entries while the stream is over either limit; returns how many. The
+ * dispatcher holding the key runs it each second, so the channel and presence events the other
+ * scripts store (without knowing the configured limits) are held to them too.
+ */
+export const webhookTrim = new LuaScript(`${TRIM_LIB}
+local stream, counter = KEYS[1], KEYS[2]
+local dropped, bytes = trim(stream, counter, tonumber(ARGV[1]), tonumber(ARGV[2]), 0, 0)
+if dropped > 0 and redis.call('EXISTS', counter) == 1 then redis.call('SET', counter, bytes) end
 return dropped
 `);
 

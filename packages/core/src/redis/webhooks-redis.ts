@@ -10,7 +10,7 @@ import type {
 import { guard } from './clients';
 import type { RedisClient } from './clients';
 import type { RedisKeys } from './keys';
-import { webhookAppend, webhookLease, webhookRead } from './webhook-scripts';
+import { webhookAppend, webhookLease, webhookRead, webhookTrim } from './webhook-scripts';
 
 /** The consumer group of every key's event stream. */
 const GROUP = 'dispatch';
@@ -38,8 +38,9 @@ function toQueued(reply: unknown): QueuedEvent[] {
  * `e`, the event's JSON text as the backend receives it; a client event also has `b`, its size.
  *
  * Limits: `append` (client events) applies both limits before storing (`webhookAppend`); the
- * channel and presence events the other scripts store are small and kept to `WEBHOOK_STREAM_MAX`
- * entries, and count toward the limits at the next client event.
+ * channel and presence events the other scripts store (which do not know the configured limits)
+ * are kept to `WEBHOOK_STREAM_MAX` entries there, and to the limits by `enforceLimits`, which the
+ * dispatcher holding the key calls each second.
  */
 export class RedisWebhookQueue implements WebhookQueue {
   private readonly listeners: DroppedListener[] = [];
@@ -58,7 +59,22 @@ export class RedisWebhookQueue implements WebhookQueue {
         [JSON.stringify(event), this.limits.maxEvents, this.limits.maxBytes],
       ),
     );
-    if (Number(dropped) > 0) for (const listener of this.listeners) listener(key, Number(dropped));
+    this.dropped(key, Number(dropped));
+  }
+
+  async enforceLimits(key: ApiKey): Promise<void> {
+    const dropped = await guard(this.client, () =>
+      webhookTrim.run(
+        this.client,
+        [this.keys.webhookEvents(key), this.keys.webhookBytes(key)],
+        [this.limits.maxEvents, this.limits.maxBytes],
+      ),
+    );
+    this.dropped(key, Number(dropped));
+  }
+
+  private dropped(key: ApiKey, events: number): void {
+    if (events > 0) for (const listener of this.listeners) listener(key, events);
   }
 
   onDropped(listener: DroppedListener): void {

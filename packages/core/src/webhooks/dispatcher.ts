@@ -198,8 +198,9 @@ export class WebhookDispatcher {
         this.work(key).finally(() => this.workers.delete(key)),
       );
     }
-    // The depth of every key this node holds, read again at each refresh: a worker retrying a
-    // batch reads nothing, and the gauge must show the backlog growing during an outage.
+    // The depth of every key this node holds, read again at each refresh (after applying the
+    // queue's limits where its writes do not): a worker retrying a batch reads nothing, and the
+    // gauge must show the backlog growing during an outage.
     await Promise.all(
       [...this.depths.keys()].map(async (key) => {
         if (!this.targets.has(key)) {
@@ -207,6 +208,7 @@ export class WebhookDispatcher {
           return;
         }
         try {
+          await this.options.queue.enforceLimits?.(key);
           const depth = await this.options.queue.depth(key);
           if (this.depths.has(key)) this.depths.set(key, depth);
         } catch {

@@ -93,7 +93,7 @@ export type DroppedListener = (key: ApiKey, events: number) => void;
  * - `depth` counts stored, unacknowledged events of a key.
  * - A key's queue holds at most its limits (`WebhookQueueLimits`): storing over them drops the
  *   oldest events and tells `onDropped` listeners how many (see each engine for what it checks
- *   at each write).
+ *   at each write; `enforceLimits` applies them to what is stored).
  * - Failures reject with `EngineUnavailableError`.
  */
 export interface WebhookQueue {
@@ -102,6 +102,12 @@ export interface WebhookQueue {
   next(key: ApiKey, consumer: string, max: number, acknowledge?: readonly string[]): Promise<QueuedEvent[]>;
   ack(key: ApiKey, ids: readonly string[]): Promise<void>;
   depth(key: ApiKey): Promise<number>;
+  /**
+   * Drops the oldest events while the key's queue is over its limits, for an engine whose writes
+   * do not all apply them (Redis: channel and presence events); the dispatcher holding the key
+   * calls it each second.
+   */
+  enforceLimits?(key: ApiKey): Promise<void>;
   /** Registers a listener for events dropped from a full queue (the dispatcher counts and logs them). */
   onDropped?(listener: DroppedListener): void;
 }

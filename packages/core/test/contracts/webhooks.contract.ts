@@ -298,6 +298,20 @@ export function describeWebhooksContract(
         expect(names(await drain())).toEqual(['e5', 'e6', 'e7']);
       });
 
+      it('holds channel and presence events to the limits too, at the latest when enforceLimits runs', async () => {
+        ports = await createPorts({ maxEvents: 3, maxBytes: 1024 * 1024 });
+        dropped = 0;
+        ports.webhooks.onDropped?.((k, events) => {
+          if (k === key) dropped += events;
+        });
+        await enable({ url: 'http://example.test/hook' });
+        for (let i = 0; i < 6; i++) await ports.counts.increment('node-a', key, `room${i}`);
+        await ports.webhooks.enforceLimits?.(key);
+        expect(await ports.webhooks.depth(key)).toBe(3);
+        expect(dropped).toBe(3);
+        expect((await drain()).map((e) => e.channel)).toEqual(['room3', 'room4', 'room5']);
+      });
+
       it('frees the room of acknowledged events in whatever order their ids are given', async () => {
         await limited({ maxEvents: 1000, maxBytes: 1000 });
         for (let i = 0; i < 3; i++) await ports.webhooks.append(key, sized(i, 300));
