@@ -77,8 +77,12 @@ export class RedisWebhookQueue implements WebhookQueue {
     if (events > 0) for (const listener of this.listeners) listener(key, events);
   }
 
-  onDropped(listener: DroppedListener): void {
+  onDropped(listener: DroppedListener): () => void {
     this.listeners.push(listener);
+    return () => {
+      const at = this.listeners.indexOf(listener);
+      if (at >= 0) this.listeners.splice(at, 1);
+    };
   }
 
   async lease(key: ApiKey, owner: string, ttlMs: number): Promise<boolean> {

@@ -117,6 +117,7 @@ export class WebhookDispatcher {
   private readonly agent: Agent;
   /** When each key's dropped events were last logged (a full queue drops at every event). */
   private readonly dropLogged = new Map<ApiKey, number>();
+  private readonly unlisten: (() => void) | undefined;
   private refreshing: Promise<void> | undefined;
   private refreshTimer: NodeJS.Timeout | undefined;
 
@@ -131,7 +132,7 @@ export class WebhookDispatcher {
       maxResponseSize: maxResponseBytes,
       connect: options.denyPrivate ? publicConnector(timeoutMs) : { timeout: timeoutMs },
     });
-    options.queue.onDropped?.((key, events) => {
+    this.unlisten = options.queue.onDropped?.((key, events) => {
       options.metrics?.webhookDroppedEvents.inc(events);
       const now = Date.now();
       if (now - (this.dropLogged.get(key) ?? 0) < DROP_LOG_INTERVAL_MS) return;
@@ -161,6 +162,7 @@ export class WebhookDispatcher {
     this.stopping.abort();
     await this.refreshing;
     await Promise.all(this.workers.values());
+    this.unlisten?.();
     await this.agent.destroy();
   }
 

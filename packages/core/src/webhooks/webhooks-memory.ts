@@ -72,8 +72,12 @@ export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
     if (dropped > 0) this.dropped(key, dropped);
   }
 
-  onDropped(listener: DroppedListener): void {
+  onDropped(listener: DroppedListener): () => void {
     this.listeners.push(listener);
+    return () => {
+      const at = this.listeners.indexOf(listener);
+      if (at >= 0) this.listeners.splice(at, 1);
+    };
   }
 
   async append(key: ApiKey, event: WebhookEvent): Promise<void> {

@@ -108,6 +108,9 @@ export interface WebhookQueue {
    * calls it each second.
    */
   enforceLimits?(key: ApiKey): Promise<void>;
-  /** Registers a listener for events dropped from a full queue (the dispatcher counts and logs them). */
-  onDropped?(listener: DroppedListener): void;
+  /**
+   * Registers a listener for events dropped from a full queue (the dispatcher counts and logs
+   * them); returns what unregisters it.
+   */
+  onDropped?(listener: DroppedListener): () => void;
 }
