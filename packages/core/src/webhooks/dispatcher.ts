@@ -193,6 +193,7 @@ export class WebhookDispatcher {
       this.targets.set(record.key, { secret: record.secret, webhook: record.webhook, url });
     }
     for (const key of [...this.targets.keys()]) if (!seen.has(key)) this.targets.delete(key);
+    for (const key of [...this.dropLogged.keys()]) if (!seen.has(key)) this.dropLogged.delete(key);
     for (const key of this.targets.keys()) {
       if (this.stopped || this.workers.has(key)) continue;
       this.workers.set(
