@@ -128,7 +128,7 @@ describe('WebhookDispatcher transport', () => {
       await s.keys.put(record);
       s.queue.emit(record.key, { name: 'channel_occupied', channel: `room${i}` });
     }
-    await waitUntil('every key failed twice', () => s.problems().length >= 10);
+    await waitUntil('every key failed twice', () => s.problems().length >= 10, 15_000);
     expect(s.problems()).toContain('no complete answer within 300 ms');
     expect(s.problems().every((p) => p === 'no complete answer within 300 ms')).toBe(true);
     // Retried, never acknowledged: at-least-once.
