@@ -285,6 +285,12 @@ describe('docker-compose.yml', () => {
     ]);
   });
 
+  it('refuses webhooks to private addresses in every gateway, unless the environment says otherwise', () => {
+    for (const name of gateways) expect(configSchema.parse(envOf(name)).WEBHOOK_DENY_PRIVATE).toBe(true);
+    const raw = services.gw1?.environment as Record<string, string>;
+    expect(interpolate(raw.WEBHOOK_DENY_PRIVATE!, { ...dotEnv, WEBHOOK_DENY_PRIVATE: '0' })).toBe('0');
+  });
+
   it('stops each Switchboard container later than its drain grace period', () => {
     for (const name of switchboardServices) {
       const drainMs = Number(envOf(name).DRAIN_GRACE_MS ?? CONFIG_DEFAULTS.DRAIN_GRACE_MS);
@@ -463,6 +469,11 @@ describe('k8s/', () => {
   const configMap = asModel('v1/ConfigMap', find('ConfigMap', 'switchboard-config'));
   const secret = asModel('v1/Secret', find('Secret', 'switchboard-keys'));
   const drainMs = Number(configMap.data?.DRAIN_GRACE_MS ?? CONFIG_DEFAULTS.DRAIN_GRACE_MS);
+
+  it('refuses webhooks to private addresses (WEBHOOK_DENY_PRIVATE, shared by both roles)', () => {
+    expect(configMap.data?.WEBHOOK_DENY_PRIVATE).toBe('1');
+    expect(configSchema.parse({ ...configMap.data }).WEBHOOK_DENY_PRIVATE).toBe(true);
+  });
 
   it('renders every manifest in k8s/ and every object validates against the Kubernetes schemas', () => {
     const listed = new Set(readKustomization(at('k8s')).resources);

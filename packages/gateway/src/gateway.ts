@@ -94,6 +94,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     owner: config.nodeId,
     logger: deps.logger,
     retrySeconds: config.webhooks.retrySeconds,
+    denyPrivate: config.webhooks.denyPrivate,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.webhookTiming ? { timing: deps.webhookTiming } : {}),
   });

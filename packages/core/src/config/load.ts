@@ -50,8 +50,15 @@ export interface Config {
   };
   /** Topic streams (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`); keys may override both. */
   readonly history: HistoryRetention;
-  /** How long an undelivered webhook batch is retried, from its first event's storage. */
-  readonly webhooks: { readonly retrySeconds: number };
+  readonly webhooks: {
+    /** How long an undelivered webhook batch is retried, from its first event's storage. */
+    readonly retrySeconds: number;
+    /** A key's queue holds at most this many events and bytes; over it the oldest are dropped. */
+    readonly queueMaxEvents: number;
+    readonly queueMaxBytes: number;
+    /** Refuse webhook URLs (when set and at every connection) on private addresses. */
+    readonly denyPrivate: boolean;
+  };
   readonly cluster: {
     readonly nodeTimeoutMs: number;
     readonly heartbeatIntervalMs: number;
@@ -131,7 +138,12 @@ export function loadConfig(
       idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     },
     history: { size: e.HISTORY_SIZE, ttlSeconds: e.HISTORY_TTL_SECONDS },
-    webhooks: { retrySeconds: e.WEBHOOK_RETRY_SECONDS },
+    webhooks: {
+      retrySeconds: e.WEBHOOK_RETRY_SECONDS,
+      queueMaxEvents: e.WEBHOOK_QUEUE_MAX_EVENTS,
+      queueMaxBytes: e.WEBHOOK_QUEUE_MAX_BYTES,
+      denyPrivate: e.WEBHOOK_DENY_PRIVATE,
+    },
     cluster: {
       nodeTimeoutMs: e.NODE_TIMEOUT_MS,
       heartbeatIntervalMs: e.HEARTBEAT_INTERVAL_MS,

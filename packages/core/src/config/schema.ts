@@ -4,10 +4,11 @@ import { z } from 'zod';
 import { isIP } from 'node:net';
 import { MAX_SECRET_LENGTH } from '../keys/key-store';
 import type { HistoryOverride, KeyLimits } from '../keys/key-store';
-import { WEBHOOK_EVENTS } from '../webhooks/webhooks';
+import { MAX_WEBHOOK_QUEUE_EVENTS, WEBHOOK_EVENTS } from '../webhooks/webhooks';
 import type { WebhookConfig } from '../webhooks/webhooks';
 import { isValidApiKey } from '../protocol/api-key';
 import { domainProblem } from '../protocol/domain';
+import { privateWebhookUrlProblem } from '../webhooks/private-addresses';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -228,6 +229,12 @@ export const configSchema = z
     DRAIN_GRACE_MS: nonNegativeInt.default(10_000),
     DRAIN_BATCH_SIZE: positiveInt.default(500),
     WEBHOOK_RETRY_SECONDS: positiveInt.default(300),
+    WEBHOOK_QUEUE_MAX_EVENTS: positiveInt.max(MAX_WEBHOOK_QUEUE_EVENTS).default(10_000),
+    WEBHOOK_QUEUE_MAX_BYTES: positiveInt.default(16 * 1024 * 1024),
+    WEBHOOK_DENY_PRIVATE: z
+      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
+      .transform((flag) => flag === '1' || flag === 'true')
+      .default('0'),
   })
   .superRefine((env, ctx) => {
     if (env.REDIS_URL && env.REDIS_CLUSTER_NODES) {
@@ -241,6 +248,14 @@ export const configSchema = z
       const problem = placeholderProblem(seed, env.SWITCHBOARD_ALLOW_DEV_KEYS);
       if (problem)
         ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['SWITCHBOARD_KEYS', index], message: problem });
+      const webhookProblem =
+        env.WEBHOOK_DENY_PRIVATE && seed.webhook ? privateWebhookUrlProblem(seed.webhook.url) : undefined;
+      if (webhookProblem)
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['SWITCHBOARD_KEYS', index, 'webhook', 'url'],
+          message: webhookProblem,
+        });
     });
     if (env.TRUST_PROXY !== undefined) {
       ctx.addIssue({
