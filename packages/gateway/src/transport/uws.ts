@@ -135,7 +135,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         query: req.getQuery(),
         headers: { origin: req.getHeader('origin'), jwt: req.getHeader('jwt') },
         remoteAddress: () => Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
-        forwardedFor: forwardedFor(req),
+        forwardedFor: options.readForwardedFor ? forwardedFor(req) : '',
       };
       const refusal = handlers.refuseUpgrade(request);
       if (refusal) {
@@ -202,7 +202,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       const value = req.getHeader(name);
       if (value) headers[name] = value;
     }
-    const forwarded = forwardedFor(req);
+    const forwarded = options.readForwardedFor ? forwardedFor(req) : '';
     if (forwarded) headers['x-forwarded-for'] = forwarded;
     let aborted = false;
     res.onAborted(() => {
