@@ -6,6 +6,10 @@
 # over a Redis on this machine: the root shares its network). docs/operations.md, "Runtimes".
 #
 #   .ci/newer-runtimes.sh [22] [24]     (both when none is given; needs root for chroot and mount)
+#   .ci/newer-runtimes.sh --run 24 -- COMMAND…
+#                                       prepares and mounts the root, runs COMMAND on this machine
+#                                       with NEWER_RUNTIME_ROOT set, unmounts (`npm run bench --
+#                                       --runtime node24` runs itself through it)
 #
 # The root and the Node.js builds are kept in NEWER_RUNTIMES_CACHE (default
 # ~/.cache/switchboard/newer-runtimes) and reused; delete it to refresh them. Without a
@@ -16,7 +20,17 @@ cd "$(dirname "$0")/.."
 REPO="$(pwd -P)"
 CACHE="${NEWER_RUNTIMES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/switchboard/newer-runtimes}"
 ROOT="$CACHE/trixie-root"
-VERSIONS=("$@")
+RUN=()
+if [ "${1:-}" = "--run" ]; then
+  shift
+  VERSIONS=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do VERSIONS+=("$1") && shift; done
+  [ $# -gt 1 ] || { echo "usage: $0 --run <major>… -- <command>…" >&2; exit 2; }
+  shift
+  RUN=("$@")
+else
+  VERSIONS=("$@")
+fi
 [ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(22 24)
 # The transport's tests: every file that drives real sockets through uWebSockets.js.
 TRANSPORT_TESTS=(
@@ -32,7 +46,7 @@ TRANSPORT_TESTS=(
 )
 
 unavailable() {
-  if [ "${CI:-}" = "true" ]; then
+  if [ "${CI:-}" = "true" ] || [ ${#RUN[@]} -gt 0 ]; then
     echo "newer runtimes: FAILED, a prerequisite is missing: $1" >&2
     exit 1
   fi
@@ -92,6 +106,12 @@ mount_in "$REPO" --bind "$REPO"
 mount_in "$NPM_DIR" --bind -o ro "$NPM_DIR"
 ln -sfn "$NPM_DIR/bin/npx-cli.js" "$ROOT/usr/local/bin/npx"
 ln -sfn "$NPM_DIR/bin/npm-cli.js" "$ROOT/usr/local/bin/npm"
+
+if [ ${#RUN[@]} -gt 0 ]; then
+  status=0
+  NEWER_RUNTIME_ROOT="$ROOT" "${RUN[@]}" || status=$?
+  exit "$status"
+fi
 
 for major in "${VERSIONS[@]}"; do
   path="/opt/node$major/bin:/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"

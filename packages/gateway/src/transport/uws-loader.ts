@@ -3,8 +3,8 @@ import { SetupError } from '@switchboard/core';
 import type * as Uws from '@btc-vision/uwebsockets.js';
 
 /**
- * Loads a native uWebSockets.js for the running Node.js, or fails start-up. Only `transport/uws.ts`
- * uses it. Never the JavaScript fallback some builds switch to when their binary does not load: that
+ * Loads a native uWebSockets.js for the running Node.js, or fails start-up. In the product only
+ * `transport/uws.ts` uses it (the benchmark's ceiling server too, to run on the same build). Never the JavaScript fallback some builds switch to when their binary does not load: that
  * fallback answers HTTP (health says ok) but hangs every WebSocket upgrade and cannot publish.
  * The supported matrix and how to use the official release: docs/operations.md, "Runtimes".
  */
