@@ -39,7 +39,7 @@ COPY packages/testing/package.json packages/testing/
 COPY packages/client/package.json packages/client/
 COPY packages/cli/package.json packages/cli/
 # Workspace packages are linked into node_modules/@switchboard/*; only their dist/ is copied below.
-# The uWebSockets.js builds ship binaries for every platform and Node ABI (~200 MB): keep only
+# The uWebSockets.js builds ship binaries for every platform and Node ABI (~230 MB together): keep only
 # this image's ABI; the check after the copies below fails the build when none of them loads.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
     && npm cache clean --force \
