@@ -1,4 +1,5 @@
-import * as uWS from 'uWebSockets.js';
+import type * as uWS from '@btc-vision/uwebsockets.js';
+import { loadUws } from './uws-loader';
 import type { Conn, HttpReply, Transport, TransportHandlers, TransportOptions } from './types';
 
 /** uWS's HttpResponse methods we use (its typings leave them untyped). */
@@ -81,9 +82,13 @@ interface Carrier<T> {
   readonly data: T;
 }
 
-/** The only module that imports uWebSockets.js. */
+/**
+ * The only module that imports uWebSockets.js (through `loadUws`, which throws the start-up
+ * failure when no native build loads for this Node.js).
+ */
 export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: TransportOptions): Transport {
-  const app = uWS.App();
+  const native = loadUws().uws;
+  const app = native.App();
   let listenSocket: uWS.us_listen_socket | undefined;
   /** The upgrade being completed by `upgradeLate`, while its `res.cork` runs. */
   let late: { ws: uWS.WebSocket<Carrier<T>> | undefined; closed: boolean } | undefined;
@@ -126,7 +131,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     idleTimeout: options.idleTimeoutSeconds,
     maxBackpressure: options.maxBackpressureBytes,
     sendPingsAutomatically: true,
-    compression: uWS.DISABLED,
+    compression: native.DISABLED,
     upgrade: (rawRes, req, context) => {
       const res = rawRes as unknown as Response;
       // uWS: everything needed from `req` must be copied before the first await.
@@ -262,11 +267,11 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
             return;
           }
           listenSocket = socket;
-          resolve(uWS.us_socket_local_port(socket));
+          resolve(native.us_socket_local_port(socket));
         });
       }),
     stopListening: () => {
-      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      if (listenSocket) native.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
     },
     publish: (topic, message, isBinary) => {
@@ -274,7 +279,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     },
     numSubscribers: (topic) => app.numSubscribers(topic),
     close: () => {
-      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      if (listenSocket) native.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
       (app as unknown as { close(): void }).close();
     },
