@@ -20,6 +20,8 @@ export interface Meta {
   productCommit: string;
   productDir: string;
   options: Options;
+  /** The servers' Node.js when it is not this process's (`--runtime`). */
+  serverNode?: string;
 }
 
 export interface ThroughputShape {
@@ -32,6 +34,17 @@ export interface ThroughputShape {
 }
 
 export interface Results {
+  /**
+   * Fan-out and many channels with the servers on another Node.js (`--runtime node24`), keyed by
+   * runtime; docs/benchmarks.md sets them beside this file's own (Node.js of the machine) rows.
+   */
+  runtimes?: Record<
+    string,
+    {
+      fanout?: { meta: Meta; shapes: ThroughputShape[] };
+      channels?: { meta: Meta; shapes: ThroughputShape[] };
+    }
+  >;
   fanout?: { meta: Meta; shapes: ThroughputShape[] };
   channels?: { meta: Meta; shapes: ThroughputShape[] };
   presence?: { meta: Meta; runs: PresenceResult[]; median: PresenceResult };
@@ -96,4 +109,6 @@ export interface Options {
   /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
   quick: boolean;
   client: 'raw' | 'ws';
+  /** `node22`, `node24`: the servers on that Node.js in a Debian 13 root (fan-out and channels only). */
+  runtime?: string;
 }

@@ -40,6 +40,9 @@ describe('the web console is served by the account API', () => {
   test.each([
     ['/console/console.js', /javascript/],
     ['/console/console.css', /text\/css/],
+    ['/console/favicon.svg', /image\/svg\+xml/],
+    // Asked by browsers whatever the page links: the same icon, not a 404.
+    ['/favicon.ico', /image\/svg\+xml/],
   ])('%s is served with the security headers', async (path, type) => {
     const res = await request(app).get(path).expect(200);
     expect(res.headers['content-type']).toMatch(type);

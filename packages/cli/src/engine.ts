@@ -22,6 +22,7 @@ export async function createEngine(config: Config, deps: EngineDeps): Promise<En
       logSize: config.limits.logSize,
       keysFile: join(config.dataDir, 'keys.json'),
       historyTtlSeconds: config.history.ttlSeconds,
+      webhookQueue: { maxEvents: config.webhooks.queueMaxEvents, maxBytes: config.webhooks.queueMaxBytes },
     });
   return createMemoryEngine(state);
 }

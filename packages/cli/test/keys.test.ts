@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import {
@@ -370,6 +371,37 @@ describe('keys webhook', () => {
     expect(removed.result).toBe(0);
     expect(JSON.parse(removed.stdout)).not.toHaveProperty('webhook');
     expect(storedKeys()[0]).not.toHaveProperty('webhook');
+  });
+
+  test.each([
+    'http://127.0.0.1:9000/h',
+    'http://localhost:9000/h',
+    'http://[::1]/h',
+    'https://169.254.169.254/latest',
+    'http://10.1.2.3/h',
+    'http://[fd00::1]/h',
+    'http://100.64.0.1/h',
+    'http://[::ffff:192.168.1.1]/h',
+  ])('with WEBHOOK_DENY_PRIVATE=1, %s is refused with exit 1 naming the setting', async (url) => {
+    const record = await createKey();
+    env.WEBHOOK_DENY_PRIVATE = '1';
+    const { result, stdout, stderr } = await keys('webhook', record.key, url);
+    expect(result).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/loopback, link-local or private address, which WEBHOOK_DENY_PRIVATE refuses/);
+    expect(storedKeys()[0]).toEqual(record);
+    // Off (the default): a local receiver is fine.
+    delete env.WEBHOOK_DENY_PRIVATE;
+    expect((await keys('webhook', record.key, url)).result).toBe(0);
+  });
+
+  test('with WEBHOOK_DENY_PRIVATE=1, a name is refused on the addresses it resolves to', async () => {
+    const record = await createKey();
+    env.WEBHOOK_DENY_PRIVATE = '1';
+    // The machine's own name resolves (through /etc/hosts, no network) to a loopback or private address.
+    const { result, stderr } = await keys('webhook', record.key, `http://${hostname()}/h`);
+    expect(result).toBe(1);
+    expect(stderr).toMatch(/resolves to \S+, a loopback, link-local or private address/);
   });
 
   test('an unknown key is exit 1 and stores nothing', async () => {

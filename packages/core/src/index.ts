@@ -33,6 +33,7 @@ export * from './engine';
 export * from './webhooks/webhooks';
 export * from './webhooks/webhooks-memory';
 export * from './webhooks/dispatcher';
+export * from './webhooks/private-addresses';
 export * from './metrics/metrics';
 export * from './metrics/metrics-server';
 export * from './keys/seed-keys';

@@ -1,4 +1,4 @@
-import type { Config, Engine, Logger, NodeId } from '@switchboard/core';
+import type { Config, Engine, KickSelector, Logger, NodeId } from '@switchboard/core';
 import type { Transport } from './transport/types';
 import type { Registry } from './fanout/registry';
 import type { BrokerSubscriptions } from './fanout/broker-subscriptions';
@@ -49,5 +49,7 @@ export interface GatewayContext {
   readonly connectionRate: ConnectionRateLimit;
   readonly authFailures: AuthFailureLimiter;
   readonly status: { draining: boolean; admitting: number };
+  /** Kicks this node's matching connections at once (`executeKick`). */
+  kickHere(selector: KickSelector): number;
   nextConnId(): string;
 }

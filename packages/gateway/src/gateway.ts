@@ -88,6 +88,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     addresses: new ClientAddresses(config.trustedProxies),
     connectionRate: new ConnectionRateLimit(config.limits.newConnectionsPerSecondPerIp),
     authFailures: new AuthFailureLimiter(config.limits.authFailures),
+    kickHere: (selector) => executeKick(ctx, selector),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };
   const delivery = new Delivery(ctx);
@@ -101,6 +102,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     owner: config.nodeId,
     logger: deps.logger,
     retrySeconds: config.webhooks.retrySeconds,
+    denyPrivate: config.webhooks.denyPrivate,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.webhookTiming ? { timing: deps.webhookTiming } : {}),
   });
@@ -120,6 +122,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       // uWS silently skips a socket over this; `SlowConsumers` closes slow consumers (4008) long
       // before, while their close frame still fits, so no one loses messages without a close.
       maxBackpressureBytes: config.limits.slowConsumerBytes * 32,
+      readForwardedFor: config.trustedProxies.length > 0,
     },
   );
 

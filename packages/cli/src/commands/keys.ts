@@ -2,6 +2,7 @@ import {
   ConfigError,
   DEFAULT_WEBHOOK_EVENTS,
   isWebhookUrl,
+  resolvedWebhookUrlProblem,
   WEBHOOK_EVENTS,
   createLogger,
   domainProblem,
@@ -420,6 +421,13 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
     case 'webhook': {
       const [key] = positional;
       const webhook = requestedWebhook(parsed);
+      // Resolved now as well as checked at every connection (docs/security.md, "Webhooks and SSRF").
+      const refused =
+        webhook && config.webhooks.denyPrivate ? await resolvedWebhookUrlProblem(webhook.url) : undefined;
+      if (refused) {
+        io.err(`${refused}; give a public address, or unset WEBHOOK_DENY_PRIVATE`);
+        return 1;
+      }
       const record = key === undefined ? null : await engine.keys.get(key);
       if (!record || key === undefined) {
         io.err(`Unknown API key "${key}"; "switchboard keys list" shows the existing ones`);

@@ -142,7 +142,12 @@ export class RedisKeyStore implements KeyStore {
     await guard(this.client, () =>
       this.client
         .multi()
-        .del(this.keys.webhookSwitch(key), this.keys.webhookEvents(key), this.keys.webhookLease(key))
+        .del(
+          this.keys.webhookSwitch(key),
+          this.keys.webhookEvents(key),
+          this.keys.webhookLease(key),
+          this.keys.webhookBytes(key),
+        )
         .exec(),
     );
     return results[0]?.[1] === 1;

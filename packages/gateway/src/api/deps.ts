@@ -1,4 +1,4 @@
-import type { Publication } from '@switchboard/core';
+import type { KickSelector, Publication } from '@switchboard/core';
 import type { NodeDeps } from '../deps';
 import type { KeyCache } from '../key-cache';
 import type { Meters } from '../meters';
@@ -11,4 +11,6 @@ export interface ApiDeps extends NodeDeps {
   readonly unconfirmed: UnconfirmedPublications;
   /** This node's delivery of a REST publication it accepted (`Delivery.deliver`). */
   readonly delivery: { deliver(publication: Publication, sender: undefined, streamed: boolean): void };
+  /** Kicks this node's matching connections at once (`executeKick`); returns how many. */
+  kickHere(selector: KickSelector): number;
 }

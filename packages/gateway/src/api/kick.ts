@@ -8,6 +8,10 @@ import type { ApiDeps } from './deps';
  * A kick route (docs/openapi.yaml): the key's connections that `selectorOf` picks out of the
  * body, starting from every connection of the key (`base`). The kick reaches every node through
  * the broker's control channel.
+ *
+ * The answer's `kicked` counts the sockets this gateway closed or removed the channel from: it
+ * kicks its own first, then tells every node. The control channel is publish/subscribe without
+ * replies, so the other gateways' kicks are not counted (docs/protocol.md, "Kicks").
  */
 export async function kick(
   ctx: ApiDeps,
@@ -17,6 +21,7 @@ export async function kick(
   const record = await authenticate(ctx, body);
   const reason = optionalString(body, 'reason') ?? CLOSE_CODES.KICKED.message;
   const selector = selectorOf(body, { key: record.key, reason });
+  const kicked = ctx.kickHere(selector);
   await kickConnections(ctx.engine, selector);
-  return { success: true };
+  return { success: true, kicked };
 }

@@ -76,7 +76,13 @@ async function subscribe(
   if (resume && isResumeProblem(resume)) return reply(resume.problem);
   (state.pending ??= new Set()).add(channel);
   try {
-    const auth = await authorizeChannel(state.record, channel, request.token, queryUser);
+    const auth = await authorizeChannel(
+      state.record,
+      channel,
+      request.token,
+      queryUser,
+      ctx.config.jwtRequireExp,
+    );
     if (!auth.ok) return reply(AUTH_FAILED);
     const { uuid } = request;
     const tooLong = identityProblem(uuid, auth.user);
