@@ -56,7 +56,20 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const logger = deps.logger.child({ component: 'gateway' });
   const registry = new Registry();
   const dialects = new Dialects(DIALECTS);
+  const meters = createMeters(deps.metrics, dialects.families);
+  const slowConsumers = new SlowConsumers(() => config.limits.slowConsumerBytes);
   let sequence = 0;
+  // The transport is made last (its handlers need everything else): delivery reaches it late.
+  const delivery = new Delivery({
+    config,
+    get transport(): Transport {
+      return transport;
+    },
+    registry,
+    slowConsumers,
+    meters,
+  });
+  const streams = new Streams({ config, engine, logger, delivery });
 
   const ctx: GatewayContext = {
     config,
@@ -64,36 +77,31 @@ export function createGateway(deps: GatewayDeps): Gateway {
     logger,
     nodeId: config.nodeId,
     dialects,
-    // Getters: the transport and the repair need the context themselves, so they come after it.
+    // Getters: the transport's handlers and the repair take the context themselves, so they come
+    // after it (the repair is what the presence flow reports failed writes to).
     get transport(): Transport {
       return transport;
     },
     registry,
     subscriptions: new BrokerSubscriptions(engine.broker, logger),
-    get delivery(): Delivery {
-      return delivery;
-    },
+    delivery,
     keys: new KeyCache(engine.keys, config.cluster.keyCacheMs),
     get repair(): Repair {
       return repair;
     },
-    get streams(): Streams {
-      return streams;
-    },
-    slowConsumers: new SlowConsumers(() => config.limits.slowConsumerBytes),
+    streams,
+    slowConsumers,
     earlyJoins: new EarlyJoins(),
     unconfirmed: new UnconfirmedPublications(),
     status: { draining: false, admitting: 0 },
-    meters: createMeters(deps.metrics, dialects.families),
+    meters,
     addresses: new ClientAddresses(config.trustedProxies),
     connectionRate: new ConnectionRateLimit(config.limits.newConnectionsPerSecondPerIp),
     authFailures: new AuthFailureLimiter(config.limits.authFailures),
     kickHere: (selector) => executeKick(ctx, selector),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };
-  const delivery = new Delivery(ctx);
   const repair = new Repair(ctx);
-  const streams = new Streams(ctx);
   const membership = new Membership(ctx);
   // Every gateway dispatches webhooks; one at a time per key (docs/webhooks.md).
   const webhooks = new WebhookDispatcher({
