@@ -1,5 +1,6 @@
 import type { Publication } from '@switchboard/core';
 import type { PositionReport } from '../../streams/topic-stream';
+import { parseObject } from './parse';
 
 /**
  * Frames of opted-in subscriptions (docs/protocol.md, "History and recovery"). A stream
@@ -13,15 +14,7 @@ import type { PositionReport } from '../../streams/topic-stream';
  * relayed verbatim). V4 marks its JSON objects where they enter (`stampable`).
  */
 export function isObjectText(publication: Publication): boolean {
-  if (publication.stampable) return true;
-  const { body } = publication;
-  if (body.charCodeAt(0) !== 123 /* { */) return false;
-  try {
-    const value: unknown = JSON.parse(body);
-    return !!value && typeof value === 'object' && !Array.isArray(value);
-  } catch {
-    return false;
-  }
+  return publication.stampable === true || parseObject(publication.body) !== undefined;
 }
 
 /** `publication` as an opted-in subscription receives it; `channel` stamps a V4 secondary. */
