@@ -44,7 +44,10 @@ export interface Config {
     readonly slowConsumerBytes: number;
     readonly idleTimeoutSeconds: number;
   };
-  /** Topic streams (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`); keys may override both. */
+  /**
+   * Topic streams (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`, `HISTORY_MAX_BYTES_PER_CHANNEL`); keys
+   * may override the first two.
+   */
   readonly history: HistoryRetention;
   /** How long an undelivered webhook batch is retried, from its first event's storage. */
   readonly webhooks: { readonly retrySeconds: number };
@@ -125,7 +128,11 @@ export function loadConfig(
       slowConsumerBytes: e.SLOW_CONSUMER_BYTES,
       idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     },
-    history: { size: e.HISTORY_SIZE, ttlSeconds: e.HISTORY_TTL_SECONDS },
+    history: {
+      size: e.HISTORY_SIZE,
+      ttlSeconds: e.HISTORY_TTL_SECONDS,
+      maxBytes: e.HISTORY_MAX_BYTES_PER_CHANNEL,
+    },
     webhooks: { retrySeconds: e.WEBHOOK_RETRY_SECONDS },
     cluster: {
       nodeTimeoutMs: e.NODE_TIMEOUT_MS,

@@ -24,6 +24,10 @@ export const MAX_HISTORY_SIZE = 10_000;
 /** Upper bound of `HISTORY_TTL_SECONDS` and of a key's `history.ttlSeconds` (one week). */
 export const MAX_HISTORY_TTL_SECONDS = 7 * 24 * 3600;
 
+/** Bounds of `HISTORY_MAX_BYTES_PER_CHANNEL`: bytes of stored publications per topic. */
+export const MIN_HISTORY_BYTES = 1024;
+export const MAX_HISTORY_BYTES = 1024 * 1024 * 1024;
+
 const historySize = z.coerce.number().int().min(0).max(MAX_HISTORY_SIZE);
 const historyTtl = z.coerce.number().int().positive().max(MAX_HISTORY_TTL_SECONDS);
 
@@ -206,6 +210,12 @@ export const configSchema = z
     LOG_SIZE: positiveInt.default(500),
     HISTORY_SIZE: historySize.default(100),
     HISTORY_TTL_SECONDS: historyTtl.default(120),
+    HISTORY_MAX_BYTES_PER_CHANNEL: z.coerce
+      .number()
+      .int()
+      .min(MIN_HISTORY_BYTES)
+      .max(MAX_HISTORY_BYTES)
+      .default(1024 * 1024),
     MAX_CONNECTIONS_PER_NODE: nonNegativeInt.default(0),
     MAX_CONNECTIONS_PER_KEY: nonNegativeInt.default(0),
     MAX_CHANNELS_PER_SOCKET: positiveInt.default(100),

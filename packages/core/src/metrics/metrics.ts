@@ -61,6 +61,8 @@ export interface Metrics {
   readonly webhookLatency: Histogram;
   /** Webhook batches dropped after the retry window (`WEBHOOK_RETRY_SECONDS`). */
   readonly webhookDroppedBatches: Counter;
+  /** Bytes of stored publications dropped because a channel's history passed `HISTORY_MAX_BYTES_PER_CHANNEL`. */
+  readonly historyTrimmedBytes: Counter;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   /** The `Content-Type` of `render()`'s output. */
@@ -189,6 +191,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
     webhookDroppedBatches: new Counter({
       name: 'switchboard_webhook_dropped_batches_total',
       help: 'Webhook batches dropped after the retry window',
+      registers,
+    }),
+    historyTrimmedBytes: new Counter({
+      name: 'switchboard_history_trimmed_bytes_total',
+      help: "Bytes of stored publications dropped because a channel's history passed its byte cap",
       registers,
     }),
     render: () => registry.metrics(),

@@ -7,7 +7,7 @@ import { Cluster } from 'ioredis';
 import { coalesceWrites, guard } from './clients';
 import type { RedisClients } from './clients';
 import type { RedisKeys } from './keys';
-import { positionOf, runHistoryPublish } from './history-scripts';
+import { positionFrom, runHistoryPublish } from './history-scripts';
 import type { LogAppend } from './message-log-redis';
 import { decodePublication, encodePublication, publicationHead, publicationTail } from './publication-codec';
 import { StreamPublishes } from './stream-publishes';
@@ -146,12 +146,15 @@ export class RedisBroker implements Broker {
     const head = publicationHead(publication);
     const tail = publicationTail(publication);
     const { size, ttlSeconds } = retention;
+    const maxBytes = retention.maxBytes ?? 0;
     if (this.streamPublishes) {
-      return this.streamPublishes.add({ meta, list, head, tail, size, ttlSeconds, channel, log });
+      return this.streamPublishes.add({ meta, list, head, tail, size, ttlSeconds, maxBytes, channel, log });
     }
     const { command } = this.clients;
-    const args = [head, tail, size, ttlSeconds, newEpoch(), channel];
-    return guard(command, () => runHistoryPublish(command, [meta, list], args)).then(positionOf);
+    const args = [head, tail, size, ttlSeconds, newEpoch(), channel, maxBytes];
+    return guard(command, () => runHistoryPublish(command, [meta, list], args)).then((reply) =>
+      positionFrom(command, reply),
+    );
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {
