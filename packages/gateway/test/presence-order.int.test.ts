@@ -7,8 +7,9 @@ import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing'
 /**
  * A presence socket's first presence frame is its member list (docs/protocol.md, "Presence"),
  * although the socket is open, and in its channel, before its join is answered: two sockets
- * whose joins are answered one after the other (held in order by a paused Redis) must not see
- * each other's `member_joined` before their own list. Every event still arrives, after the list.
+ * whose joins are answered one after the other (held in order by a paused Redis: `CLIENT PAUSE
+ * WRITE`, which also holds scripts) must not see each other's `member_joined` before their own
+ * list. Every event still arrives, after the list.
  */
 
 let redis: RedisServer;
@@ -51,15 +52,16 @@ const joinedBy = (user: string) => (f: { json: Record<string, unknown> | undefin
 it.each([
   ['v3', 'system:', '/v3/order-v3'],
   ['v4', 'system::', '/v4/order-v4'],
-] as const)('%s: sends the list before any other presence event', async (protocol, prefix, path) => {
+] as const)('%s: sends the list before any other presence event', async (_, prefix, path) => {
   const query = { presence: '1' };
   // The channel is subscribed and the key cached on both nodes: the upgrades below never wait.
   for (const node of nodes) {
     const observer = await open(node, path, { ...query, user: `observer-${node.port}` });
     await observer.nextEvent(`${prefix}member_list`);
   }
-  // Writes wait while paused: both joins issued during admission stay unanswered, in order.
-  await admin.call('CLIENT', 'PAUSE', '10000', 'WRITE');
+  // Writes wait while paused (at most 1 s, well within the gateway's command timeout): both
+  // joins issued during admission stay unanswered, in order.
+  await admin.call('CLIENT', 'PAUSE', '1000', 'WRITE');
   const first = await open(nodes[0]!, path, { ...query, user: 'first' });
   const second = await open(nodes[0]!, path, { ...query, user: 'second' });
   await admin.call('CLIENT', 'UNPAUSE');
@@ -69,7 +71,29 @@ it.each([
   await first.next(joinedBy('second'));
   expect(presenceEvents(first, prefix)[0]).toBe(`${prefix}member_list`);
   expect(presenceEvents(second, prefix)[0]).toBe(`${prefix}member_list`);
-  // Nothing was dropped on the way: the second also hears of the first. (On V4 the first's
-  // join, held by the pause, is answered as a repeat: its identity is announced by nobody.)
-  if (protocol === 'v3') await second.next(joinedBy('first'));
+  // Nothing was dropped on the way: the second also hears of the first.
+  await second.next(joinedBy('first'));
+});
+
+it('an opted-in presence subscription also gets its list before any other presence event', async () => {
+  const path = '/v3/order-recover';
+  const query = { presence: '1', recover: '1' };
+  for (const node of nodes) {
+    const observer = await open(node, path, { ...query, user: `observer-${node.port}` });
+    await observer.nextEvent('system:member_list');
+  }
+  // Its history read comes first, then its join: both sockets' reads are held (a script waits
+  // like a write) and answered together, so the second is in the channel while the first's join
+  // is answered.
+  await admin.call('CLIENT', 'PAUSE', '1000', 'WRITE');
+  const first = await open(nodes[0]!, path, { ...query, user: 'first' });
+  const second = await open(nodes[0]!, path, { ...query, user: 'second' });
+  await admin.call('CLIENT', 'UNPAUSE');
+  await second.next(joinedBy('second'));
+  await first.next(joinedBy('second'));
+  for (const client of [first, second]) {
+    expect(client.received[0]?.json?.['event']).toBe('system::position');
+    expect(presenceEvents(client, 'system:')[0]).toBe('system:member_list');
+  }
+  expect(second.received.some(joinedBy('first'))).toBe(true);
 });
