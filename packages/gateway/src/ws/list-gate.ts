@@ -21,6 +21,8 @@ interface Waiting {
 
 /** Per gateway: topic → its subscriptions waiting for their list on this node. */
 const gates = new WeakMap<GatewayContext, Map<string, Set<Waiting>>>();
+/** Subscriptions waiting in this process, every gateway's: a delivery costs one comparison while none do. */
+let waitingCount = 0;
 
 const gateOf = (ctx: GatewayContext): Map<string, Set<Waiting>> => {
   let gate = gates.get(ctx);
@@ -51,6 +53,7 @@ export function holdUntilList(ctx: GatewayContext, state: ConnectionState, sub: 
     gate.set(id, waiting);
   }
   waiting.add({ state, sub, held: [] });
+  waitingCount++;
 }
 
 /** The list was sent (or the join failed): the subscription joins its uWS topic, then gets what was held. */
@@ -79,6 +82,7 @@ export function offerToWaiting(
   streamed: boolean,
   excluded: ConnectionState | undefined,
 ): void {
+  if (waitingCount === 0) return;
   const gate = gates.get(ctx);
   if (!gate || gate.size === 0) return;
   const waiting = gate.get(topicKey(publication.topic));
@@ -111,6 +115,7 @@ function take(ctx: GatewayContext, state: ConnectionState, sub: Subscription): W
   for (const entry of waiting) {
     if (entry.state !== state || entry.sub !== sub) continue;
     waiting.delete(entry);
+    waitingCount--;
     if (waiting.size === 0) gate!.delete(id);
     return entry;
   }
