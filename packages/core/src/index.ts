@@ -8,6 +8,7 @@ export { MAX_HISTORY_SIZE, MAX_HISTORY_TTL_SECONDS, isWebhookUrl, webhookConfig 
 export * from './protocol/channel-name';
 export * from './protocol/api-key';
 export * from './protocol/domain';
+export * from './protocol/app-id';
 export * from './broker/broker';
 export * from './history/history';
 export * from './history/history-memory';

@@ -7,6 +7,7 @@ import type { HistoryOverride, KeyLimits } from '../keys/key-store';
 import { MAX_WEBHOOK_QUEUE_EVENTS, WEBHOOK_EVENTS } from '../webhooks/webhooks';
 import type { WebhookConfig } from '../webhooks/webhooks';
 import { isValidApiKey } from '../protocol/api-key';
+import { APP_ID_RULE, isValidAppId } from '../protocol/app-id';
 import { domainProblem } from '../protocol/domain';
 import { privateWebhookUrlProblem } from '../webhooks/private-addresses';
 
@@ -103,6 +104,7 @@ const seedKey = z.object({
     .string()
     .min(8, 'secret must be at least 8 characters')
     .max(MAX_SECRET_LENGTH, `secret must be at most ${MAX_SECRET_LENGTH} characters`),
+  appId: z.string().refine(isValidAppId, `appId must be ${APP_ID_RULE}`).optional(),
   domains: z.array(domain).default([]),
   clientMessages: z.boolean().default(true),
   forceAuth: z.boolean().default(false),
@@ -162,6 +164,16 @@ function placeholderProblem(
   }
   return undefined;
 }
+
+/**
+ * Bounds of the Pusher protocol's settings (docs/pusher.md, "Configuration"): a presence roster
+ * goes whole into every subscriber's `subscription_succeeded` frame, and a socket keeps its
+ * identity (`user_info`, sign-in `user_data`, watchlist) for as long as it is open.
+ */
+export const MAX_PUSHER_PRESENCE_MEMBERS = 10_000;
+export const MAX_PUSHER_USER_INFO_BYTES = 16 * 1024;
+export const MAX_PUSHER_USER_DATA_BYTES = 64 * 1024;
+export const MAX_PUSHER_WATCHLIST_SIZE = 1_000;
 
 const defaultNodeId = (): string => `${hostname()}-${randomBytes(3).toString('hex')}`;
 
@@ -228,6 +240,13 @@ export const configSchema = z
     KEY_CACHE_MS: nonNegativeInt.default(2_000),
     DRAIN_GRACE_MS: nonNegativeInt.default(10_000),
     DRAIN_BATCH_SIZE: positiveInt.default(500),
+    PUSHER_MAX_PRESENCE_MEMBERS: positiveInt.max(MAX_PUSHER_PRESENCE_MEMBERS).default(100),
+    PUSHER_CLIENT_EVENTS_PER_SECOND: positiveInt.default(10),
+    PUSHER_ACTIVITY_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(600).default(120),
+    PUSHER_PONG_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(120).default(30),
+    PUSHER_MAX_USER_INFO_BYTES: positiveInt.max(MAX_PUSHER_USER_INFO_BYTES).default(1024),
+    PUSHER_MAX_USER_DATA_BYTES: positiveInt.max(MAX_PUSHER_USER_DATA_BYTES).default(16 * 1024),
+    PUSHER_MAX_WATCHLIST_SIZE: positiveInt.max(MAX_PUSHER_WATCHLIST_SIZE).default(100),
     WEBHOOK_RETRY_SECONDS: positiveInt.default(300),
     WEBHOOK_QUEUE_MAX_EVENTS: positiveInt.max(MAX_WEBHOOK_QUEUE_EVENTS).default(10_000),
     WEBHOOK_QUEUE_MAX_BYTES: positiveInt.default(16 * 1024 * 1024),
