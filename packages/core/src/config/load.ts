@@ -59,7 +59,7 @@ export interface Config {
     /** Refuse webhook URLs (when set and at every connection) on private addresses. */
     readonly denyPrivate: boolean;
   };
-  /** The Pusher Channels protocol (docs/pusher.md, "Configuration"). */
+  /** The Pusher Channels protocol (docs/pusher.md, "Limits"). */
   readonly pusher: {
     /** Distinct users in one presence channel; a subscriber over it is refused. */
     readonly maxPresenceMembers: number;

@@ -166,7 +166,7 @@ function placeholderProblem(
 }
 
 /**
- * Bounds of the Pusher protocol's settings (docs/pusher.md, "Configuration"): a presence roster
+ * Bounds of the Pusher protocol's settings (docs/pusher.md, "Limits"): a presence roster
  * goes whole into every subscriber's `subscription_succeeded` frame, and a socket keeps its
  * identity (`user_info`, sign-in `user_data`, watchlist) for as long as it is open.
  */

@@ -5,7 +5,7 @@ import {
   DEFAULT_PONG_TIMEOUT_SECONDS,
 } from '../../src/protocols/pusher';
 
-/** The configuration's PUSHER_ defaults are the protocol modules' own (docs/pusher.md, "Configuration"). */
+/** The configuration's PUSHER_ defaults are the protocol modules' own (docs/pusher.md, "Limits"). */
 describe('Pusher configuration defaults', () => {
   it('match the defaults of the protocol modules', () => {
     const { pusher } = loadConfig({});
