@@ -62,7 +62,7 @@ Options:
   --history-ttl S             seconds history is kept after a channel's latest publication,
                               1 to ${MAX_HISTORY_TTL_SECONDS} (default: HISTORY_TTL_SECONDS)
   --events E1,E2              the webhook's events, of ${WEBHOOK_EVENTS.join(', ')}
-                              (default: all but client_event)
+                              (default: all but client_event and cache_miss)
   --json                      machine-readable output on stdout
 
 The keys live in the configured engine: Redis when REDIS_URL or REDIS_CLUSTER_NODES is set,
