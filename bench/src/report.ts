@@ -26,6 +26,8 @@ const LABEL: Record<SystemName, string> = {
   'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes',
   'ceiling-uws': 'Ceiling: raw uWS, 1 process',
   'ceiling-redis-script': "Ceiling with Switchboard's publish script, 2 processes",
+  soketi: 'Soketi 1.6.1, 2 nodes + Redis adapter (Pusher protocol)',
+  'switchboard-pusher': 'Switchboard, 2 nodes + Redis (Pusher protocol)',
 };
 const COLOR: Record<SystemName, string> = {
   'switchboard-redis': '#2b6cb0',
@@ -34,6 +36,8 @@ const COLOR: Record<SystemName, string> = {
   'ceiling-redis': '#718096',
   'ceiling-uws': '#cbd5e0',
   'ceiling-redis-script': '#a0aec0',
+  soketi: '#dd6b20',
+  'switchboard-pusher': '#2c5282',
 };
 
 const int = (n: number | undefined): string =>

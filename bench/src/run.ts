@@ -17,6 +17,8 @@ import type { ConnectCostRun } from './scenarios/connect-cost';
 import { memoryCase } from './scenarios/memory';
 import type { MemoryCase } from './scenarios/memory';
 import { presenceScenario } from './scenarios/presence';
+import { PUSHER_SYSTEMS, pusherScenario } from './scenarios/pusher';
+import type { PusherShape } from './scenarios/pusher';
 import type { PresenceResult } from './scenarios/presence';
 import { profileScenario } from './scenarios/profile';
 import { publishCostScenario } from './scenarios/publish-cost';
@@ -77,6 +79,7 @@ export interface Results {
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
   scale?: { meta: Meta; result: ScaleResult };
   'connect-cost'?: { meta: Meta; connections: number; runs: ConnectCostRun[]; median?: ConnectCostRun };
+  pusher?: { meta: Meta; shapes: PusherShape[] };
 }
 
 export interface Options {
@@ -116,6 +119,8 @@ export interface Options {
   /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
   quick: boolean;
   client: 'raw' | 'ws';
+  /** pusher: the systems measured (the Redis-hop ceiling, Soketi, Switchboard over Pusher). */
+  pusherSystems?: SystemName[];
 }
 
 // Each Switchboard system right after its ceiling: a pair sees the same machine, and Switchboard
@@ -137,7 +142,7 @@ const DEFAULT_SCENARIOS = [
   'memory',
 ];
 /** Scenarios run only when named (`--scenario scale`): each takes several minutes. */
-const EXTRA_SCENARIOS = ['profile', 'scale'];
+const EXTRA_SCENARIOS = ['profile', 'scale', 'pusher'];
 const COST_VARIANTS: CostVariant[] = [
   'ceiling',
   'script-floor',
@@ -276,6 +281,11 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--connect-connections':
         o.connectConnections = Math.floor(num());
+        break;
+      case '--pusher-systems':
+        o.pusherSystems = value().split(',') as SystemName[];
+        for (const v of o.pusherSystems)
+          if (!PUSHER_SYSTEMS.includes(v)) throw new Error(`--pusher-systems: unknown ${v}`);
         break;
       case '--product-dir':
         product.dir = resolve(value());
@@ -450,6 +460,20 @@ async function main(): Promise<void> {
     if (scenario === 'fanout' || scenario === 'channels') {
       const shapes = await throughputShapes(scenario, o);
       save(scenario, { meta: meta(), shapes });
+    } else if (scenario === 'pusher') {
+      const shapes = await pusherScenario({
+        systems: o.pusherSystems ?? PUSHER_SYSTEMS,
+        fanoutSubscribers: o.sizes[0] ?? 1000,
+        channels: o.channels,
+        runs: o.runs,
+        workers: o.workers,
+        durationMs: o.durationS * 1000,
+        stepMs: o.stepS * 1000,
+        refine: o.refine,
+        maxP99Ms: o.maxP99Ms,
+        log,
+      });
+      save('pusher', { meta: meta(), shapes });
     } else if (scenario === 'publish-cost') {
       const channels = o.quick ? o.channels : 2000;
       log(
