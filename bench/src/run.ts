@@ -18,7 +18,7 @@ import { memoryCase } from './scenarios/memory';
 import type { MemoryCase } from './scenarios/memory';
 import { presenceScenario } from './scenarios/presence';
 import { PUSHER_SYSTEMS, pusherScenario } from './scenarios/pusher';
-import type { PusherShape } from './scenarios/pusher';
+import type { PusherResults } from './scenarios/pusher';
 import type { PresenceResult } from './scenarios/presence';
 import { profileScenario } from './scenarios/profile';
 import { publishCostScenario } from './scenarios/publish-cost';
@@ -79,7 +79,7 @@ export interface Results {
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
   scale?: { meta: Meta; result: ScaleResult };
   'connect-cost'?: { meta: Meta; connections: number; runs: ConnectCostRun[]; median?: ConnectCostRun };
-  pusher?: { meta: Meta; shapes: PusherShape[] };
+  pusher?: { meta: Meta } & PusherResults;
 }
 
 export interface Options {
@@ -121,6 +121,8 @@ export interface Options {
   client: 'raw' | 'ws';
   /** pusher: the systems measured (the Redis-hop ceiling, Soketi, Switchboard over Pusher). */
   pusherSystems?: SystemName[];
+  /** pusher: presence joins per system and run (0: none). */
+  pusherPresence: number;
 }
 
 // Each Switchboard system right after its ceiling: a pair sees the same machine, and Switchboard
@@ -182,6 +184,7 @@ function parseArgs(argv: string[]): Options {
     docs: true,
     quick: false,
     client: 'raw',
+    pusherPresence: 4000,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -287,6 +290,9 @@ function parseArgs(argv: string[]): Options {
         for (const v of o.pusherSystems)
           if (!PUSHER_SYSTEMS.includes(v)) throw new Error(`--pusher-systems: unknown ${v}`);
         break;
+      case '--pusher-presence':
+        o.pusherPresence = Math.floor(num());
+        break;
       case '--product-dir':
         product.dir = resolve(value());
         break;
@@ -324,6 +330,7 @@ function parseArgs(argv: string[]): Options {
           recoveryPublications: 20,
           scaleConnections: 2000,
           connectConnections: 1000,
+          pusherPresence: 200,
           refine: 1,
           quick: true,
           docs: false,
@@ -461,7 +468,7 @@ async function main(): Promise<void> {
       const shapes = await throughputShapes(scenario, o);
       save(scenario, { meta: meta(), shapes });
     } else if (scenario === 'pusher') {
-      const shapes = await pusherScenario({
+      const pusher = await pusherScenario({
         systems: o.pusherSystems ?? PUSHER_SYSTEMS,
         fanoutSubscribers: o.sizes[0] ?? 1000,
         channels: o.channels,
@@ -471,9 +478,11 @@ async function main(): Promise<void> {
         stepMs: o.stepS * 1000,
         refine: o.refine,
         maxP99Ms: o.maxP99Ms,
+        idle: o.idle,
+        presenceJoins: o.pusherPresence,
         log,
       });
-      save('pusher', { meta: meta(), shapes });
+      save('pusher', { meta: meta(), ...pusher });
     } else if (scenario === 'publish-cost') {
       const channels = o.quick ? o.channels : 2000;
       log(

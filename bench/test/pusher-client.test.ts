@@ -7,7 +7,13 @@ import type { WebSocket } from 'ws';
 import { parseQuery, verifySignedRequest } from '../../packages/gateway/src/protocols/pusher/http-auth';
 import { payload } from '../src/lib/payload';
 import { publishAtRate } from '../src/lib/publish-loop';
-import { benchDelivery, eventBody, signedPath, splitSubscription } from '../src/lib/pusher-protocol';
+import {
+  benchDelivery,
+  channelAuth,
+  eventBody,
+  signedPath,
+  splitSubscription,
+} from '../src/lib/pusher-protocol';
 import { PusherSubscriber } from '../src/lib/pusher-subscriber';
 
 // The Pusher load client of the benchmark against tiny local servers (not Soketi): its handshake
@@ -70,6 +76,7 @@ function subscribe(
   client: 'raw' | 'ws',
   timeoutMs = 5000,
   path = `/app/${KEY}`,
+  credentials?: { key: string; secret: string; userId: string },
 ): Promise<Outcome> {
   return new Promise((resolve) => {
     const deliveries: { t: number; seq: number }[] = [];
@@ -80,7 +87,7 @@ function subscribe(
         delivery: (t, seq) => deliveries.push({ t, seq }),
         closed: () => undefined,
       },
-      { client, timeoutMs },
+      { client, timeoutMs, ...(credentials ? { credentials } : {}) },
     );
   });
 }
@@ -125,6 +132,29 @@ describe('bench: the Pusher load client', () => {
       }
     },
   );
+
+  it('signs a presence subscription as the pusher SDK authorizes it, and refuses to go on without credentials', async () => {
+    const server = await pusherServer('pusher');
+    try {
+      const credentials = { key: KEY, secret: SECRET, userId: 'u-1' };
+      const outcome = await subscribe(server.port, 'presence-room', 'raw', 5000, `/app/${KEY}`, credentials);
+      expect(outcome.error).toBeUndefined();
+      outcome.subscriber.terminate();
+      const sdk = new Pusher({ appId: 'app-1', key: KEY, secret: SECRET, host: '127.0.0.1' });
+      const expected = sdk.authorizeChannel('123.456', 'presence-room', { user_id: 'u-1' });
+      expect(JSON.parse(server.frames[0]!)).toEqual({
+        event: 'pusher:subscribe',
+        data: { channel: 'presence-room', ...expected },
+      });
+      expect(channelAuth(KEY, SECRET, '123.456', 'private-x', 'u-1')).toEqual(
+        sdk.authorizeChannel('123.456', 'private-x'),
+      );
+      const unsigned = await subscribe(server.port, 'presence-room', 'raw');
+      expect(unsigned.error).toBe("presence-room needs the app's credentials to sign its subscription");
+    } finally {
+      await server.close();
+    }
+  });
 
   it('fails with a message naming the missing handshake when the server says nothing', async () => {
     const server = await pusherServer('silent');

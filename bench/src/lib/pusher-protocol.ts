@@ -17,8 +17,37 @@ export function splitSubscription(address: string): { url: string; channel: stri
   return { url: address.slice(0, hash), channel: decodeURIComponent(address.slice(hash + 1)) };
 }
 
-export const subscribeFrame = (channel: string): string =>
-  JSON.stringify({ event: 'pusher:subscribe', data: { channel } });
+/** `pusher:subscribe`, with the channel authorization of a private or presence channel when given. */
+export const subscribeFrame = (channel: string, auth?: ChannelAuth): string =>
+  JSON.stringify({ event: 'pusher:subscribe', data: { channel, ...auth } });
+
+export interface ChannelAuth {
+  auth: string;
+  channel_data?: string;
+}
+
+/** What needs an authorization: private (encrypted included) and presence channels. */
+export const needsAuth = (channel: string): boolean =>
+  channel.startsWith('private-') || channel.startsWith('presence-');
+
+/**
+ * A channel authorization as a backend signs it (the `pusher` SDK's `authorizeChannel`):
+ * `key:HMAC-SHA256(secret, "socket_id:channel[:channel_data]")`; presence channels carry
+ * `channel_data` with the member's `user_id`. The bench knows the app's secret, so its clients
+ * sign for themselves instead of asking an auth endpoint.
+ */
+export function channelAuth(
+  key: string,
+  secret: string,
+  socketId: string,
+  channel: string,
+  userId: string,
+): ChannelAuth {
+  const channelData = channel.startsWith('presence-') ? JSON.stringify({ user_id: userId }) : undefined;
+  const signed = `${socketId}:${channel}${channelData === undefined ? '' : `:${channelData}`}`;
+  const auth = `${key}:${createHmac('sha256', secret).update(signed).digest('hex')}`;
+  return channelData === undefined ? { auth } : { auth, channel_data: channelData };
+}
 export const PING_FRAME = '{"event":"pusher:ping","data":{}}';
 export const PONG_FRAME = '{"event":"pusher:pong","data":{}}';
 

@@ -3,7 +3,9 @@ import {
   PING_FRAME,
   PONG_FRAME,
   benchDelivery,
+  channelAuth,
   controlFrame,
+  needsAuth,
   splitSubscription,
   subscribeFrame,
 } from './pusher-protocol';
@@ -41,7 +43,12 @@ export class PusherSubscriber {
   constructor(
     address: string,
     private readonly handlers: SubscriberHandlers,
-    options: { client: 'raw' | 'ws'; timeoutMs: number },
+    private readonly options: {
+      client: 'raw' | 'ws';
+      timeoutMs: number;
+      /** The app's key and secret, and the member's user id: to sign private and presence subscriptions. */
+      credentials?: { key: string; secret: string; userId: string };
+    },
   ) {
     const { url, channel } = splitSubscription(address);
     this.channel = channel;
@@ -136,10 +143,14 @@ export class PusherSubscriber {
         return;
       case 'established':
         if (this.state !== 'connecting') break;
+        if (needsAuth(this.channel) && !this.options.credentials) {
+          this.fail(`${this.channel} needs the app's credentials to sign its subscription`);
+          return;
+        }
         this.state = 'established';
         this.socketId = frame.socketId;
         this.activityTimeoutS = frame.activityTimeoutS;
-        this.socket.send(subscribeFrame(this.channel));
+        this.socket.send(subscribeFrame(this.channel, this.authFor(frame.socketId)));
         return;
       case 'subscribed':
         if (this.state !== 'established' || frame.channel !== this.channel) break;
@@ -151,6 +162,12 @@ export class PusherSubscriber {
         break;
     }
     this.handlers.other?.(data);
+  }
+
+  private authFor(socketId: string): ReturnType<typeof channelAuth> | undefined {
+    const c = this.options.credentials;
+    if (!c || !needsAuth(this.channel)) return undefined;
+    return channelAuth(c.key, c.secret, socketId, this.channel, c.userId);
   }
 
   /** Sends `pusher:ping` when nothing arrived for the server's activity timeout. */

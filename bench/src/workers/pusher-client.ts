@@ -1,5 +1,6 @@
 import { BUCKETS, bucketOf, toSparse } from '../lib/hist';
 import { nowUs } from '../lib/payload';
+import { KEY, SECRET } from '../lib/procs';
 import { PusherSubscriber } from '../lib/pusher-subscriber';
 import type { ClientCommand, ConnectReport, StatsReport } from './client';
 
@@ -19,6 +20,8 @@ let lastQuarter = Infinity;
 let received = 0;
 let other = 0;
 let closed = 0;
+/** Presence members' user ids: unique across the client processes. */
+let members = 0;
 
 /** Longest wait for one subscriber's handshake and subscription. */
 const SUBSCRIBE_TIMEOUT_MS = 10_000;
@@ -68,6 +71,7 @@ async function connectAll(command: Extract<ClientCommand, { cmd: 'connect' }>): 
         },
         {
           client: command.client,
+          credentials: { key: KEY, secret: SECRET, userId: `u-${process.pid}-${members++}` },
           timeoutMs: Math.max(1, Math.min(SUBSCRIBE_TIMEOUT_MS, deadline - Date.now())),
         },
       );
