@@ -19,6 +19,15 @@ const times = (a: number | undefined, b: number | undefined): string =>
   a !== undefined && b ? `${(a / b).toFixed(2)}×` : '–';
 const pct = (a: number | undefined, b: number | undefined): string =>
   a !== undefined && b ? `${((a / b) * 100).toFixed(0)}%` : '–';
+/** A failure in a few words: the server's answer to the handshake when that is what failed. */
+export function shortError(error: string): string {
+  const refused = /handshake refused: [^\n]*/.exec(error);
+  const text = refused
+    ? `the server refused the Pusher handshake: ${refused[0].slice(19)}`
+    : error.replace(/^Error: /, '');
+  return text.replace(/\|/g, '\\|').slice(0, 200);
+}
+
 const held = (s: Step | undefined): string =>
   s ? `${int(s.deliveriesPerSecond)}${s.pass ? '' : ' ⚠ not sustained'}` : '–';
 
@@ -30,11 +39,56 @@ function caseRow(
   soketi?: PusherCase,
 ): string {
   const d = c.max?.deliveriesPerSecond;
-  const error = c.error ? ` ⚠ ${c.error.replace(/\|/g, '\\|').slice(0, 240)}` : '';
   return (
-    `| ${LABEL[system] ?? system} | ${run + 1} | ${c.loadBefore.join(' / ')} → ${c.loadAfter.join(' / ')} | ${int(c.max?.rate)} | ${held(c.max)} | ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p99Ms)} | ${c.fixed ? `${ms(c.fixed.p50Ms)} / ${ms(c.fixed.p99Ms)} (${int(c.fixed.rate)}/s)` : '–'} | ${c.fixed?.serverCpuMsPer1000 ? c.fixed.serverCpuMsPer1000.toFixed(2) : '–'} | ` +
-    `${system === 'ceiling-redis' ? '(ceiling)' : pct(d, ceiling?.max?.deliveriesPerSecond)} | ${system === 'soketi' || system === 'ceiling-redis' ? '–' : times(d, soketi?.max?.deliveriesPerSecond)} |${error}`
+    `| ${LABEL[system] ?? system} | ${run + 1} | ${c.loadBefore.join(' / ')} → ${c.loadAfter.join(' / ')} | ${int(c.max?.rate)} | ${c.error && !c.max ? `not measured: ${shortError(c.error)}` : held(c.max)} | ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p99Ms)} | ${c.fixed ? `${ms(c.fixed.p50Ms)} / ${ms(c.fixed.p99Ms)} (${int(c.fixed.rate)} publishes/s)` : '–'} | ${c.fixed?.serverCpuMsPer1000 ? c.fixed.serverCpuMsPer1000.toFixed(2) : '–'} | ` +
+    `${system === 'ceiling-redis' ? '(ceiling)' : pct(d, ceiling?.max?.deliveriesPerSecond)} | ${system === 'soketi' || system === 'ceiling-redis' ? '–' : times(d, soketi?.max?.deliveriesPerSecond)} |`
   );
+}
+
+/** Issue 32's targets for Switchboard over Pusher, from the median runs (or why there are no figures). */
+export function pusherTargets(p: PusherResults): string[] {
+  const out = [
+    'Targets for Switchboard over the Pusher protocol (issue 32), from the median runs below:',
+    '',
+  ];
+  const why = (c: PusherCase | undefined): string =>
+    c?.error ? `not measured (${shortError(c.error)})` : 'not measured';
+  for (const shape of p.shapes) {
+    const sb = shape.median['switchboard-pusher'];
+    const ceiling = shape.median['ceiling-redis']?.max?.deliveriesPerSecond;
+    const soketi = shape.median.soketi?.max?.deliveriesPerSecond;
+    const d = sb?.max?.deliveriesPerSecond;
+    const share = d !== undefined && ceiling ? d / ceiling : undefined;
+    const multiple = d !== undefined && soketi ? d / soketi : undefined;
+    const goal = TARGET_SHARE[shape.kind];
+    if (share === undefined || multiple === undefined) {
+      out.push(
+        `- ${shape.label}: Switchboard ${why(sb)}. To meet the targets on these figures it needs ≥ ${int(ceiling === undefined ? undefined : ceiling * goal)} deliveries/s (${Math.round(goal * 100)}% of the ceiling's ${int(ceiling)}) and ≥ ${int(soketi === undefined ? undefined : soketi * SOKETI_MULTIPLE)} (${SOKETI_MULTIPLE}× Soketi's ${int(soketi)}).`,
+      );
+      continue;
+    }
+    out.push(
+      `- ${shape.label}: ≥ ${Math.round(goal * 100)}% of the ceiling's deliveries/s — ${(share * 100).toFixed(0)}% ${share >= goal ? '✓' : '✗'}; ≥ ${SOKETI_MULTIPLE}× Soketi's — ${multiple.toFixed(1)}× ${multiple >= SOKETI_MULTIPLE ? '✓' : '✗'} (Switchboard ${int(d)}, ceiling ${int(ceiling)}, Soketi ${int(soketi)} deliveries/s).`,
+    );
+  }
+  const v3 = (p.presence ?? [])
+    .filter((x) => x.protocol === 'v3' && x.ok > 0)
+    .map((x) => x.serverCpuUsPerJoin);
+  const sbJoins = (p.presence ?? [])
+    .filter((x) => x.system === 'switchboard-pusher' && x.ok > 0)
+    .map((x) => x.serverCpuUsPerJoin);
+  const median = (xs: number[]): number | undefined =>
+    [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  const joinRatio = sbJoins.length && v3.length ? median(sbJoins)! / median(v3)! : undefined;
+  const sbPresenceError = p.presence?.find((x) => x.system === 'switchboard-pusher')?.error;
+  out.push(
+    `- Presence join CPU ≤ 1.2× a V3 presence join's — ${joinRatio === undefined ? `not measured${sbPresenceError ? ` (${shortError(sbPresenceError)})` : ''}` : `${joinRatio.toFixed(2)}× ${joinRatio <= 1.2 ? '✓' : '✗'}`}.`,
+  );
+  const mem = p.memory?.find((c) => c.system === 'switchboard-pusher');
+  out.push(
+    `- Idle memory ≤ 2 KiB per connection — ${mem && mem.ok > 0 ? `${mem.perConnectionKiB.toFixed(2)} KiB ${mem.perConnectionKiB <= 2 ? '✓' : '✗'}` : `not measured${mem?.error ? ` (${shortError(mem.error)})` : ''}`}.`,
+  );
+  return out;
 }
 
 export function pusherSection(p: PusherResults | undefined): string[] {
@@ -51,6 +105,7 @@ export function pusherSection(p: PusherResults | undefined): string[] {
     "- The machine is shared with other engineers' builds and tests: each row shows the 1/5/15-minute load averages when its case started and ended (2 CPUs: above ~2.5 means others were using the cores, and every figure is lower and noisier than on a quiet machine).",
     '',
   ];
+  lines.push(...pusherTargets(p), '');
   for (const shape of p.shapes) {
     lines.push(`### Pusher: ${shape.label}`, '');
     lines.push(
@@ -78,7 +133,7 @@ export function pusherSection(p: PusherResults | undefined): string[] {
       '|---|---|---|---|---|---|---|',
       ...p.presence.map(
         (x) =>
-          `| ${(x.system === 'switchboard-redis' ? 'Switchboard, 2 nodes + Redis' : LABEL[x.system]) ?? x.system} | ${x.protocol === 'v3' ? 'V3' : 'Pusher'} | ${x.loadBefore.join(' / ')} → ${x.loadAfter.join(' / ')} | ${int(x.ok)} | ${x.ok ? int(x.perSecond) : '–'} | ${x.ok ? int(x.serverCpuUsPerJoin) : '–'} | ${x.protocol === 'v3' || !x.ok ? '–' : times(x.serverCpuUsPerJoin, v3Median)} |${x.error ? ` ⚠ ${x.error.replace(/\|/g, '\\|').slice(0, 240)}` : ''}`,
+          `| ${(x.system === 'switchboard-redis' ? 'Switchboard, 2 nodes + Redis' : LABEL[x.system]) ?? x.system} | ${x.protocol === 'v3' ? 'V3' : 'Pusher'} | ${x.loadBefore.join(' / ')} → ${x.loadAfter.join(' / ')} | ${int(x.ok)} | ${x.ok ? int(x.perSecond) : '–'} | ${x.ok ? int(x.serverCpuUsPerJoin) : '–'} | ${x.protocol === 'v3' || !x.ok ? '–' : times(x.serverCpuUsPerJoin, v3Median)} ${x.error ? ` ⚠ ${shortError(x.error)}` : ''} |`,
       ),
       '',
     );
@@ -93,7 +148,7 @@ export function pusherSection(p: PusherResults | undefined): string[] {
       '|---|---|---|---|',
       ...p.memory.map(
         (c) =>
-          `| ${(LABEL[c.system] ?? c.system).replace('2 nodes', '1 node')} | ${int(c.ok)} | ${(c.rssBeforeKiB / 1024).toFixed(1)} → ${(c.rssAfterKiB / 1024).toFixed(1)} | ${c.ok ? c.perConnectionKiB.toFixed(2) : '–'}${c.error ? ` ⚠ ${c.error.replace(/\|/g, '\\|').slice(0, 200)}` : ''} |`,
+          `| ${(LABEL[c.system] ?? c.system).replace('2 nodes', '1 node')} | ${int(c.ok)} | ${(c.rssBeforeKiB / 1024).toFixed(1)} → ${(c.rssAfterKiB / 1024).toFixed(1)} | ${c.ok ? c.perConnectionKiB.toFixed(2) : '–'}${c.error ? ` ⚠ ${shortError(c.error)}` : ''} |`,
       ),
       '',
     );
