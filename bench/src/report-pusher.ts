@@ -45,30 +45,37 @@ function caseRow(
   );
 }
 
-/** Issue 32's targets for Switchboard over Pusher, from the median runs (or why there are no figures). */
+/** Issue 32's targets for Switchboard over Pusher, round by round (or what it must reach while it is not measured). */
 export function pusherTargets(p: PusherResults): string[] {
-  const out = [
-    'Targets for Switchboard over the Pusher protocol (issue 32), from the median runs below:',
-    '',
-  ];
+  const out = ['Targets for Switchboard over the Pusher protocol (issue 32), from the runs below:', ''];
   const why = (c: PusherCase | undefined): string =>
     c?.error ? `not measured (${shortError(c.error)})` : 'not measured';
+  const best = (runs: PusherCase[] | undefined): number | undefined =>
+    runs?.length ? Math.max(...runs.map((c) => c.max?.deliveriesPerSecond ?? 0)) : undefined;
   for (const shape of p.shapes) {
-    const sb = shape.median['switchboard-pusher'];
-    const ceiling = shape.median['ceiling-redis']?.max?.deliveriesPerSecond;
-    const soketi = shape.median.soketi?.max?.deliveriesPerSecond;
-    const d = sb?.max?.deliveriesPerSecond;
-    const share = d !== undefined && ceiling ? d / ceiling : undefined;
-    const multiple = d !== undefined && soketi ? d / soketi : undefined;
     const goal = TARGET_SHARE[shape.kind];
-    if (share === undefined || multiple === undefined) {
+    const sbRuns = shape.runs['switchboard-pusher'] ?? [];
+    // Each Switchboard run against the ceiling and Soketi of the same round (the machine they shared).
+    const pairs = sbRuns.flatMap((c, i) => {
+      const d = c.max?.deliveriesPerSecond;
+      const ceiling = shape.runs['ceiling-redis']?.[i]?.max?.deliveriesPerSecond;
+      const soketi = shape.runs.soketi?.[i]?.max?.deliveriesPerSecond;
+      return d !== undefined && ceiling && soketi ? [{ share: d / ceiling, multiple: d / soketi }] : [];
+    });
+    if (pairs.length === 0) {
+      const ceiling = best(shape.runs['ceiling-redis']);
+      const soketi = best(shape.runs.soketi);
       out.push(
-        `- ${shape.label}: Switchboard ${why(sb)}. To meet the targets on these figures it needs ≥ ${int(ceiling === undefined ? undefined : ceiling * goal)} deliveries/s (${Math.round(goal * 100)}% of the ceiling's ${int(ceiling)}) and ≥ ${int(soketi === undefined ? undefined : soketi * SOKETI_MULTIPLE)} (${SOKETI_MULTIPLE}× Soketi's ${int(soketi)}).`,
+        `- ${shape.label}: Switchboard ${why(sbRuns[0])}. On the best runs here it would need ≥ ${int(ceiling === undefined ? undefined : ceiling * goal)} deliveries/s (${Math.round(goal * 100)}% of the ceiling's ${int(ceiling)}) and ≥ ${int(soketi === undefined ? undefined : soketi * SOKETI_MULTIPLE)} (${SOKETI_MULTIPLE}× Soketi's ${int(soketi)}).`,
       );
       continue;
     }
+    const shares = pairs.map((x) => x.share).sort((a, b) => a - b);
+    const multiples = pairs.map((x) => x.multiple).sort((a, b) => a - b);
+    const share = shares[Math.floor((shares.length - 1) / 2)]!;
+    const multiple = multiples[Math.floor((multiples.length - 1) / 2)]!;
     out.push(
-      `- ${shape.label}: ≥ ${Math.round(goal * 100)}% of the ceiling's deliveries/s — ${(share * 100).toFixed(0)}% ${share >= goal ? '✓' : '✗'}; ≥ ${SOKETI_MULTIPLE}× Soketi's — ${multiple.toFixed(1)}× ${multiple >= SOKETI_MULTIPLE ? '✓' : '✗'} (Switchboard ${int(d)}, ceiling ${int(ceiling)}, Soketi ${int(soketi)} deliveries/s).`,
+      `- ${shape.label} (median of ${pairs.length} rounds): ≥ ${Math.round(goal * 100)}% of the ceiling's deliveries/s — ${(share * 100).toFixed(0)}% ${share >= goal ? '✓' : '✗'}; ≥ ${SOKETI_MULTIPLE}× Soketi's — ${multiple.toFixed(1)}× ${multiple >= SOKETI_MULTIPLE ? '✓' : '✗'}.`,
     );
   }
   const v3 = (p.presence ?? [])
@@ -133,7 +140,7 @@ export function pusherSection(p: PusherResults | undefined): string[] {
       '|---|---|---|---|---|---|---|',
       ...p.presence.map(
         (x) =>
-          `| ${(x.system === 'switchboard-redis' ? 'Switchboard, 2 nodes + Redis' : LABEL[x.system]) ?? x.system} | ${x.protocol === 'v3' ? 'V3' : 'Pusher'} | ${x.loadBefore.join(' / ')} → ${x.loadAfter.join(' / ')} | ${int(x.ok)} | ${x.ok ? int(x.perSecond) : '–'} | ${x.ok ? int(x.serverCpuUsPerJoin) : '–'} | ${x.protocol === 'v3' || !x.ok ? '–' : times(x.serverCpuUsPerJoin, v3Median)} ${x.error ? ` ⚠ ${shortError(x.error)}` : ''} |`,
+          `| ${(x.system === 'switchboard-redis' ? 'Switchboard, 2 nodes + Redis' : LABEL[x.system]) ?? x.system} | ${x.protocol === 'v3' ? 'V3' : 'Pusher'} | ${x.loadBefore.join(' / ')} → ${x.loadAfter.join(' / ')} | ${int(x.ok)} | ${x.ok ? int(x.perSecond) : '–'} | ${x.ok ? int(x.serverCpuUsPerJoin) : '–'} | ${x.protocol === 'v3' || !x.ok ? '–' : times(x.serverCpuUsPerJoin, v3Median)}${x.error ? ` ⚠ ${shortError(x.error)}` : ''} |`,
       ),
       '',
     );
