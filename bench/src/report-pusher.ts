@@ -28,6 +28,7 @@ export function shortError(error: string): string {
   return text.replace(/\|/g, '\\|').slice(0, 200);
 }
 
+const cpu = (s: Step | undefined): string => (s?.serverCpuMsPer1000 ? s.serverCpuMsPer1000.toFixed(2) : '–');
 const held = (s: Step | undefined): string =>
   s ? `${int(s.deliveriesPerSecond)}${s.pass ? '' : ' ⚠ not sustained'}` : '–';
 
@@ -40,7 +41,7 @@ function caseRow(
 ): string {
   const d = c.max?.deliveriesPerSecond;
   return (
-    `| ${LABEL[system] ?? system} | ${run + 1} | ${c.loadBefore.join(' / ')} → ${c.loadAfter.join(' / ')} | ${int(c.max?.rate)} | ${c.error && !c.max ? `not measured: ${shortError(c.error)}` : held(c.max)} | ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p99Ms)} | ${c.fixed ? `${ms(c.fixed.p50Ms)} / ${ms(c.fixed.p99Ms)} (${int(c.fixed.rate)} publishes/s)` : '–'} | ${c.fixed?.serverCpuMsPer1000 ? c.fixed.serverCpuMsPer1000.toFixed(2) : '–'} | ` +
+    `| ${LABEL[system] ?? system} | ${run + 1} | ${c.loadBefore.join(' / ')} → ${c.loadAfter.join(' / ')} | ${int(c.max?.rate)} | ${c.error && !c.max ? `not measured: ${shortError(c.error)}` : held(c.max)} | ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p99Ms)} | ${c.fixed ? `${ms(c.fixed.p50Ms)} / ${ms(c.fixed.p99Ms)} (${int(c.fixed.rate)} publishes/s)` : '–'} | ${cpu(c.fixed)} / ${cpu(c.max)} | ` +
     `${system === 'ceiling-redis' ? '(ceiling)' : pct(d, ceiling?.max?.deliveriesPerSecond)} | ${system === 'soketi' || system === 'ceiling-redis' ? '–' : times(d, soketi?.max?.deliveriesPerSecond)} |`
   );
 }
@@ -116,7 +117,7 @@ export function pusherSection(p: PusherResults | undefined): string[] {
   for (const shape of p.shapes) {
     lines.push(`### Pusher: ${shape.label}`, '');
     lines.push(
-      '| System | run | load average start → end | max publishes/s | max deliveries/s | p99 at max (ms) | at half max: p50 / p99 (ms) | at the fixed rate: p50 / p99 (ms) | server CPU per 1,000 deliveries at the fixed rate (ms), Redis included | of the ceiling | × Soketi |',
+      '| System | run | load average start → end | max publishes/s | max deliveries/s | p99 at max (ms) | at half max: p50 / p99 (ms) | at the fixed rate: p50 / p99 (ms) | server CPU per 1,000 deliveries at the fixed rate / at max (ms), Redis included | of the ceiling | × Soketi |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const [system, runs] of Object.entries(shape.runs) as [SystemName, PusherCase[]][]) {
