@@ -18,6 +18,8 @@ import type { ConnectCostRun } from './scenarios/connect-cost';
 import { memoryCase } from './scenarios/memory';
 import type { MemoryCase } from './scenarios/memory';
 import { presenceScenario } from './scenarios/presence';
+import { PUSHER_SYSTEMS, pusherScenario } from './scenarios/pusher';
+import type { PusherResults } from './scenarios/pusher';
 import type { PresenceResult } from './scenarios/presence';
 import { profileScenario } from './scenarios/profile';
 import { publishCostScenario } from './scenarios/publish-cost';
@@ -91,6 +93,7 @@ export interface Results {
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
   scale?: { meta: Meta; result: ScaleResult };
   'connect-cost'?: { meta: Meta; connections: number; runs: ConnectCostRun[]; median?: ConnectCostRun };
+  pusher?: { meta: Meta } & PusherResults;
 }
 
 export interface Options {
@@ -132,6 +135,10 @@ export interface Options {
   client: 'raw' | 'ws';
   /** `node22`, `node24`: the servers on that Node.js in a Debian 13 root (fan-out and channels only). */
   runtime?: string;
+  /** pusher: the systems measured (the Redis-hop ceiling, Soketi, Switchboard over Pusher). */
+  pusherSystems?: SystemName[];
+  /** pusher: presence joins per system and run (0: none). */
+  pusherPresence: number;
 }
 
 // Each Switchboard system right after its ceiling: a pair sees the same machine, and Switchboard
@@ -153,7 +160,7 @@ const DEFAULT_SCENARIOS = [
   'memory',
 ];
 /** Scenarios run only when named (`--scenario scale`): each takes several minutes. */
-const EXTRA_SCENARIOS = ['profile', 'scale'];
+const EXTRA_SCENARIOS = ['profile', 'scale', 'pusher'];
 const COST_VARIANTS: CostVariant[] = [
   'ceiling',
   'script-floor',
@@ -193,6 +200,7 @@ function parseArgs(argv: string[]): Options {
     docs: true,
     quick: false,
     client: 'raw',
+    pusherPresence: 4000,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -293,6 +301,14 @@ function parseArgs(argv: string[]): Options {
       case '--connect-connections':
         o.connectConnections = Math.floor(num());
         break;
+      case '--pusher-systems':
+        o.pusherSystems = value().split(',') as SystemName[];
+        for (const v of o.pusherSystems)
+          if (!PUSHER_SYSTEMS.includes(v)) throw new Error(`--pusher-systems: unknown ${v}`);
+        break;
+      case '--pusher-presence':
+        o.pusherPresence = Math.floor(num());
+        break;
       case '--product-dir':
         product.dir = resolve(value());
         break;
@@ -336,6 +352,7 @@ function parseArgs(argv: string[]): Options {
           recoveryPublications: 20,
           scaleConnections: 2000,
           connectConnections: 1000,
+          pusherPresence: 200,
           refine: 1,
           quick: true,
           docs: false,
@@ -502,6 +519,22 @@ async function main(): Promise<void> {
     } else if (scenario === 'fanout' || scenario === 'channels') {
       const shapes = await throughputShapes(scenario, o);
       save(scenario, { meta: meta(), shapes });
+    } else if (scenario === 'pusher') {
+      const pusher = await pusherScenario({
+        systems: o.pusherSystems ?? PUSHER_SYSTEMS,
+        fanoutSubscribers: o.sizes[0] ?? 1000,
+        channels: o.channels,
+        runs: o.runs,
+        workers: o.workers,
+        durationMs: o.durationS * 1000,
+        stepMs: o.stepS * 1000,
+        refine: o.refine,
+        maxP99Ms: o.maxP99Ms,
+        idle: o.idle,
+        presenceJoins: o.pusherPresence,
+        log,
+      });
+      save('pusher', { meta: meta(), ...pusher });
     } else if (scenario === 'publish-cost') {
       const channels = o.quick ? o.channels : 2000;
       log(
