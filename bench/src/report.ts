@@ -13,6 +13,7 @@ import { RECOVERY_TARGET_SECONDS } from './scenarios/recovery';
 import type { RecoveryResult } from './scenarios/recovery';
 import { SCALE_TARGETS } from './scenarios/scale';
 import type { ScaleSystem } from './scenarios/scale';
+import { pusherSection } from './report-pusher';
 
 const CEILING_OF: Partial<Record<SystemName, SystemName>> = {
   'switchboard-redis': 'ceiling-redis',
@@ -26,6 +27,8 @@ const LABEL: Record<SystemName, string> = {
   'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes',
   'ceiling-uws': 'Ceiling: raw uWS, 1 process',
   'ceiling-redis-script': "Ceiling with Switchboard's publish script, 2 processes",
+  soketi: 'Soketi 1.6.1, 2 nodes + Redis adapter (Pusher protocol)',
+  'switchboard-pusher': 'Switchboard, 2 nodes + Redis (Pusher protocol)',
 };
 const COLOR: Record<SystemName, string> = {
   'switchboard-redis': '#2b6cb0',
@@ -34,6 +37,8 @@ const COLOR: Record<SystemName, string> = {
   'ceiling-redis': '#718096',
   'ceiling-uws': '#cbd5e0',
   'ceiling-redis-script': '#a0aec0',
+  soketi: '#dd6b20',
+  'switchboard-pusher': '#2c5282',
 };
 
 const int = (n: number | undefined): string =>
@@ -798,7 +803,8 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     r.presence?.meta ??
     r.memory?.meta ??
     r.profile?.meta ??
-    r.scale?.meta;
+    r.scale?.meta ??
+    r.pusher?.meta;
   const m = anyMeta?.machine;
   const t = targets(r);
   const lines: string[] = [
@@ -825,6 +831,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     ...metaLines('recovery', r.recovery?.meta),
     ...metaLines('scale', r.scale?.meta),
     ...metaLines('connection cost', r['connect-cost']?.meta),
+    ...metaLines('Pusher protocol', r.pusher?.meta),
     '',
     'Default run (about 13 minutes): `npm run bench`. One scenario: `npm run bench -- --scenario publish-cost --cost-rounds 10`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`. 100,000 connections (not in the default run): `npm run bench -- --scenario scale`.',
     '',
@@ -912,6 +919,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
       '',
     );
   }
+  lines.push(...pusherSection(r.pusher));
   if (r.profile) {
     const pr = r.profile.result;
     lines.push(
@@ -1012,7 +1020,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '## Options',
     '',
     '```',
-    '--scenario a,b     fanout, channels, publish-cost, recovery, connect-cost, presence, memory, profile, scale, or all (default: all but profile and scale)',
+    '--scenario a,b     fanout, channels, publish-cost, recovery, connect-cost, presence, memory, profile, scale, pusher, or all (default: all but profile, scale and pusher)',
     '--duration S       seconds of each recorded measurement (default 1.25)',
     '--step S           seconds of each rate-search step (default 1)',
     '--refine N         bisection steps after the doubling (default 2)',
@@ -1036,6 +1044,8 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--scale-connections N, --scale-nodes N, --scale-publishes N   scale: sockets, servers, publishes timed (default 100000, 2, 3)',
     '--connect-connections N   connect-cost: plain V3 connections opened and closed per system and run (default 10000)',
     "--profile-rate N, --profile-seconds S   the profile scenario's load (default 300/s for 10 s)",
+    '--pusher-presence N   pusher: presence joins per system and run (default 4000)',
+    '--pusher-systems a,b   pusher: ceiling-redis, soketi, switchboard-pusher (default all three; soketi installs into bench/.cache on first use)',
     '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
     '--no-docs          a trial: leave docs/benchmarks.md and bench/results/ as they are (results go to bench/results/tmp/)',
     '--report-only      rewrite docs/benchmarks.md from bench/results/latest.json, run nothing',

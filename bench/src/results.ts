@@ -3,6 +3,7 @@ import type { Machine } from './lib/machine';
 import type { SystemName } from './lib/procs';
 import type { ConnectCostRun } from './scenarios/connect-cost';
 import type { MemoryCase } from './scenarios/memory';
+import type { PusherResults } from './scenarios/pusher';
 import type { PresenceResult } from './scenarios/presence';
 import type { CostRun, CostVariant } from './scenarios/publish-cost';
 import type { RecoveryResult } from './scenarios/recovery';
@@ -70,6 +71,7 @@ export interface Results {
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
   scale?: { meta: Meta; result: ScaleResult };
   'connect-cost'?: { meta: Meta; connections: number; runs: ConnectCostRun[]; median?: ConnectCostRun };
+  pusher?: { meta: Meta } & PusherResults;
 }
 
 export interface Options {
@@ -111,4 +113,8 @@ export interface Options {
   client: 'raw' | 'ws';
   /** `node22`, `node24`: the servers on that Node.js in a Debian 13 root (fan-out and channels only). */
   runtime?: string;
+  /** pusher: the systems measured (the Redis-hop ceiling, Soketi, Switchboard over Pusher). */
+  pusherSystems?: SystemName[];
+  /** pusher: presence joins per system and run (0: none). */
+  pusherPresence: number;
 }

@@ -9,6 +9,7 @@ export { MAX_HISTORY_SIZE, MAX_HISTORY_TTL_SECONDS, isWebhookUrl, webhookConfig 
 export * from './names/channel-name';
 export * from './names/api-key';
 export * from './names/domain';
+export * from './names/app-id';
 export * from './broker/broker';
 export * from './history/history';
 export * from './history/history-memory';

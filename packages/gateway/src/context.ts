@@ -9,6 +9,7 @@ import type { ClientAddresses, ConnectionRateLimit } from './limits/rate-limit';
 import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './streams/streams';
 import type { Delivery } from './fanout/delivery';
+import type { ListGate } from './fanout/list-gate';
 import type { SlowConsumers } from './fanout/slow-consumers';
 import type { EarlyJoins } from './connections/early-joins';
 import type { UnconfirmedPublications } from './api/unconfirmed';
@@ -32,6 +33,8 @@ export interface GatewayContext {
   readonly subscriptions: BrokerSubscriptions;
   /** Delivery to this node's sockets: plain subscribers and ordered streams alike. */
   readonly delivery: Delivery;
+  /** Presence subscriptions waiting for their member list. */
+  readonly listGate: ListGate;
   /** Opted-in subscriptions' streams: offsets, history catch-up, gap filling. */
   readonly streams: Streams;
   /** Checks the sockets of topics delivered to for the slow-consumer limit. */

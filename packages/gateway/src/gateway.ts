@@ -17,6 +17,7 @@ import { Streams } from './streams/streams';
 import { BrokerSubscriptions } from './fanout/broker-subscriptions';
 import type { SocketData } from './connections/connection';
 import { Delivery } from './fanout/delivery';
+import { ListGate } from './fanout/list-gate';
 import { flatString } from './flat-string';
 import { executeKick } from './connections/kick';
 import { Registry } from './fanout/registry';
@@ -58,6 +59,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const dialects = new Dialects(DIALECTS);
   const meters = createMeters(deps.metrics, dialects.families);
   const slowConsumers = new SlowConsumers(() => config.limits.slowConsumerBytes);
+  const listGate = new ListGate({ config });
   let sequence = 0;
   // The transport is made last (its handlers need everything else): delivery reaches it late.
   const delivery = new Delivery({
@@ -68,8 +70,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
     registry,
     slowConsumers,
     meters,
+    listGate,
   });
-  const streams = new Streams({ config, engine, logger, delivery });
+  const streams = new Streams({ config, engine, logger, delivery, listGate });
 
   const ctx: GatewayContext = {
     config,
@@ -90,6 +93,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       return repair;
     },
     streams,
+    listGate,
     slowConsumers,
     earlyJoins: new EarlyJoins(),
     unconfirmed: new UnconfirmedPublications(),
@@ -172,6 +176,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   });
   ctx.meters.redisConnected(engine.kind === 'redis' && engine.isAvailable());
   engine.onCommandError?.(() => ctx.meters.redisCommandError());
+  engine.onHistoryTrimmed?.((bytes) => ctx.meters.historyTrimmed(bytes));
   engine.onAvailability((available) => {
     ctx.meters.redisConnected(available);
     if (!available) streams.suspend();

@@ -27,6 +27,8 @@ export interface Meters {
   redisConnected(up: boolean): void;
   redisCommandError(): void;
   redisReconnected(): void;
+  /** Bytes a channel's history dropped for its byte cap (`HISTORY_MAX_BYTES_PER_CHANNEL`). */
+  historyTrimmed(bytes: number): void;
 }
 
 /**
@@ -64,6 +66,7 @@ export function createMeters(metrics: Metrics | undefined, families: readonly Pr
       redisConnected: () => undefined,
       redisCommandError: () => undefined,
       redisReconnected: () => undefined,
+      historyTrimmed: () => undefined,
     };
   }
   const latency = per((protocol) => metrics.deliveryLatency.labels(protocol));
@@ -98,5 +101,6 @@ export function createMeters(metrics: Metrics | undefined, families: readonly Pr
     redisConnected: (up) => metrics.redisConnected.set(up ? 1 : 0),
     redisCommandError: () => metrics.redisCommandErrors.inc(),
     redisReconnected: () => metrics.redisReconnects.inc(),
+    historyTrimmed: (bytes) => metrics.historyTrimmedBytes.inc(bytes),
   };
 }

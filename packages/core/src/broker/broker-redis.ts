@@ -7,7 +7,7 @@ import { Cluster } from 'ioredis';
 import { coalesceWrites, guard } from '../redis/clients';
 import type { RedisClients } from '../redis/clients';
 import type { RedisKeys } from '../redis/keys';
-import { positionOf, runHistoryPublish } from '../redis/history-scripts';
+import { positionFrom, runHistoryPublish } from '../redis/history-scripts';
 import type { LogAppend } from '../logs/message-log-redis';
 import {
   decodePublication,
@@ -151,12 +151,15 @@ export class RedisBroker implements Broker {
     const head = publicationHead(publication);
     const tail = publicationTail(publication);
     const { size, ttlSeconds } = retention;
+    const maxBytes = retention.maxBytes ?? 0;
     if (this.streamPublishes) {
-      return this.streamPublishes.add({ meta, list, head, tail, size, ttlSeconds, channel, log });
+      return this.streamPublishes.add({ meta, list, head, tail, size, ttlSeconds, maxBytes, channel, log });
     }
     const { command } = this.clients;
-    const args = [head, tail, size, ttlSeconds, newEpoch(), channel];
-    return guard(command, () => runHistoryPublish(command, [meta, list], args)).then(positionOf);
+    const args = [head, tail, size, ttlSeconds, newEpoch(), channel, maxBytes];
+    return guard(command, () => runHistoryPublish(command, [meta, list], args)).then((reply) =>
+      positionFrom(command, reply),
+    );
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {

@@ -9,9 +9,18 @@ export interface StreamPosition {
   readonly epoch: string;
 }
 
-/** How much of a topic's stream is kept: the last `size` publications, until `ttlSeconds` after the latest. */
+/**
+ * How much of a topic's stream is kept: the last `size` publications, and of those only the
+ * latest that fit in `maxBytes`, until `ttlSeconds` after the latest.
+ */
 export interface HistoryRetention {
   /** 0 keeps offsets and epochs but stores nothing (nothing is ever recoverable). */
   readonly size: number;
   readonly ttlSeconds: number;
+  /**
+   * Bytes of stored publications the topic may hold (`HISTORY_MAX_BYTES_PER_CHANNEL`), each
+   * counted as `storedBytes` says; past it the oldest are dropped. The latest publication is
+   * always kept, whatever its size. Absent: no byte cap (only `size` bounds the stream).
+   */
+  readonly maxBytes?: number;
 }

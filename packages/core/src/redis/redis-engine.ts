@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import type { StreamPosition } from '../history/history';
 import { RedisBroker } from '../broker/broker-redis';
 import { createRedisClients, onCommandError } from './clients';
+import { onHistoryTrimmed } from './history-scripts';
 import { RedisConnectionCounts } from '../counts/counts-redis';
 import { RedisHistory } from '../history/history-redis';
 import { RedisKeyStore } from '../keys/key-store-redis';
@@ -69,7 +70,7 @@ export async function createRedisEngine(
           publishLogged: (publication, retention, key, record) =>
             broker.publish(publication, retention, logs.ridingAppend(key, record)) as Promise<StreamPosition>,
         }),
-    history: new RedisHistory(command, keys, config.history.ttlSeconds),
+    history: new RedisHistory(command, keys),
     presence: new RedisPresenceStore(command, keys),
     counts: new RedisConnectionCounts(command, keys),
     logs,
@@ -87,6 +88,7 @@ export async function createRedisEngine(
       listeners.push(listener);
     },
     onCommandError: (listener) => onCommandError(command, listener),
+    onHistoryTrimmed: (listener) => onHistoryTrimmed(command, listener),
     close: async () => {
       closing = true;
       await broker.close();

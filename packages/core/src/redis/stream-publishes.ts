@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { newEpoch } from '../history/epochs';
 import type { StreamPosition } from '../history/history';
 import { atTurnEnd, guard } from './clients';
-import { positionOf, runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
+import { positionFrom, runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
 import type { LogAppend } from '../logs/message-log-redis';
 
 /** One stream publication waiting for the end of its turn. */
@@ -14,6 +14,8 @@ export interface StreamPublish {
   readonly tail: string;
   readonly size: number;
   readonly ttlSeconds: number;
+  /** The stream's byte cap (0: none). */
+  readonly maxBytes: number;
   /** The topic's fan-out channel. */
   readonly channel: string;
   readonly log: LogAppend | undefined;
@@ -102,7 +104,7 @@ export class StreamPublishes {
   /** One publication, by the single-publication script. */
   private send({ publish: p, resolve, reject }: Pending, coalesce: boolean): void {
     const { client } = this;
-    const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel];
+    const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel, p.maxBytes];
     const { log } = p;
     this.unanswered += 1;
     guard(
@@ -119,7 +121,7 @@ export class StreamPublishes {
     ).then(
       (reply) => {
         this.answered();
-        resolve(positionOf(reply));
+        resolve(positionFrom(client, reply));
       },
       (error: unknown) => {
         this.answered();
@@ -148,7 +150,7 @@ export class StreamPublishes {
           trims.push(log.trimAbove, log.trimTo);
         }
       }
-      args.push(p.head, p.tail, p.size, p.ttlSeconds, p.channel, j, log ? log.record : '');
+      args.push(p.head, p.tail, p.size, p.ttlSeconds, p.channel, j, log ? log.record : '', p.maxBytes);
     }
     keys.push(...logs.keys());
     args[2] = logs.size;
@@ -158,7 +160,7 @@ export class StreamPublishes {
       (reply) => {
         this.answered();
         const positions = reply as unknown[];
-        for (let i = 0; i < n; i++) (batch[i] as Pending).resolve(positionOf(positions[i]));
+        for (let i = 0; i < n; i++) (batch[i] as Pending).resolve(positionFrom(client, positions[i]));
       },
       (error: unknown) => {
         this.answered();

@@ -77,7 +77,9 @@ export function enterChannel(
   ctx.meters.subscriptions[sub.topic.protocol]?.inc();
   ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).increment);
   if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume);
-  state.conn?.subscribe(localTopicOf(state.dialect.variants, sub.topic, sub.primary));
+  // A presence subscription joins its uWS topic once its member_list is sent (fanout/list-gate.ts).
+  if (sub.presence) ctx.listGate.hold(state, sub);
+  else state.conn?.subscribe(localTopicOf(state.dialect.variants, sub.topic, sub.primary));
   acknowledge?.();
   if (sub.presence) return joinPresence(ctx, state, sub).catch(failures(ctx).join);
   return undefined;
@@ -113,6 +115,7 @@ export function leaveChannel(ctx: ChannelDeps, state: ConnectionState, sub: Subs
     }
   }
   if (sub.recover) ctx.streams.detach(state, sub);
+  if (sub.presence) ctx.listGate.forget(state, sub);
   state.subs.delete(sub.channel);
   ctx.registry.leaveTopic(sub.topic, state);
   ctx.meters.subscriptions[sub.topic.protocol]?.dec();

@@ -7,6 +7,7 @@ import type { EventDeps } from '../fanout/events';
 import type { NodeDeps, NodeStatus } from '../deps';
 import type { Dialects } from '../protocols/registry';
 import type { EarlyJoins } from './early-joins';
+import type { ListGate } from '../fanout/list-gate';
 
 /** What the presence flow takes. */
 export interface PresenceDeps extends NodeDeps, EventDeps {
@@ -15,6 +16,8 @@ export interface PresenceDeps extends NodeDeps, EventDeps {
   readonly status: NodeStatus;
   /** The node's repair (`Repair`), asked for when a presence write failed. */
   readonly repair: { repairSoon(): void };
+  /** Holds the channel's frames from a presence subscription until its member list is sent. */
+  readonly listGate: ListGate;
 }
 
 /**
@@ -44,8 +47,9 @@ function writeJoin(
  * with several connections joins once and leaves once).
  *
  * A new connection's primary subscription was usually joined during admission (`EarlyJoins`):
- * its join is taken over here, else written now. Once answered, the joiner gets its list and the
- * channel hears of its arrival, even when it closed meanwhile: its leave (`leaveChannel`) waits
+ * its join is taken over here, else written now. Once answered, the joiner gets its list, then
+ * the channel's frames (fanout/list-gate.ts: its first presence frame is its list), and the channel hears
+ * of its arrival, even when it closed meanwhile: its leave (`leaveChannel`) waits
  * for the join (`sub.joining`) and follows it, so the channel's events stay consistent.
  */
 export function joinPresence(ctx: PresenceDeps, state: ConnectionState, sub: Subscription): Promise<void> {
@@ -54,10 +58,17 @@ export function joinPresence(ctx: PresenceDeps, state: ConnectionState, sub: Sub
     ? early.settled.then((joined) => (joined ? { joined, now: early.now } : joinNow(ctx, state, sub)))
     : joinNow(ctx, state, sub);
   sub.joining = joining;
-  return joining.then(({ joined, now }) => {
-    if (sub.joining === joining) sub.joining = undefined;
-    announceJoin(ctx, state, sub, joined, now);
-  });
+  return joining.then(
+    ({ joined, now }) => {
+      if (sub.joining === joining) sub.joining = undefined;
+      announceJoin(ctx, state, sub, joined, now);
+    },
+    (error: unknown) => {
+      // No list to wait for: the subscription gets the channel's frames without one.
+      ctx.listGate.release(state, sub);
+      throw error;
+    },
+  );
 }
 
 function joinNow(
@@ -82,6 +93,7 @@ function announceJoin(
   const { members, total } = joined.listed ?? { members: [], total: 0 };
   const { presence } = state.dialect;
   sendTo(ctx, state, presence.memberList(sub, members, total));
+  ctx.listGate.release(state, sub);
   const event = presence.joined(sub, member, joined);
   if (event) void publishToChannel(ctx, sub.topic, event.body, { stampable: event.stampable });
 }

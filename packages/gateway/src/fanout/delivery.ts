@@ -3,6 +3,7 @@ import type { ConnectionState } from '../connections/connection';
 import type { Meters } from '../meters';
 import type { PositionReport } from '../streams/topic-stream';
 import type { Transport } from '../transport/types';
+import type { ListGate } from './list-gate';
 import type { Registry } from './registry';
 import { sendTo } from './send';
 import type { SlowConsumers } from './slow-consumers';
@@ -15,6 +16,8 @@ export interface DeliveryDeps {
   readonly registry: Registry;
   readonly slowConsumers: SlowConsumers;
   readonly meters: Meters;
+  /** Presence subscriptions whose member list is not sent yet are reached from here (list-gate.ts). */
+  readonly listGate: ListGate;
 }
 
 type Publisher = { publish(topic: string, message: string | Uint8Array, isBinary?: boolean): unknown };
@@ -56,6 +59,14 @@ export class Delivery {
     const events = !streamed;
     const binary = publication.binary === true && dialect.binaryFrames;
     const frame = binary ? Buffer.from(publication.body, 'base64') : publication.body;
+    // Presence subscriptions whose member_list is not sent yet are reached from here (list-gate.ts).
+    this.deps.listGate.offer(
+      publication,
+      frame,
+      binary,
+      streamed,
+      sender && !sender.notifySelf ? sender : undefined,
+    );
     let recipients = this.publishVariant(via, primary.plain, frame, binary);
     if (events) this.publishVariant(via, primary.events, frame, binary);
     if (secondary) {

@@ -8,11 +8,13 @@ import type { Resume } from './resume';
 import { TopicStream } from './topic-stream';
 import type { Joiner, PositionReport } from './topic-stream';
 import type { Delivery } from '../fanout/delivery';
+import type { ListGate } from '../fanout/list-gate';
 import type { NodeDeps } from '../deps';
 
 /** What the streams take: history reads from the engine, and the node's delivery. */
 export interface StreamDeps extends Pick<NodeDeps, 'config' | 'engine' | 'logger'> {
   readonly delivery: Delivery;
+  readonly listGate: ListGate;
 }
 
 export const HISTORY_UNAVAILABLE =
@@ -82,7 +84,9 @@ export class Streams {
       state,
       dialect.positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel),
     );
-    state.conn?.subscribe(localTopicOf(dialect.variants, sub.topic, sub.primary, 'events'));
+    // With presence, the events topic waits for the member_list (fanout/list-gate.ts).
+    if (sub.presence) this.ctx.listGate.hold(state, sub);
+    else state.conn?.subscribe(localTopicOf(dialect.variants, sub.topic, sub.primary, 'events'));
     for (const publication of missed) this.sendOne(state, sub, publication);
     const joiner: Joiner = {
       position: report,
