@@ -1,3 +1,4 @@
+import type { DialectHttpDeps } from './protocols/dialect';
 import type { Config, Engine, KickSelector, Logger, NodeId } from '@switchboard/core';
 import type { Transport } from './transport/types';
 import type { Registry } from './fanout/registry';
@@ -55,4 +56,7 @@ export interface GatewayContext {
   /** Kicks this node's matching connections at once (`executeKick`). */
   kickHere(selector: KickSelector): number;
   nextConnId(): string;
+  nextSocketId(): string;
+  /** What the dialects' own HTTP APIs take (`Dialect.http`). */
+  readonly dialectHttp: DialectHttpDeps;
 }

@@ -1,5 +1,13 @@
 import { WebhookDispatcher } from '@switchboard/core';
-import type { Config, ControlCommand, DispatcherTiming, Engine, Logger, Metrics } from '@switchboard/core';
+import type {
+  Config,
+  ControlCommand,
+  DispatcherTiming,
+  Engine,
+  Logger,
+  Metrics,
+  Publication,
+} from '@switchboard/core';
 import { bodyTooLarge, createApiHandler } from './api/router';
 import { Membership } from './cluster/membership';
 import { Repair } from './cluster/repair';
@@ -11,7 +19,8 @@ import { createMeters } from './meters';
 import { DIALECTS, Dialects } from './protocols';
 import { ClientAddresses, ConnectionRateLimit } from './limits/rate-limit';
 import { AuthFailureLimiter } from '@switchboard/core';
-import type { Transport } from './transport/types';
+import type { HttpRequest, Transport } from './transport/types';
+import type { DialectHttpDeps } from './protocols/dialect';
 import { createUwsTransport } from './transport/uws';
 import { Streams } from './streams/streams';
 import { BrokerSubscriptions } from './fanout/broker-subscriptions';
@@ -24,6 +33,7 @@ import { Registry } from './fanout/registry';
 import { closeConnection } from './fanout/send';
 import { SlowConsumers } from './fanout/slow-consumers';
 import { createSocketHandlers } from './connections/socket-handlers';
+import { createSocketIdAllocator, randomNodeNumber } from './protocols/pusher/socket-id';
 
 export interface GatewayDeps {
   readonly config: Config;
@@ -61,6 +71,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const slowConsumers = new SlowConsumers(() => config.limits.slowConsumerBytes);
   const listGate = new ListGate({ config });
   let sequence = 0;
+  // Socket ids (`Dialect.socketIds`): this process's node number is drawn once, 48 random bits.
+  const socketIds = createSocketIdAllocator(randomNodeNumber());
   // The transport is made last (its handlers need everything else): delivery reaches it late.
   const delivery = new Delivery({
     config,
@@ -104,7 +116,28 @@ export function createGateway(deps: GatewayDeps): Gateway {
     authFailures: new AuthFailureLimiter(config.limits.authFailures),
     kickHere: (selector) => executeKick(ctx, selector),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
+    nextSocketId: () => socketIds.next(),
+    get dialectHttp(): DialectHttpDeps {
+      return dialectHttp;
+    },
   };
+  const addressOf = (request: HttpRequest): string =>
+    ctx.addresses.of(request.remoteAddress(), request.headers['x-forwarded-for']);
+  // The context itself, plus the limiter by request and delivery with an exclusion.
+  const dialectHttp: DialectHttpDeps = Object.assign(Object.create(ctx) as GatewayContext, {
+    authFailures: {
+      get tracking(): boolean {
+        return ctx.authFailures.tracking;
+      },
+      check: (request: HttpRequest) => ctx.authFailures.check(addressOf(request)),
+      failed: (request: HttpRequest) => {
+        ctx.authFailures.failed(addressOf(request));
+        ctx.meters.authFailure();
+      },
+    },
+    deliverExcept: (publication: Publication, except: string | undefined, streamed: boolean) =>
+      delivery.deliver(publication, except === undefined ? undefined : registry.byId(except), streamed),
+  });
   const repair = new Repair(ctx);
   const membership = new Membership(ctx);
   // Every gateway dispatches webhooks; one at a time per key (docs/webhooks.md).
@@ -122,7 +155,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     {
       ...createSocketHandlers(ctx),
       http: createApiHandler(ctx),
-      bodyTooLarge: () => bodyTooLarge(config.limits.maxMessageBytes),
+      bodyTooLarge: (path) => bodyTooLarge(ctx, path, config.limits.maxMessageBytes),
     },
     {
       // Frames up to 16× the message limit reach the gateway, which answers them with 4513 and an
@@ -144,8 +177,14 @@ export function createGateway(deps: GatewayDeps): Gateway {
       // This node delivered its own publications to plain subscribers when they were accepted
       // (those it never saw accepted, it delivers now); opted-in subscribers get stream
       // publications only now, with the offset the engine assigned.
-      if (publication.origin !== config.nodeId || ctx.unconfirmed.claim(publication))
-        delivery.deliver(publication);
+      if (publication.origin !== config.nodeId || ctx.unconfirmed.claim(publication)) {
+        // A REST publication that excludes a connection (Pusher's `socket_id`) names it as its sender.
+        const excluded =
+          publication.sender !== undefined && publication.source === 'api'
+            ? registry.byId(publication.sender)
+            : undefined;
+        delivery.deliver(publication, excluded);
+      }
       if (publication.offset !== undefined) streams.receive(publication);
     },
     resubscribed() {

@@ -18,7 +18,7 @@ describe('the registered dialects', () => {
     const request = (path: string) => ({ path, query: 'api_key=k', headers: { origin: '', jwt: '' } });
     for (const dialect of DIALECTS) {
       const others = DIALECTS.filter((other) => other !== dialect);
-      const own = [`/v3/room`, `/v4/room`].filter((path) => dialect.upgrade(request(path)));
+      const own = [`/v3/room`, `/v4/room`, `/app/key`].filter((path) => dialect.upgrade(request(path)));
       expect(own).toHaveLength(1);
       for (const other of others) expect(other.upgrade(request(own[0]!))).toBeUndefined();
     }

@@ -14,6 +14,7 @@ describe('drain', () => {
     const health = await api({
       method: 'GET',
       path: '/api/health',
+      query: '',
       headers: {},
       remoteAddress: () => '127.0.0.1',
       body: Buffer.alloc(0),

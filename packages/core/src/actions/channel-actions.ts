@@ -9,7 +9,7 @@ import type { Logger } from '../logger';
 import { isoTime } from '../logs/iso-time';
 import type { LogRecord } from '../logs/message-log';
 import type { KickSelector, Publication } from '../broker/broker';
-import type { NodeId, Protocol, Topic } from '../types';
+import type { ConnId, NodeId, Protocol, Topic } from '../types';
 
 /**
  * What a REST publish, a kick and a history read do, whichever API they came through: the
@@ -62,6 +62,8 @@ export interface PublishRequest {
    * hands it back.
    */
   readonly unconfirmed?: (publication: Publication) => void;
+  /** A connection the publication leaves out on every node (Pusher's `socket_id`): its `sender`. */
+  readonly except?: ConnId;
 }
 
 export interface Published {
@@ -96,6 +98,7 @@ export function publishMessage(
       acceptedAt,
     };
     if (stampable) built.stampable = true;
+    if (request.except !== undefined) built.sender = request.except;
     publication = built;
     const retention = historyRetention(record, deps.config);
     const logged: LogRecord = {

@@ -2,11 +2,12 @@ import type { Protocol } from '../types';
 
 /**
  * The topic families (`Topic.protocol`) the gateways' wire protocols register, one per dialect
- * (docs/architecture.md, "Protocol dialects"): the PieSocket V3 and V4 namespaces. Presence
+ * (docs/architecture.md, "Protocol dialects"): the PieSocket V3 and V4 namespaces and the Pusher
+ * Channels one. Presence
  * reads a channel's identities across all of them, and listings that span families list them in
  * this order. A family's name is part of Redis key names and stored data: it never changes.
  */
-export const TOPIC_FAMILIES: readonly Protocol[] = ['v3', 'v4'];
+export const TOPIC_FAMILIES: readonly Protocol[] = ['v3', 'v4', 'pusher'];
 
 /** The family of the account API's channel reads and publishes when a request names none (PieSocket V4). */
 export const DEFAULT_FAMILY: Protocol = 'v4';

@@ -2,7 +2,7 @@ import { AppError } from '@switchboard/core';
 import type { HttpReply, HttpRequest } from '../transport/types';
 import { health } from './health';
 import { parseBody } from './request';
-import type { RouteHandler } from '../protocols/dialect';
+import type { DialectHttp, DialectHttpDeps, RouteHandler } from '../protocols/dialect';
 import type { AuthFailureLimiter } from '@switchboard/core';
 import type { ClientAddresses } from '../limits/rate-limit';
 import type { Dialects } from '../protocols/registry';
@@ -14,6 +14,8 @@ export interface RouterDeps extends ApiDeps, HealthDeps {
   readonly dialects: Dialects;
   readonly addresses: ClientAddresses;
   readonly authFailures: AuthFailureLimiter;
+  /** What a dialect's own HTTP API may also use (`Dialect.http`). */
+  readonly dialectHttp: DialectHttpDeps;
 }
 
 type Answer = HttpReply | Promise<HttpReply>;
@@ -53,12 +55,14 @@ export function errorReply(error: unknown, ctx: RouterDeps): HttpReply {
   return json(500, { success: false, error: 'Internal error', code: 'SB_INTERNAL' });
 }
 
-export const bodyTooLarge = (limit: number): HttpReply =>
-  json(413, {
-    success: false,
-    error: `Payload too large: the limit is ${limit} bytes`,
-    code: 'SB_PAYLOAD_TOO_LARGE',
-  });
+/** The answer to a body over `limit`: a dialect's own HTTP API words it its own way. */
+export function bodyTooLarge(ctx: { readonly dialects: Dialects }, path: string, limit: number): HttpReply {
+  const text = `Payload too large: the limit is ${limit} bytes`;
+  for (const { http } of ctx.dialects.all)
+    if (http && path.startsWith(http.prefix))
+      return { status: 413, contentType: 'text/plain; charset=utf-8', body: text };
+  return json(413, { success: false, error: text, code: 'SB_PAYLOAD_TOO_LARGE' });
+}
 
 /**
  * The cluster API (docs/openapi.yaml) on the gateway port: every dialect's POST routes, health
@@ -72,7 +76,9 @@ export function createApiHandler(ctx: RouterDeps): (request: HttpRequest) => Ans
   ) as Record<string, RouteHandler>;
   /** Route labels for metrics: known paths only, never a raw URL (unbounded label values). */
   const routeNames = new Set([...Object.keys(postRoutes), '/api/health', '/api/live']);
+  const own: DialectHttp[] = ctx.dialects.all.flatMap((dialect) => (dialect.http ? [dialect.http] : []));
   return (request) => {
+    for (const http of own) if (request.path.startsWith(http.prefix)) return ownApi(http, request);
     const path =
       request.path.length > 1 && request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
     const counted = (reply: HttpReply): HttpReply => {
@@ -87,6 +93,23 @@ export function createApiHandler(ctx: RouterDeps): (request: HttpRequest) => Ans
       return counted(health(ctx));
     return counted(refused(request, path, !!handler));
   };
+
+  /** A dialect's own HTTP API: it answers completely; counted under its prefix (never a raw path). */
+  function ownApi(http: DialectHttp, request: HttpRequest): Answer {
+    const counted = (reply: HttpReply): HttpReply => {
+      ctx.meters.http(http.prefix, reply.status);
+      return reply;
+    };
+    let answer: HttpReply | Promise<HttpReply>;
+    try {
+      answer = http.handle(ctx.dialectHttp, request);
+    } catch (error) {
+      return counted(errorReply(error, ctx));
+    }
+    if (answer instanceof Promise)
+      return answer.then(counted, (error: unknown) => counted(errorReply(error, ctx)));
+    return counted(answer);
+  }
 
   /** Not found, or a method the path does not allow. */
   function refused(request: HttpRequest, path: string, isPost: boolean): HttpReply {

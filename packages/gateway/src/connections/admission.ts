@@ -33,7 +33,12 @@ export interface AdmissionDeps extends NodeDeps {
   readonly subscriptions: BrokerSubscriptions;
   readonly status: NodeStatus;
   nextConnId(): string;
+  /** The next socket id (`<node number>.<counter>`) for a dialect whose connection ids clients see. */
+  nextSocketId(): string;
 }
+
+/** The text of a refusal for the node's own connection limit (a dialect may close it with a code of its own). */
+export const NODE_CONNECTION_LIMIT = 'Connection limit reached for this node';
 
 /** Bounds on what a connection presents: both go into member lists and Redis key names. */
 export const MAX_UUID_CHARACTERS = 128;
@@ -111,7 +116,8 @@ interface Candidate {
   readonly request: UpgradeRequest;
   readonly dialect: Dialect;
   readonly upgrade: Upgrade;
-  readonly channel: string;
+  /** `undefined`: the connection has no primary channel (`Upgrade.channel`). */
+  readonly channel: string | undefined;
   readonly key: string;
   readonly record: ApiKeyRecord;
 }
@@ -142,6 +148,8 @@ export function admit(ctx: AdmissionDeps, request: UpgradeRequest): Admission {
   if (!dialect || !upgrade) return null;
   const { channel, key } = upgrade;
   if (ctx.status.draining) return reject(dialect, 'SERVER_DRAINING');
+  if (upgrade.refused)
+    return { ...reject(dialect, 'INVALID_CHANNEL', upgrade.refused.text), code: upgrade.refused.code };
 
   if (!isValidApiKey(key))
     return reject(dialect, 'INVALID_API_KEY', key ? 'Invalid API key' : 'Missing api_key');
@@ -160,6 +168,8 @@ function admitKnown(ctx: AdmissionDeps, c: Candidate): Admission {
   const { record, channel, upgrade, dialect } = c;
   if (!isOriginAllowed(c.request.headers.origin, record.domains))
     return reject(dialect, 'ORIGIN_NOT_ALLOWED');
+  // A protocol whose URL names no channel: channels come by subscribe commands, authorized there.
+  if (channel === undefined) return admitAuthorized(ctx, c, undefined);
   if (!isValidChannelName(channel))
     return reject(dialect, 'INVALID_CHANNEL', `Invalid channel name: use ${CHANNEL_NAME_RULE}`);
 
@@ -189,10 +199,12 @@ function admitAuthorized(ctx: AdmissionDeps, c: Candidate, user: JsonValue | und
     ? keyLimits(record, ctx.config).connections
     : ctx.config.limits.maxConnectionsPerKey;
   if (maxConnectionsPerNode > 0 && ctx.registry.size + ctx.status.admitting >= maxConnectionsPerNode) {
-    return reject(dialect, 'CONNECTION_LIMIT', 'Connection limit reached for this node');
+    return reject(dialect, 'CONNECTION_LIMIT', NODE_CONNECTION_LIMIT);
   }
-  const wanted: Topic = { key, protocol: dialect.family, channel: c.channel };
+  const wanted: Topic | undefined =
+    c.channel === undefined ? undefined : { key, protocol: dialect.family, channel: c.channel };
   if (maxConnectionsPerKey <= 0) {
+    if (!wanted) return connectionState(ctx, c, undefined, user, resume, false);
     const held = ctx.subscriptions.acquireHeld(wanted);
     if (held) return connectionState(ctx, c, held, user, resume, false);
   }
@@ -211,9 +223,9 @@ function admitAuthorized(ctx: AdmissionDeps, c: Candidate, user: JsonValue | und
 async function reserveAndSubscribe(
   ctx: AdmissionDeps,
   c: Candidate,
-  wanted: Topic,
+  wanted: Topic | undefined,
   maxConnectionsPerKey: number,
-): Promise<Rejection | { topic: Topic; socketReserved: boolean }> {
+): Promise<Rejection | { topic: Topic | undefined; socketReserved: boolean }> {
   const { key } = c;
   ctx.status.admitting++;
   let socketReserved = false;
@@ -234,6 +246,7 @@ async function reserveAndSubscribe(
         );
       socketReserved = reserved === true;
     }
+    if (!wanted) return { topic: undefined, socketReserved };
     try {
       return { topic: await ctx.subscriptions.acquire(wanted), socketReserved };
     } catch (error) {
@@ -248,25 +261,27 @@ async function reserveAndSubscribe(
 function connectionState(
   ctx: AdmissionDeps,
   c: Candidate,
-  topic: Topic,
+  topic: Topic | undefined,
   user: JsonValue | undefined,
   resume: Resume | undefined,
   socketReserved: boolean,
 ): ConnectionState {
   const { upgrade, dialect } = c;
-  const subscription = buildSubscription(topic, true, {
-    uuid: upgrade.uuid,
-    user,
-    presence: upgrade.presence || isPresenceChannel(c.channel),
-    // `since`/`epoch` alone opt in too: a client that resumes wants offsets.
-    recover: upgrade.recover || resume !== undefined,
-  });
+  const subscription =
+    topic &&
+    buildSubscription(topic, true, {
+      uuid: upgrade.uuid,
+      user,
+      presence: upgrade.presence || isPresenceChannel(topic.channel),
+      // `since`/`epoch` alone opt in too: a client that resumes wants offsets.
+      recover: upgrade.recover || resume !== undefined,
+    });
   return {
-    id: ctx.nextConnId(),
-    key: topic.key,
+    id: dialect.socketIds ? ctx.nextSocketId() : ctx.nextConnId(),
+    key: topic?.key ?? c.key,
     record: c.record,
     dialect,
-    primary: topic.channel,
+    primary: topic?.channel ?? '',
     notifySelf: upgrade.notifySelf,
     boot: upgrade.greets,
     resume,

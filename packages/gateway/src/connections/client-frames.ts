@@ -39,7 +39,9 @@ export function handleClientFrame(
     return;
   }
   const primary = state.subs.get(state.primary);
-  if (!primary) return;
+  // A socket that lost its primary channel takes no more frames; one that never had one ('': its
+  // protocol names channels in frames only) does.
+  if (!primary && state.primary !== '') return;
   if (isBinary) {
     runCommand(ctx, state, state.dialect.binary(state, Buffer.from(data).toString('base64')), primary);
     return;

@@ -23,7 +23,7 @@ export function runCommand(
   ctx: ChannelDeps,
   state: ConnectionState,
   command: Command,
-  primary: Subscription,
+  primary: Subscription | undefined,
 ): void {
   switch (command.type) {
     case 'publish': {
@@ -53,8 +53,10 @@ export function runCommand(
 
 const replyWith =
   (ctx: ChannelDeps, state: ConnectionState, answer: Answer): Reply =>
-  (error, retry) =>
-    sendTo(ctx, state, answer(error, retry));
+  (error, retry) => {
+    const frame = answer(error, retry);
+    if (frame !== undefined) sendTo(ctx, state, frame);
+  };
 
 async function subscribe(
   ctx: ChannelDeps,
@@ -76,13 +78,9 @@ async function subscribe(
   if (resume && isResumeProblem(resume)) return reply(resume.problem);
   (state.pending ??= new Set()).add(channel);
   try {
-    const auth = await authorizeChannel(
-      state.record,
-      channel,
-      request.token,
-      queryUser,
-      ctx.config.jwtRequireExp,
-    );
+    const auth = request.authorized
+      ? { ok: true as const, user: queryUser }
+      : await authorizeChannel(state.record, channel, request.token, queryUser, ctx.config.jwtRequireExp);
     if (!auth.ok) return reply(AUTH_FAILED);
     const { uuid } = request;
     const tooLong = identityProblem(uuid, auth.user);

@@ -36,6 +36,7 @@ export interface ConnectionState {
   readonly record: ApiKeyRecord;
   /** The wire protocol it speaks. */
   readonly dialect: Dialect;
+  /** The primary channel ('' for a socket whose protocol names none in its URL: Pusher's). */
   readonly primary: ChannelName;
   readonly notifySelf: boolean;
   /** The dialect greets it right after `open` (`Dialect.greets`). */
@@ -102,6 +103,8 @@ export interface Rejection {
   readonly dialect: Dialect;
   readonly rejected: CloseReason;
   readonly text: string;
+  /** A close code of the dialect's own (`Upgrade.refused`) instead of `rejected`'s. */
+  readonly code?: number;
 }
 
 export type SocketData = ConnectionState | Rejection;

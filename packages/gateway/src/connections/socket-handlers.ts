@@ -1,11 +1,10 @@
-import { CLOSE_CODES } from '@switchboard/core';
 import type { Conn, TransportHandlers } from '../transport/types';
 import { admit, releaseSocket } from './admission';
 import { enterChannel, leaveChannel } from './channels';
 import { handleClientFrame } from './client-frames';
 import { isRejection } from './connection';
 import type { SocketData } from './connection';
-import { closeConnection, sendTo } from '../fanout/send';
+import { closeConnection, closeOf, closeReasonText, sendTo } from '../fanout/send';
 import { abandonEarlyJoin, joinEarly } from './presence-events';
 import { HISTORY_UNAVAILABLE } from '../streams/streams';
 import type { ClientAddresses, ConnectionRateLimit } from '../limits/rate-limit';
@@ -63,9 +62,9 @@ export function createSocketHandlers(
 
     open(conn: Conn, data: SocketData) {
       if (isRejection(data)) {
-        const { code } = CLOSE_CODES[data.rejected];
-        if (code >= 4500) conn.send(data.dialect.closingError(data.text));
-        conn.end(code, data.text);
+        const close = closeOf(data.dialect, data.code ?? data.rejected, data.text);
+        if (close.frame !== undefined) conn.send(close.frame);
+        conn.end(close.code, closeReasonText(close.text));
         return;
       }
       const state = data;
@@ -78,7 +77,8 @@ export function createSocketHandlers(
         closeConnection(state, 'SERVER_DRAINING');
         return;
       }
-      if (state.boot) sendTo(ctx, state, state.dialect.greeting);
+      if (state.boot)
+        sendTo(ctx, state, state.dialect.greet?.(state.id, ctx.config) ?? state.dialect.greeting);
       const primary = state.subs.get(state.primary);
       if (!primary) return;
       const { resume } = state;

@@ -1,6 +1,7 @@
 import { CLOSE_CODES } from '@switchboard/core';
 import type { CloseReason, Config } from '@switchboard/core';
 import type { ConnectionState } from '../connections/connection';
+import type { Dialect, DialectClose } from '../protocols/dialect';
 
 /** Sends one frame to one connection; a connection past the slow-consumer limit is closed (4008). */
 export function sendTo(
@@ -29,9 +30,19 @@ export function closeConnection(
 ): void {
   const conn = state.conn;
   if (!conn || state.closed) return;
-  const { code } = CLOSE_CODES[reason];
-  if (code >= 4500) conn.send(state.dialect.closingError(text));
-  conn.end(code, closeReasonText(text));
+  const close = closeOf(state.dialect, reason, text);
+  if (close.frame !== undefined) conn.send(close.frame);
+  conn.end(close.code, closeReasonText(close.text));
+}
+
+/**
+ * How `dialect` closes for a catalog reason or a code of its own (`Dialect.closeWith`); by
+ * default the catalog's code, preceded by the dialect's error frame when terminal (4500–4999).
+ */
+export function closeOf(dialect: Dialect, reason: CloseReason | number, text: string): DialectClose {
+  if (dialect.closeWith) return dialect.closeWith(reason, text);
+  const code = typeof reason === 'number' ? reason : CLOSE_CODES[reason].code;
+  return { code, frame: code >= 4500 ? dialect.closingError(text) : undefined, text };
 }
 
 /** Reports a problem with one frame; the socket stays open. */

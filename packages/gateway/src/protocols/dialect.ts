@@ -1,4 +1,8 @@
 import type {
+  ApiKeyRecord,
+  CloseReason,
+  Config,
+  ConnId,
   JoinResult,
   JsonValue,
   LeaveResult,
@@ -9,7 +13,7 @@ import type {
 } from '@switchboard/core';
 import type { Body } from '../api/request';
 import type { ApiDeps } from '../api/deps';
-import type { UpgradeRequest } from '../transport/types';
+import type { HttpReply, HttpRequest, UpgradeRequest } from '../transport/types';
 import type { PositionReport } from '../streams/topic-stream';
 
 /**
@@ -38,8 +42,22 @@ export interface Dialect {
    * the path is not this dialect's. Admission checks it in its own order (docs/protocol.md).
    */
   upgrade(request: Pick<UpgradeRequest, 'path' | 'query' | 'headers'>): Upgrade | undefined;
-  /** Sent right after `open` to a connection whose upgrade `greets`. */
+  /** Sent right after `open` to a connection whose upgrade `greets` (unless `greet` is given). */
   readonly greeting: string;
+  /** Builds the greeting from the connection's id, for a protocol whose greeting names it (Pusher's `socket_id`). */
+  readonly greet?: (id: ConnId, config: Config) => string;
+  /**
+   * The connection ids of this dialect's sockets are shown to clients, so they take the form
+   * `<node number>.<counter>` (Pusher's socket ids), unique cluster-wide; without it a
+   * connection gets the node's own id form, which clients never see.
+   */
+  readonly socketIds?: boolean;
+  /**
+   * How the dialect closes a connection for a catalog reason, or for a code of its own (an
+   * `Upgrade.refused`): the close code, the error frame sent first (if any) and the close
+   * reason text. Absent: the catalog's code, and `closingError` before terminal codes (4500–4999).
+   */
+  readonly closeWith?: (reason: CloseReason | number, text: string) => DialectClose;
 
   // ---- Client frames ----
 
@@ -97,6 +115,46 @@ export interface Dialect {
 
   /** The cluster API's POST routes of this dialect (docs/openapi.yaml), by path. */
   readonly routes: Readonly<Record<string, RouteHandler>>;
+  /**
+   * An HTTP API of the protocol's own on the gateway port (Pusher's `/apps/{app_id}/…`, with its
+   * own request signing, methods and error bodies): every request whose path starts with
+   * `prefix` is handed to `handle`, which answers it completely.
+   */
+  readonly http?: DialectHttp;
+}
+
+/** How a dialect closes a connection (`Dialect.closeWith`). */
+export interface DialectClose {
+  readonly code: number;
+  /** Sent before the close frame. */
+  readonly frame: string | undefined;
+  /** The close frame's reason (cut to 123 bytes by the sender). */
+  readonly text: string;
+}
+
+/** What a dialect's own HTTP API may use: the cluster API's dependencies and its failed-authentication limits. */
+export interface DialectHttpDeps extends ApiDeps {
+  /**
+   * Runs `check` under the per-address failed-authentication limit (docs/security.md): refused
+   * with the limiter's 429 while the address is over it; a `failed` answer counts against it.
+   */
+  readonly authFailures: {
+    readonly tracking: boolean;
+    check(request: HttpRequest): void;
+    failed(request: HttpRequest): void;
+  };
+  /**
+   * Delivers a publication this node accepted to its own connections, leaving out the connection
+   * `except` when it is one of them (other nodes leave it out by the publication's `sender`).
+   */
+  deliverExcept(publication: Publication, except: ConnId | undefined, streamed: boolean): void;
+}
+
+/** A dialect's own HTTP API (`Dialect.http`). */
+export interface DialectHttp {
+  /** Paths this API answers, by prefix (`/apps/`). */
+  readonly prefix: string;
+  handle(ctx: DialectHttpDeps, request: HttpRequest): HttpReply | Promise<HttpReply>;
 }
 
 /** How a dialect announces presence (docs/protocol.md, "Presence"). */
@@ -119,8 +177,13 @@ export interface PresenceFrames {
 export interface Upgrade {
   /** The API key as presented (empty when absent). */
   readonly key: string;
-  /** The primary channel, decoded. */
-  readonly channel: string;
+  /**
+   * The primary channel, decoded; `undefined` for a protocol whose URL names none (Pusher's
+   * `/app/{key}`): the connection then enters channels by subscribe commands only.
+   */
+  readonly channel: string | undefined;
+  /** The upgrade is refused with this code of the dialect's own (Pusher's 4007, say), after the draining check. */
+  readonly refused?: { readonly code: number; readonly text: string };
   /** A JWT for the channel, if one was presented. */
   readonly token: string | undefined;
   readonly uuid: string | undefined;
@@ -157,11 +220,19 @@ export interface RelayOptions {
   readonly systemBinary?: boolean;
 }
 
-/** Builds the answer frame of a command: success without `error`; `retry`: send it again unchanged. */
-export type Answer = (error?: string, retry?: boolean) => string;
+/**
+ * Builds the answer frame of a command: success without `error`; `retry`: send it again
+ * unchanged. `undefined`: nothing is sent (a protocol that answers only some outcomes).
+ */
+export type Answer = (error?: string, retry?: boolean) => string | undefined;
 
 /** A subscribe as the client asked for it; the connection layer checks and carries it out. */
 export interface SubscribeRequest {
+  /**
+   * The dialect verified the channel's authorization with its own scheme (Pusher's HMAC `auth`),
+   * so the connection layer's JWT check is skipped.
+   */
+  readonly authorized?: boolean;
   readonly token: string | undefined;
   /** The `user` presented, or `undefined` to present the socket's own. */
   readonly user: JsonValue | undefined;
@@ -206,7 +277,10 @@ export interface ChannelView {
 
 /** What a dialect reads of a connection. */
 export interface SocketView {
-  /** The primary channel's name. */
+  readonly id: ConnId;
+  /** The key's record (its secret signs a protocol's own channel authorizations). */
+  readonly record: ApiKeyRecord;
+  /** The primary channel's name ('' for a socket without one). */
   readonly primary: string;
   readonly subs: { has(channel: string): boolean };
 }

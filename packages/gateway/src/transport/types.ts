@@ -37,6 +37,8 @@ export interface HttpRequest {
   readonly method: string;
   /** Path without the query string (the cluster API takes every parameter in the body). */
   readonly path: string;
+  /** Raw query string, without `?` (read by the dialects' own HTTP APIs, e.g. Pusher's signed requests). */
+  readonly query: string;
   /**
    * The headers the cluster API reads (`content-length`, `x-forwarded-for`), lower-case, present
    * when not empty: copying every header out of uWS costs each request a string per name and value.
@@ -53,6 +55,8 @@ export interface HttpRequest {
 
 export interface HttpReply {
   readonly status: number;
+  /** `application/json` when absent. */
+  readonly contentType?: string;
   readonly headers?: Readonly<Record<string, string>>;
   readonly body: string;
 }
@@ -85,8 +89,8 @@ export interface TransportHandlers<T> {
   close(conn: Conn, data: T, code: number): void;
   /** The reply at once when it needs no wait (it is then written in the request's own turn). */
   http(request: HttpRequest): HttpReply | Promise<HttpReply>;
-  /** The reply for a body over the limit (it is never read in full). */
-  bodyTooLarge(): HttpReply;
+  /** The reply for a body over the limit (it is never read in full), to a request for `path`. */
+  bodyTooLarge(path: string): HttpReply;
 }
 
 export interface TransportOptions {

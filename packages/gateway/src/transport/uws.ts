@@ -64,7 +64,7 @@ const NO_ENDPOINT: HttpReply = {
 function writeReply(res: Response, reply: HttpReply): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINE[reply.status] ?? String(reply.status));
-    res.writeHeader('content-type', 'application/json');
+    res.writeHeader('content-type', reply.contentType ?? 'application/json');
     // Browsers must not read a JSON answer as HTML or script (docs/security.md).
     res.writeHeader('x-content-type-options', 'nosniff');
     if (reply.headers) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
@@ -201,6 +201,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     const res = rawRes as unknown as Response;
     const method = req.getMethod().toUpperCase();
     const path = req.getUrl();
+    const query = req.getQuery() ?? '';
     // Only the headers the cluster API reads, not a copy of every header per request.
     const headers: Record<string, string> = {};
     for (const name of READ_HEADERS) {
@@ -226,7 +227,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     const dispatch = (body: Buffer): void => {
       let reply: HttpReply | Promise<HttpReply>;
       try {
-        reply = handlers.http({ method, path, headers, body, remoteAddress });
+        reply = handlers.http({ method, path, query, headers, body, remoteAddress });
       } catch {
         failed();
         return;
@@ -239,7 +240,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       return;
     }
     if (Number(headers['content-length'] ?? 0) > options.maxBodyBytes) {
-      respond(handlers.bodyTooLarge());
+      respond(handlers.bodyTooLarge(path));
       return;
     }
     const chunks: Buffer[] = [];
@@ -248,7 +249,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       if (aborted) return;
       size += chunk.byteLength;
       if (size > options.maxBodyBytes) {
-        respond(handlers.bodyTooLarge());
+        respond(handlers.bodyTooLarge(path));
         return;
       }
       // uWS reuses the chunk's memory after this callback: copy it (into Node's pooled buffer

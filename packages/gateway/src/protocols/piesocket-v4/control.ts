@@ -10,7 +10,9 @@ export function controlCommand(event: string, data: unknown): Command {
   const channel = fields['channel'];
   const name = typeof channel === 'string' ? channel : '';
   const answer =
-    (kind: 'subscribe' | 'unsubscribe' | 'member_list'): Answer =>
+    (
+      kind: 'subscribe' | 'unsubscribe' | 'member_list',
+    ): ((error?: string, retry?: boolean) => string) & Answer =>
     (error, retry) => {
       const type = error === undefined ? `system::${kind}_success` : `system::${kind}_error`;
       const data =

@@ -1,0 +1,191 @@
+import { CLOSE_CODES, isReconnectable } from '@switchboard/core';
+import type { CloseReason } from '@switchboard/core';
+import { NODE_CONNECTION_LIMIT } from '../../connections/admission';
+import type { Command, Dialect, DialectClose, SocketView, Upgrade } from '../dialect';
+import { parseClientFrame } from './client-frames';
+import { PUSHER_ERRORS } from './codes';
+import type { PusherErrorSpec } from './codes';
+import { appKeyOfPath, parseConnectQuery } from './connect';
+import {
+  clientEvent,
+  connectionEstablished,
+  errorFrame,
+  PONG_FRAME,
+  subscriptionError,
+  subscriptionSucceeded,
+} from './frames';
+import { handlePusherHttp } from './http-routes';
+import { clientEventProblem, authorizeSubscription } from './subscribe';
+
+/** The topic family of Pusher channels: apart from the PieSocket families' (docs/pusher.md). */
+export const PUSHER_FAMILY = 'pusher';
+
+/** What every Pusher upgrade presents besides its key: no channel, no identity, a greeting. */
+const NO_CHANNEL: Omit<Upgrade, 'key'> = {
+  channel: undefined,
+  token: undefined,
+  uuid: undefined,
+  user: undefined,
+  presence: false,
+  recover: false,
+  notifySelf: false,
+  greets: true,
+  since: undefined,
+  epoch: undefined,
+};
+
+/**
+ * The catalog's close reasons as Pusher codes (docs/pusher.md, "Errors and close codes"), so
+ * `pusher-js` reconnects or stops as it does against Pusher. Reasons without a Pusher
+ * counterpart take 4100 (reconnect with backoff) when the catalog lets clients reconnect, else
+ * 4009 (stop).
+ */
+const BY_REASON: Partial<Record<CloseReason, PusherErrorSpec>> = {
+  SERVER_DRAINING: PUSHER_ERRORS.RECONNECT,
+  INVALID_API_KEY: PUSHER_ERRORS.APP_NOT_FOUND,
+  ORIGIN_NOT_ALLOWED: PUSHER_ERRORS.ORIGIN_NOT_ALLOWED,
+  CONNECTION_LIMIT: PUSHER_ERRORS.OVER_CONNECTION_QUOTA,
+  UNAVAILABLE: PUSHER_ERRORS.OVER_CAPACITY,
+};
+
+function closeWith(reason: CloseReason | number, text: string): DialectClose {
+  if (typeof reason === 'number') return { code: reason, frame: errorFrame(reason, text), text };
+  let spec = BY_REASON[reason];
+  if (reason === 'CONNECTION_LIMIT' && text === NODE_CONNECTION_LIMIT) spec = PUSHER_ERRORS.OVER_CAPACITY;
+  if (spec) return { code: spec.code, frame: errorFrame(spec.code, spec.message), text: spec.message };
+  // A kick (terminate_connections), a slow consumer, a frame over the limits: the catalog's text.
+  const code = isReconnectable(CLOSE_CODES[reason].code)
+    ? PUSHER_ERRORS.OVER_CAPACITY.code
+    : PUSHER_ERRORS.ORIGIN_NOT_ALLOWED.code;
+  return { code, frame: errorFrame(code, text), text };
+}
+
+/** The subscribe command of an authorized channel: its answer is Pusher's success or error frame. */
+function subscribe(channel: string): Command {
+  return {
+    type: 'subscribe',
+    channel,
+    request: {
+      authorized: true,
+      token: undefined,
+      user: undefined,
+      uuid: undefined,
+      presence: false,
+      recover: false,
+      since: undefined,
+      epoch: undefined,
+    },
+    answer: (error) =>
+      error === undefined
+        ? subscriptionSucceeded(channel)
+        : subscriptionError(channel, { type: 'LimitReached', error, status: 400 }),
+  };
+}
+
+const reply = (frame: string): Command => ({ type: 'reply', frame });
+const frameProblem = (message: string): Command => reply(errorFrame(null, message));
+
+/** A client frame read as a command (docs/pusher.md, "Frames"). */
+function text(state: SocketView, frame: string): Command | undefined {
+  // The connection layer checked the frame's size against MAX_MESSAGE_BYTES already.
+  const parsed = parseClientFrame(frame, Number.MAX_SAFE_INTEGER);
+  if (!parsed.ok) return frameProblem(parsed.message);
+  const { command } = parsed;
+  switch (command.type) {
+    case 'ping':
+      return reply(PONG_FRAME);
+    case 'pong':
+      return undefined;
+    case 'subscribe': {
+      const { channel } = command;
+      if (channel.kind === 'presence' || channel.kind === 'server-to-user' || channel.cache)
+        return reply(
+          subscriptionError(channel.name, {
+            type: 'InvalidChannel',
+            error: `${channel.name}: this kind of channel is not served yet (docs/pusher.md, "What is wired")`,
+            status: 501,
+          }),
+        );
+      const check = authorizeSubscription({ key: state.record.key, secret: state.record.secret }, state.id, {
+        channel,
+        auth: command.auth,
+        channelData: command.channelData,
+      });
+      if (!check.ok) return reply(subscriptionError(channel.name, check.refusal));
+      return subscribe(channel.name);
+    }
+    case 'unsubscribe':
+      // Pusher answers nothing, and unsubscribing from a channel one is not in is no error.
+      return { type: 'unsubscribe', channel: command.channel, answer: () => undefined };
+    case 'signin':
+      return frameProblem('pusher:signin is not served yet (docs/pusher.md, "What is wired")');
+    case 'client-event': {
+      const { channel } = command;
+      const problem = clientEventProblem(channel, state.subs.has(channel.name), state.record.clientMessages);
+      if (problem) return frameProblem(problem);
+      return {
+        type: 'publish',
+        channel: channel.name,
+        body: clientEvent(channel.name, command.event, command.dataJson),
+        options: { stampable: false },
+      };
+    }
+  }
+}
+
+/**
+ * The Pusher Channels protocol 7 (docs/pusher.md): `/app/{key}?protocol=7`, no channel in the
+ * URL (channels come by `pusher:subscribe`, any number per socket, each authorized by the key's
+ * secret), the socket id in the greeting, Pusher's codes on every close, and Pusher's own HTTP
+ * API under `/apps/`.
+ */
+export const pusher: Dialect = {
+  family: PUSHER_FAMILY,
+
+  upgrade(request) {
+    const key = appKeyOfPath(request.path);
+    if (key === undefined) return undefined;
+    const query = parseConnectQuery(request.query);
+    if ('refusal' in query)
+      return {
+        key,
+        ...NO_CHANNEL,
+        refused: { code: PUSHER_ERRORS.UNSUPPORTED_PROTOCOL.code, text: query.refusal },
+      };
+    return { key, ...NO_CHANNEL };
+  },
+  greeting: '',
+  greet: (id, config) => connectionEstablished(id, config.pusher.activityTimeoutSeconds),
+  socketIds: true,
+  closeWith,
+
+  text,
+  binary: () => ({ type: 'error', text: 'Binary frames are not part of the Pusher protocol; frame dropped' }),
+
+  closingError: (message) => errorFrame(null, message),
+  frameError: (_state, message) => errorFrame(null, message),
+  // Every subscription of a Pusher socket gets the same frames: nothing is stamped.
+  stamp: (body) => body,
+  binaryFrames: false,
+
+  variants: { primary: 'P' },
+
+  // Pusher subscriptions never opt in to offsets (pusher-js cannot resume): these are not reached.
+  isObject: () => false,
+  offsetFrame: (publication) => publication.body,
+  positionFrame: () => '{}',
+
+  presence: {
+    listing: 'identities',
+    memberList: () => '{}',
+    joined: () => undefined,
+    rejoined: () => undefined,
+    leaveCarriesRoster: false,
+    left: () => undefined,
+  },
+
+  kick: { targeted: false },
+
+  routes: {},
+  http: { prefix: '/apps/', handle: handlePusherHttp },
+};

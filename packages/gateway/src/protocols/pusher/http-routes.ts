@@ -1,0 +1,211 @@
+import { AppError, EngineUnavailableError, appIdOf, isValidApiKey, publishMessage } from '@switchboard/core';
+import type { ApiKeyRecord, Topic } from '@switchboard/core';
+import { takeApiRequest, takeRestPublish } from '../../limits/rate-limit';
+import type { HttpReply, HttpRequest } from '../../transport/types';
+import type { DialectHttpDeps } from '../dialect';
+import { channelEvent } from './frames';
+import {
+  batchAnswer,
+  channelAnswer,
+  channelsAnswer,
+  eventsAnswer,
+  matchRoute,
+  parseBatchBody,
+  parseChannelQuery,
+  parseChannelsQuery,
+  parseEventBody,
+  parseUsersChannel,
+  usersAnswer,
+} from './http-api';
+import type { ChannelCounts, HttpApiLimits, PusherRoute, TriggeredEvent } from './http-api';
+import { authKeyOf, parseQuery, unknownAuthKey, verifySignedRequest } from './http-auth';
+import { PUSHER_HTTP_CONTENT_TYPE_ERROR } from './http-errors';
+import type { PusherHttpError } from './http-errors';
+
+/** The family of Pusher topics (the dialect's; repeated here so this module does not import the dialect). */
+const FAMILY = 'pusher';
+
+/** Channels read for a count or a list: the counts port pages, and a key's channels are read whole. */
+const MAX_LISTED_CHANNELS = 10_000;
+
+const ok = (value: object): HttpReply => ({ status: 200, body: JSON.stringify(value) });
+const text = (error: PusherHttpError | { status: number; body: string }): HttpReply => ({
+  status: error.status,
+  contentType: PUSHER_HTTP_CONTENT_TYPE_ERROR,
+  body: error.body,
+});
+const isError = (value: unknown): value is PusherHttpError =>
+  typeof value === 'object' && value !== null && 'status' in value && 'body' in value;
+
+/** An error thrown on the way (a quota, the engine) as Pusher's plain-text answer. */
+function thrown(ctx: DialectHttpDeps, error: unknown): HttpReply {
+  if (error instanceof AppError) return text({ status: error.status, body: error.message });
+  if (error instanceof EngineUnavailableError)
+    return text({ status: 503, body: 'Service temporarily unavailable, try again' });
+  ctx.logger.error({ err: error }, 'Pusher HTTP API request failed');
+  return text({ status: 500, body: 'Internal error' });
+}
+
+/**
+ * The Pusher HTTP API (docs/pusher.md, "HTTP API") on the gateway port: the route, the failed-
+ * authentication limit of the client's address, the app by `auth_key`, Pusher's request
+ * signature (a 401 counts against the address), the key's request quota, then the route.
+ * Errors are plain text with Pusher's statuses; answers are JSON.
+ */
+export function handlePusherHttp(ctx: DialectHttpDeps, request: HttpRequest): HttpReply | Promise<HttpReply> {
+  const route = matchRoute(request.method, request.path);
+  if (isError(route)) return text(route);
+  const params = parseQuery(request.query);
+  if (isError(params)) return text(params);
+  try {
+    if (ctx.authFailures.tracking) ctx.authFailures.check(request);
+  } catch (error) {
+    return thrown(ctx, error);
+  }
+  const refuse = (error: PusherHttpError): HttpReply => {
+    if (error.status === 401) ctx.authFailures.failed(request);
+    return text(error);
+  };
+  const key = authKeyOf(params);
+  if (key === undefined || !isValidApiKey(key)) return refuse(unknownAuthKey(params));
+  return ctx.keys.get(key).then(
+    (record) => {
+      if (!record) return refuse(unknownAuthKey(params));
+      const problem = verifySignedRequest(
+        { method: request.method, path: request.path, params, body: request.body },
+        { key: record.key, secret: record.secret, appId: appIdOf(record) },
+        route.appId,
+      );
+      if (problem) return refuse(problem);
+      const taking = takeApiRequest(ctx, record);
+      const run = (): Promise<HttpReply> => serve(ctx, record, route, params, request.body);
+      return (taking ? taking.then(run) : run()).catch((error: unknown) => thrown(ctx, error));
+    },
+    (error: unknown) => thrown(ctx, error),
+  );
+}
+
+async function serve(
+  ctx: DialectHttpDeps,
+  record: ApiKeyRecord,
+  route: PusherRoute,
+  params: ReadonlyMap<string, string>,
+  body: Buffer,
+): Promise<HttpReply> {
+  const limits: HttpApiLimits = {
+    maxBodyBytes: ctx.config.limits.maxMessageBytes,
+    maxDataBytes: ctx.config.limits.maxMessageBytes,
+  };
+  switch (route.name) {
+    case 'events': {
+      const event = parseEventBody(body, limits);
+      if (isError(event)) return text(event);
+      await trigger(ctx, record, event);
+      return ok(eventsAnswer(event, await countsOf(ctx, record, event.info.length > 0 ? [event] : [])));
+    }
+    case 'batch_events': {
+      const events = parseBatchBody(body, limits);
+      if (isError(events)) return text(events);
+      await Promise.all(events.map((event) => trigger(ctx, record, event)));
+      const asking = events.filter((event) => event.info.length > 0);
+      return ok(batchAnswer(events, await countsOf(ctx, record, asking)));
+    }
+    case 'channels': {
+      const query = parseChannelsQuery(params);
+      if (isError(query)) return text(query);
+      const counts = await ctx.engine.counts.list(record.key, 0, MAX_LISTED_CHANNELS);
+      const listed = counts.items.filter((item) => item.count > 0 && item.channel.startsWith(query.prefix));
+      const users = query.userCount
+        ? await Promise.all(listed.map((item) => userCount(ctx, record, item.channel)))
+        : [];
+      return ok(
+        channelsAnswer(
+          query,
+          listed.map((item, index) => ({
+            name: item.channel,
+            subscriptionCount: item.count,
+            ...(query.userCount ? { userCount: users[index] ?? 0 } : {}),
+          })),
+        ),
+      );
+    }
+    case 'channel': {
+      const query = parseChannelQuery(route.channel, params);
+      if (isError(query)) return text(query);
+      const counts = await countsOf(ctx, record, [
+        { channels: [query.channel], info: query.userCount ? ['user_count'] : [] },
+      ]);
+      return ok(channelAnswer(query, counts.get(query.channel.name)));
+    }
+    case 'channel_users': {
+      const channel = parseUsersChannel(route.channel);
+      if (isError(channel)) return text(channel);
+      const page = await ctx.engine.presence.identities(
+        topicOf(record, channel.name),
+        0,
+        ctx.config.pusher.maxPresenceMembers,
+      );
+      return ok(usersAnswer(page.identities.map(String)));
+    }
+    case 'terminate_user_connections':
+      return text({ status: 501, body: 'terminate_connections is not served yet (docs/pusher.md)' });
+  }
+}
+
+const topicOf = (record: ApiKeyRecord, channel: string): Topic => ({
+  key: record.key,
+  protocol: FAMILY,
+  channel,
+});
+
+/**
+ * Publishes `event` to each of its channels (each within the key's publish quota) and delivers it
+ * on this node; `socket_id` is left out everywhere. Each channel's frame is built once.
+ */
+async function trigger(ctx: DialectHttpDeps, record: ApiKeyRecord, event: TriggeredEvent): Promise<void> {
+  await Promise.all(
+    event.channels.map(async ({ name }) => {
+      const taking = takeRestPublish(ctx, record);
+      if (taking) await taking;
+      const published = await publishMessage(ctx, {
+        record,
+        protocol: FAMILY,
+        marksObjects: false,
+        channel: name,
+        message: channelEvent(name, event.name, event.data),
+        origin: ctx.nodeId,
+        unconfirmed: ctx.unconfirmed.add,
+        ...(event.socketId === undefined ? {} : { except: event.socketId }),
+      });
+      ctx.meters.messagesIn[FAMILY]?.api.inc();
+      ctx.deliverExcept(published.publication, event.socketId, true);
+    }),
+  );
+}
+
+/** Subscription counts (cluster-wide) and, where asked, user counts of the events' channels. */
+async function countsOf(
+  ctx: DialectHttpDeps,
+  record: ApiKeyRecord,
+  events: ReadonlyArray<Pick<TriggeredEvent, 'channels' | 'info'>>,
+): Promise<Map<string, ChannelCounts>> {
+  const counts = new Map<string, ChannelCounts>();
+  if (events.length === 0) return counts;
+  const listed = await ctx.engine.counts.list(record.key, 0, MAX_LISTED_CHANNELS);
+  const byName = new Map(listed.items.map((item) => [item.channel, item.count]));
+  for (const event of events)
+    for (const channel of event.channels) {
+      const users =
+        event.info.includes('user_count') && channel.kind === 'presence'
+          ? await userCount(ctx, record, channel.name)
+          : undefined;
+      counts.set(channel.name, {
+        subscriptionCount: byName.get(channel.name) ?? 0,
+        ...(users === undefined ? {} : { userCount: users }),
+      });
+    }
+  return counts;
+}
+
+const userCount = (ctx: DialectHttpDeps, record: ApiKeyRecord, channel: string): Promise<number> =>
+  ctx.engine.presence.identities(topicOf(record, channel), 0, 1).then((page) => page.count);

@@ -1,0 +1,339 @@
+import { request as httpRequest } from 'node:http';
+import type { ApiKeyRecord } from '@switchboard/core';
+import { connectClient, createTestKey, startGateway, startRedis } from '@switchboard/testing';
+import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import Pusher from 'pusher';
+import PusherJs from 'pusher-js';
+import type { Channel } from 'pusher-js';
+import { bodyMd5, hmacHex } from '../../src/protocols/pusher';
+
+/**
+ * The Pusher Channels protocol served by real gateways: two of them on one real Redis, `pusher-js`
+ * 8 (Node) as the client, the `pusher` server SDK as the backend (channel authorization and every
+ * HTTP API call), raw WebSockets where a frame or a close code is the point.
+ */
+
+let redis: RedisServer;
+let one: TestGateway;
+let two: TestGateway;
+let app: ApiKeyRecord;
+const clients: PusherJs[] = [];
+const raws: TestClient[] = [];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  const env = { REDIS_URL: redis.url, MAX_MESSAGE_BYTES: '65536' };
+  one = await startGateway({ env });
+  two = await startGateway({ env });
+  app = await createTestKey(one.engine);
+}, 30_000);
+afterEach(() => {
+  for (const client of clients.splice(0)) client.disconnect();
+  for (const raw of raws.splice(0)) raw.close();
+});
+afterAll(async () => {
+  await one?.close();
+  await two?.close();
+  await redis?.stop();
+});
+
+/** The app's backend: the `pusher` server SDK pointed at a gateway's HTTP port. */
+const backend = (gateway: TestGateway, overrides: { secret?: string; appId?: string } = {}): Pusher =>
+  new Pusher({
+    appId: overrides.appId ?? app.key,
+    key: app.key,
+    secret: overrides.secret ?? app.secret,
+    host: '127.0.0.1',
+    port: String(gateway.port),
+    useTLS: false,
+  });
+
+/** A pusher-js client on `gateway`, its channels authorized by the SDK (`authorizeChannel`), connected. */
+async function connect(gateway: TestGateway, secret = app.secret): Promise<PusherJs> {
+  const signer = backend(gateway, { secret });
+  const client = new PusherJs(app.key, {
+    cluster: 'local',
+    wsHost: '127.0.0.1',
+    wsPort: gateway.port,
+    forceTLS: false,
+    enabledTransports: ['ws'],
+    channelAuthorization: {
+      endpoint: '/unused',
+      transport: 'ajax',
+      customHandler: ({ socketId, channelName }, callback) =>
+        callback(null, signer.authorizeChannel(socketId, channelName)),
+    },
+  });
+  clients.push(client);
+  await new Promise<void>((resolve, reject) => {
+    client.connection.bind('connected', () => resolve());
+    client.connection.bind('failed', () => reject(new Error('pusher-js failed to connect')));
+  });
+  return client;
+}
+
+function subscribed(client: PusherJs, name: string): Promise<Channel> {
+  const channel = client.subscribe(name);
+  return new Promise((resolve, reject) => {
+    channel.bind('pusher:subscription_succeeded', () => resolve(channel));
+    channel.bind('pusher:subscription_error', (error: unknown) =>
+      reject(new Error(`subscription error: ${JSON.stringify(error)}`)),
+    );
+  });
+}
+
+/** The next `event` the channel receives, with its data. */
+const next = (channel: Channel, event: string): Promise<unknown> =>
+  new Promise((resolve) => {
+    const handler = (data: unknown): void => {
+      channel.unbind(event, handler);
+      resolve(data);
+    };
+    channel.bind(event, handler);
+  });
+
+/** Every `event` of the channel, as received. */
+function collect(channel: Channel, event: string): unknown[] {
+  const all: unknown[] = [];
+  channel.bind(event, (data: unknown) => all.push(data));
+  return all;
+}
+
+async function raw(
+  gateway: TestGateway,
+  path: string,
+  headers?: Record<string, string>,
+): Promise<TestClient> {
+  const client = await connectClient(`ws://127.0.0.1:${gateway.port}${path}`, headers);
+  raws.push(client);
+  return client;
+}
+
+describe('connection', () => {
+  it('greets with pusher:connection_established: a socket id and the activity timeout', async () => {
+    const client = await raw(one, `/app/${app.key}?protocol=7&client=js&version=8.4.0`);
+    const frame = await client.next();
+    expect(frame.json?.['event']).toBe('pusher:connection_established');
+    const data = JSON.parse(frame.json?.['data'] as string) as Record<string, unknown>;
+    expect(data['socket_id']).toMatch(/^\d+\.\d+$/);
+    expect(data['activity_timeout']).toBe(120);
+    const js = await connect(two);
+    expect(js.connection.socket_id).toMatch(/^\d+\.\d+$/);
+    expect(js.connection.socket_id).not.toBe(data['socket_id']);
+  });
+
+  it('answers pusher:ping with pusher:pong', async () => {
+    const client = await raw(one, `/app/${app.key}?protocol=7`);
+    await client.nextEvent('pusher:connection_established');
+    client.send({ event: 'pusher:ping', data: {} });
+    expect((await client.nextEvent('pusher:pong')).json).toEqual({ event: 'pusher:pong', data: {} });
+  });
+
+  it.each([
+    ['an unknown key', '/app/nosuchkey?protocol=7', {}, 4001],
+    ['a missing protocol', `/app/KEY`, {}, 4007],
+    ['protocol 5', `/app/KEY?protocol=5`, {}, 4007],
+  ])('refuses %s with pusher:error and the same close code', async (_name, path, headers, code) => {
+    const client = await raw(one, path.replace('KEY', app.key), headers);
+    const error = await client.nextEvent('pusher:error');
+    expect((error.json?.['data'] as { code: number }).code).toBe(code);
+    expect((await client.closed).code).toBe(code);
+  });
+
+  it('refuses an origin the key does not allow with 4009', async () => {
+    const guarded = await createTestKey(one.engine, { domains: ['example.com'] });
+    const client = await raw(one, `/app/${guarded.key}?protocol=7`, { origin: 'https://evil.test' });
+    expect((await client.closed).code).toBe(4009);
+  });
+
+  it('refuses a socket over the key’s connection quota with 4004', async () => {
+    const limited = await createTestKey(one.engine, { limits: { connections: 1 } });
+    const first = await raw(one, `/app/${limited.key}?protocol=7`);
+    await first.nextEvent('pusher:connection_established');
+    const second = await raw(two, `/app/${limited.key}?protocol=7`);
+    expect((await second.closed).code).toBe(4004);
+  });
+});
+
+describe('public channels and the HTTP API', () => {
+  it('delivers a trigger to subscribers on both gateways, once each', async () => {
+    const [a, b] = await Promise.all([connect(one), connect(two)]);
+    const [onA, onB] = await Promise.all([subscribed(a, 'orders'), subscribed(b, 'orders')]);
+    const gotA = next(onA, 'order-shipped');
+    const gotB = next(onB, 'order-shipped');
+    await backend(two).trigger('orders', 'order-shipped', { id: 7 });
+    expect(await gotA).toEqual({ id: 7 });
+    expect(await gotB).toEqual({ id: 7 });
+  });
+
+  it('leaves out the socket_id of a trigger, on whichever gateway it is', async () => {
+    const [a, b] = await Promise.all([connect(one), connect(two)]);
+    const [onA, onB] = await Promise.all([subscribed(a, 'excluding'), subscribed(b, 'excluding')]);
+    const seenA = collect(onA, 'tick');
+    const seenB = collect(onB, 'tick');
+    // Excluding A (on gateway one) through gateway two, then B (on gateway two) through two.
+    await backend(two).trigger('excluding', 'tick', { n: 1 }, { socket_id: a.connection.socket_id });
+    await backend(two).trigger('excluding', 'tick', { n: 2 }, { socket_id: b.connection.socket_id });
+    const last = Promise.all([next(onA, 'done'), next(onB, 'done')]);
+    await backend(one).trigger('excluding', 'done', {});
+    await last;
+    expect(seenA).toEqual([{ n: 2 }]);
+    expect(seenB).toEqual([{ n: 1 }]);
+  });
+
+  it('triggers one event to 100 channels, and a batch', async () => {
+    const a = await connect(one);
+    const names = Array.from({ length: 100 }, (_, i) => `fan-${i}`);
+    const [first, last] = await Promise.all([subscribed(a, 'fan-0'), subscribed(a, 'fan-99')]);
+    const got = Promise.all([next(first, 'wide'), next(last, 'wide')]);
+    await backend(two).trigger(names, 'wide', 'hello');
+    expect(await got).toEqual(['hello', 'hello']);
+
+    const batched = Promise.all([next(first, 'b1'), next(last, 'b2')]);
+    await backend(two).triggerBatch([
+      { channel: 'fan-0', name: 'b1', data: { one: 1 } },
+      { channel: 'fan-99', name: 'b2', data: { two: 2 } },
+    ]);
+    expect(await batched).toEqual([{ one: 1 }, { two: 2 }]);
+  });
+
+  it('answers channel queries with cluster-wide counts', async () => {
+    const [a, b] = await Promise.all([connect(one), connect(two)]);
+    await Promise.all([subscribed(a, 'counted-x'), subscribed(b, 'counted-x'), subscribed(b, 'counted-y')]);
+    const sdk = backend(one);
+    const list = await sdk.get({
+      path: '/channels',
+      params: { filter_by_prefix: 'counted-', info: 'subscription_count' },
+    });
+    expect(list.status).toBe(200);
+    expect(await list.json()).toEqual({
+      channels: { 'counted-x': { subscription_count: 2 }, 'counted-y': { subscription_count: 1 } },
+    });
+    const channel = await sdk.get({ path: '/channels/counted-x', params: { info: 'subscription_count' } });
+    expect(await channel.json()).toEqual({ occupied: true, subscription_count: 2 });
+    const empty = await sdk.get({ path: '/channels/nobody-here' });
+    expect(await empty.json()).toEqual({ occupied: false });
+  });
+
+  it('refuses bad signatures (401), stale timestamps (401), unknown app ids (404) and large bodies (413)', async () => {
+    await expect(backend(one, { secret: 'wrong' }).trigger('x', 'e', {})).rejects.toMatchObject({
+      status: 401,
+    });
+    await expect(backend(one, { appId: 'other-app' }).trigger('x', 'e', {})).rejects.toMatchObject({
+      status: 404,
+    });
+    await expect(backend(one).trigger('x', 'e', 'y'.repeat(70_000))).rejects.toMatchObject({ status: 413 });
+
+    // The SDK always signs with the current time: a request signed 11 minutes ago, by hand.
+    const body = JSON.stringify({ name: 'e', channel: 'x', data: '{}' });
+    const params: Record<string, string> = {
+      auth_key: app.key,
+      auth_timestamp: String(Math.floor(Date.now() / 1000) - 660),
+      auth_version: '1.0',
+      body_md5: bodyMd5(body),
+    };
+    const path = `/apps/${app.key}/events`;
+    const sorted = Object.keys(params)
+      .sort()
+      .map((name) => `${name}=${params[name]}`)
+      .join('&');
+    const signature = hmacHex(app.secret, `POST\n${path}\n${sorted}`);
+    const stale = await post(one, `${path}?${sorted}&auth_signature=${signature}`, body);
+    expect(stale.status).toBe(401);
+    expect(stale.body).toMatch(/Timestamp expired/);
+  });
+});
+
+describe('private channels and client events', () => {
+  it('authorizes with the SDK’s authorizeChannel and refuses a wrong signature', async () => {
+    const good = await connect(one);
+    await subscribed(good, 'private-room');
+    const bad = await connect(two, 'not-the-secret');
+    await expect(subscribed(bad, 'private-room')).rejects.toThrow(/AuthError/);
+  });
+
+  it('relays client events to the other gateway, never back to the sender', async () => {
+    const [a, b] = await Promise.all([connect(one), connect(two)]);
+    const [onA, onB] = await Promise.all([subscribed(a, 'private-chat'), subscribed(b, 'private-chat')]);
+    const seenA = collect(onA, 'client-typing');
+    const fromA = next(onB, 'client-typing');
+    onA.trigger('client-typing', { who: 'a' });
+    expect(await fromA).toEqual({ who: 'a' });
+    const fromB = next(onA, 'client-typing');
+    onB.trigger('client-typing', { who: 'b' });
+    expect(await fromB).toEqual({ who: 'b' });
+    expect(seenA).toEqual([{ who: 'b' }]);
+  });
+
+  it('refuses client events on public channels', async () => {
+    const client = await raw(one, `/app/${app.key}?protocol=7`);
+    await client.nextEvent('pusher:connection_established');
+    client.send({ event: 'pusher:subscribe', data: { channel: 'public-room' } });
+    await client.nextEvent('pusher_internal:subscription_succeeded');
+    client.send({ event: 'client-x', channel: 'public-room', data: {} });
+    const error = await client.nextEvent('pusher:error');
+    expect(error.json?.['data']).toMatchObject({ code: null });
+  });
+});
+
+describe('families', () => {
+  it('keeps Pusher and PieSocket apart on the same key and channel name', async () => {
+    const js = await connect(one);
+    const pusherSide = await subscribed(js, 'shared');
+    const seen = collect(pusherSide, 'from-v3');
+    const v3 = await raw(two, `/v3/shared?api_key=${app.key}`);
+    // A Pusher trigger does not reach the V3 socket; a V3 publish does not reach pusher-js.
+    await backend(one).trigger('shared', 'from-pusher', {});
+    const v3Publish = await post(
+      two,
+      '/api/publish',
+      JSON.stringify({ key: app.key, secret: app.secret, channel: 'shared', message: '{"event":"from-v3"}' }),
+    );
+    expect(v3Publish.status).toBe(200);
+    const v3Got = await v3.next();
+    expect(v3Got.text).toBe('{"event":"from-v3"}');
+    const last = next(pusherSide, 'done');
+    await backend(two).trigger('shared', 'done', {});
+    await last;
+    expect(seen).toEqual([]);
+    await v3.expectSilence(() => true, 100);
+  });
+});
+
+describe('drain', () => {
+  it('closes Pusher sockets with pusher:error 4200 and close code 4200', async () => {
+    const own = await startGateway({ env: { REDIS_URL: redis.url } });
+    try {
+      const client = await raw(own, `/app/${app.key}?protocol=7`);
+      await client.nextEvent('pusher:connection_established');
+      void own.gateway.drain();
+      const error = await client.nextEvent('pusher:error');
+      expect(error.json?.['data']).toEqual({ code: 4200, message: 'Please reconnect immediately' });
+      expect((await client.closed).code).toBe(4200);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+/** A raw POST to a gateway: status and text. */
+function post(gateway: TestGateway, path: string, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: gateway.port,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
