@@ -22,6 +22,11 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 export interface Member {
   uuid: string;
   user?: JsonValue;
+  /**
+   * What a member carries besides its identity (Pusher's `user_info`): stored and listed with
+   * the member, never part of its identity (`identityOf`).
+   */
+  info?: JsonValue;
 }
 
 /**

@@ -70,7 +70,13 @@ const reject = (
 export function buildSubscription(
   topic: Topic,
   primary: boolean,
-  identity: { uuid: string | undefined; user: JsonValue | undefined; presence: boolean; recover: boolean },
+  identity: {
+    uuid: string | undefined;
+    user: JsonValue | undefined;
+    presence: boolean;
+    recover: boolean;
+    info?: JsonValue | undefined;
+  },
 ): Subscription {
   const uuid = identity.uuid || flatString(randomUUID());
   const { user } = identity;
@@ -81,6 +87,7 @@ export function buildSubscription(
     uuid,
     user: identity.user,
     userIdentity: user === undefined || user === null ? undefined : identityOf({ uuid, user }),
+    info: identity.info,
     presence: identity.presence,
     recover: identity.recover,
     touchedAt: 0,

@@ -53,6 +53,6 @@ export function handleClientFrame(
     sendFrameError(ctx, state, 'Text frame is not valid UTF-8; frame dropped');
     return;
   }
-  const command = state.dialect.text(state, text);
+  const command = state.dialect.text(state, text, ctx.config);
   if (command) runCommand(ctx, state, command, primary);
 }

@@ -1,4 +1,5 @@
-import { isPresenceChannel } from '@switchboard/core';
+import { identityOf, isPresenceChannel } from '@switchboard/core';
+import type { JsonValue, Topic } from '@switchboard/core';
 import type { Answer, Command, SubscribeRequest } from '../protocols/dialect';
 import { authorizeChannel, buildSubscription, identityProblem } from './admission';
 import { enterChannel, leaveChannel } from './channels';
@@ -30,6 +31,8 @@ export function runCommand(
       if (!state.record.clientMessages) return sendFrameError(ctx, state, CLIENT_MESSAGES_OFF);
       const sub = command.channel === undefined ? primary : state.subs.get(command.channel);
       if (!sub) return; // the dialect named a channel of this socket
+      if (command.limit && overLimit(state, command.limit.perSecond))
+        return sendTo(ctx, state, command.limit.refusal);
       return relayClientMessage(ctx, state, sub, command.body, command.options);
     }
     case 'error':
@@ -49,6 +52,19 @@ export function runCommand(
     case 'members':
       return getMembers(ctx, state, command.channel, replyWith(ctx, state, command.answer));
   }
+}
+
+/**
+ * Windows of the publishes a dialect limits per socket (`Command.limit`), kept aside so that
+ * sockets which never send one carry nothing for it.
+ */
+const limitWindows = new WeakMap<ConnectionState, { start: number; count: number }>();
+
+function overLimit(state: ConnectionState, perSecond: number): boolean {
+  const now = Date.now();
+  let window = limitWindows.get(state);
+  if (!window || now - window.start >= 1000) limitWindows.set(state, (window = { start: now, count: 0 }));
+  return ++window.count > perSecond;
 }
 
 const replyWith =
@@ -85,11 +101,12 @@ async function subscribe(
     const { uuid } = request;
     const tooLong = identityProblem(uuid, auth.user);
     if (tooLong) return reply(tooLong);
-    const topic = await ctx.subscriptions.acquire({
-      key: state.key,
-      protocol: state.dialect.family,
-      channel,
-    });
+    const wanted = { key: state.key, protocol: state.dialect.family, channel };
+    if (request.maxIdentities !== undefined) {
+      const full = await isFull(ctx, wanted, request.maxIdentities, auth.user);
+      if (full) return reply(full);
+    }
+    const topic = await ctx.subscriptions.acquire(wanted);
     if (state.closed) {
       ctx.subscriptions.release(topic);
       return;
@@ -99,6 +116,7 @@ async function subscribe(
       user: auth.user,
       presence: request.presence || isPresenceChannel(channel),
       recover: request.recover || resume !== undefined,
+      info: request.info,
     });
     try {
       await enterChannel(ctx, state, sub, () => reply(), resume);
@@ -110,6 +128,20 @@ async function subscribe(
   } finally {
     state.pending?.delete(channel);
   }
+}
+
+/** Why a presence channel at `max` identities refuses `user`, unless it is one of them. */
+async function isFull(
+  ctx: ChannelDeps,
+  topic: Topic,
+  max: number,
+  user: JsonValue | undefined,
+): Promise<string | undefined> {
+  const page = await ctx.engine.presence.identities(topic, 0, max);
+  if (page.count < max) return undefined;
+  const identity = user === undefined || user === null ? undefined : identityOf({ uuid: '', user });
+  if (identity !== undefined && page.identities.includes(identity)) return undefined;
+  return `The channel has reached its limit of ${max} members`;
 }
 
 function unsubscribe(ctx: ChannelDeps, state: ConnectionState, channel: string, reply: Reply): void {

@@ -20,6 +20,8 @@ export interface Subscription {
   readonly user: JsonValue | undefined;
   /** `user` in the string form kicks and direct messages match against. */
   readonly userIdentity: string | undefined;
+  /** What the member carries besides its identity (`Member.info`: Pusher's `user_info`). */
+  readonly info: JsonValue | undefined;
   readonly presence: boolean;
   /** Opted in to offsets and recovery (docs/protocol.md, "History and recovery"). */
   readonly recover: boolean;
@@ -56,8 +58,11 @@ export interface ConnectionState {
 }
 
 /** A subscription's presence member (built when needed, not kept per connection). */
-export const memberOf = (sub: Subscription): Member =>
-  sub.user === undefined ? { uuid: sub.uuid } : { uuid: sub.uuid, user: sub.user };
+export const memberOf = (sub: Subscription): Member => {
+  const member: Member = sub.user === undefined ? { uuid: sub.uuid } : { uuid: sub.uuid, user: sub.user };
+  if (sub.info !== undefined) member.info = sub.info;
+  return member;
+};
 
 /**
  * The subscriptions of one socket. Most sockets hold exactly one (every V3 socket, most V4

@@ -95,7 +95,10 @@ function announceJoin(
   sendTo(ctx, state, presence.memberList(sub, members, total));
   ctx.listGate.release(state, sub);
   const event = presence.joined(sub, member, joined);
-  if (event) void publishToChannel(ctx, sub.topic, event.body, { stampable: event.stampable });
+  if (!event) return;
+  if (event.excludesSubject && state.conn && !state.closed)
+    void publishToChannel(ctx, sub.topic, event.body, { stampable: event.stampable, sender: state });
+  else void publishToChannel(ctx, sub.topic, event.body, { stampable: event.stampable });
 }
 
 /**

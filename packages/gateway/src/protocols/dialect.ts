@@ -62,7 +62,7 @@ export interface Dialect {
   // ---- Client frames ----
 
   /** A text frame (valid UTF-8, within the size and rate limits) as a command; `undefined`: nothing to do. */
-  text(state: SocketView, text: string): Command | undefined;
+  text(state: SocketView, text: string, config: Config): Command | undefined;
   /** A binary frame, as base64, as a command. */
   binary(state: SocketView, base64: string): Command;
 
@@ -206,6 +206,8 @@ export interface ChannelEvent {
   readonly body: string;
   /** Secondary subscriptions receive it stamped (`Dialect.stamp`). */
   readonly stampable: boolean;
+  /** The connection the event is about does not receive it (a Pusher member never hears of its own arrival). */
+  readonly excludesSubject?: boolean;
 }
 
 /** How a client message is relayed (`relayClientMessage`). */
@@ -239,6 +241,14 @@ export interface SubscribeRequest {
   readonly uuid: string | undefined;
   readonly presence: boolean;
   readonly recover: boolean;
+  /** What the member carries besides its identity (`Member.info`). */
+  readonly info?: JsonValue;
+  /**
+   * A presence subscription is refused when the channel already has this many identities,
+   * cluster-wide, and the subscriber's is not one of them (read just before the join, so
+   * concurrent joins of new identities may pass it together).
+   */
+  readonly maxIdentities?: number;
   /** The resume position as sent (checked by the connection layer). */
   readonly since: unknown;
   readonly epoch: unknown;
@@ -252,6 +262,11 @@ export type Command =
       readonly channel?: string;
       readonly body: string;
       readonly options: RelayOptions;
+      /**
+       * A per-socket rate of these publishes (besides the frame rate of every socket): over
+       * `perSecond` in one second the publish is dropped and `refusal` sent; the socket stays open.
+       */
+      readonly limit?: { readonly perSecond: number; readonly refusal: string };
     }
   | { readonly type: 'error'; readonly text: string; readonly channel?: string }
   /** A frame for the sender alone (a refusal the dialect decided by itself). */
@@ -282,5 +297,8 @@ export interface SocketView {
   readonly record: ApiKeyRecord;
   /** The primary channel's name ('' for a socket without one). */
   readonly primary: string;
-  readonly subs: { has(channel: string): boolean };
+  readonly subs: {
+    has(channel: string): boolean;
+    get(channel: string): { readonly user: JsonValue | undefined } | undefined;
+  };
 }

@@ -4,7 +4,7 @@ import { connectClient, createTestKey, startGateway, startRedis } from '@switchb
 import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
 import Pusher from 'pusher';
 import PusherJs from 'pusher-js';
-import type { Channel } from 'pusher-js';
+import type { Channel, PresenceChannel } from 'pusher-js';
 import { bodyMd5, hmacHex } from '../../src/protocols/pusher';
 
 /**
@@ -22,7 +22,12 @@ const raws: TestClient[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
-  const env = { REDIS_URL: redis.url, MAX_MESSAGE_BYTES: '65536' };
+  const env = {
+    REDIS_URL: redis.url,
+    MAX_MESSAGE_BYTES: '65536',
+    PUSHER_MAX_PRESENCE_MEMBERS: '3',
+    PUSHER_CLIENT_EVENTS_PER_SECOND: '5',
+  };
   one = await startGateway({ env });
   two = await startGateway({ env });
   app = await createTestKey(one.engine);
@@ -48,9 +53,16 @@ const backend = (gateway: TestGateway, overrides: { secret?: string; appId?: str
     useTLS: false,
   });
 
+interface As {
+  /** Sign channel auth with this secret instead of the app's (a broken auth endpoint). */
+  secret?: string;
+  /** The user a presence auth endpoint answers for. */
+  user?: { id: string; info?: Record<string, unknown> };
+}
+
 /** A pusher-js client on `gateway`, its channels authorized by the SDK (`authorizeChannel`), connected. */
-async function connect(gateway: TestGateway, secret = app.secret): Promise<PusherJs> {
-  const signer = backend(gateway, { secret });
+async function connect(gateway: TestGateway, as: As = {}): Promise<PusherJs> {
+  const signer = backend(gateway, { secret: as.secret ?? app.secret });
   const client = new PusherJs(app.key, {
     cluster: 'local',
     wsHost: '127.0.0.1',
@@ -61,7 +73,15 @@ async function connect(gateway: TestGateway, secret = app.secret): Promise<Pushe
       endpoint: '/unused',
       transport: 'ajax',
       customHandler: ({ socketId, channelName }, callback) =>
-        callback(null, signer.authorizeChannel(socketId, channelName)),
+        callback(
+          null,
+          channelName.startsWith('presence-')
+            ? signer.authorizeChannel(socketId, channelName, {
+                user_id: as.user?.id ?? 'anonymous',
+                user_info: as.user?.info ?? {},
+              })
+            : signer.authorizeChannel(socketId, channelName),
+        ),
     },
   });
   clients.push(client);
@@ -248,7 +268,7 @@ describe('private channels and client events', () => {
   it('authorizes with the SDK’s authorizeChannel and refuses a wrong signature', async () => {
     const good = await connect(one);
     await subscribed(good, 'private-room');
-    const bad = await connect(two, 'not-the-secret');
+    const bad = await connect(two, { secret: 'not-the-secret' });
     await expect(subscribed(bad, 'private-room')).rejects.toThrow(/AuthError/);
   });
 
@@ -273,6 +293,83 @@ describe('private channels and client events', () => {
     client.send({ event: 'client-x', channel: 'public-room', data: {} });
     const error = await client.nextEvent('pusher:error');
     expect(error.json?.['data']).toMatchObject({ code: null });
+  });
+});
+
+describe('presence channels', () => {
+  it('announces a user once across gateways, however many tabs it has, and removes it after its last', async () => {
+    const observer = await connect(one, { user: { id: 'watcher' } });
+    const room = (await subscribed(observer, 'presence-lobby')) as PresenceChannel;
+    const added = collect(room, 'pusher:member_added');
+    const removed = collect(room, 'pusher:member_removed');
+    const firstTab = await connect(one, { user: { id: 'ann', info: { name: 'Ann' } } });
+    const secondTab = await connect(two, { user: { id: 'ann', info: { name: 'Ann' } } });
+    const joined = next(room, 'pusher:member_added');
+    const tab1Added = collect(firstTab.subscribe('presence-lobby'), 'pusher:member_added');
+    const tab1 = (await subscribed(firstTab, 'presence-lobby')) as PresenceChannel;
+    expect(await joined).toEqual({ id: 'ann', info: { name: 'Ann' } });
+    const tab2 = (await subscribed(secondTab, 'presence-lobby')) as PresenceChannel;
+    // Each tab's roster: both users, once each; a tab never hears of its own arrival.
+    expect(tab2.members.count).toBe(2);
+    expect(tab2.members.get('ann')).toMatchObject({ info: { name: 'Ann' } });
+    expect(tab1.members.count).toBe(2);
+
+    firstTab.unsubscribe('presence-lobby');
+    // A sentinel through the channel's own fan-out: the leave of the first tab announced nothing.
+    const sentinel = next(room, 'sentinel');
+    await backend(two).trigger('presence-lobby', 'sentinel', {});
+    await sentinel;
+    expect(removed).toEqual([]);
+    const gone = next(room, 'pusher:member_removed');
+    secondTab.disconnect();
+    expect(await gone).toEqual({ id: 'ann', info: { name: 'Ann' } });
+    expect(added).toEqual([{ id: 'ann', info: { name: 'Ann' } }]);
+    expect(tab1Added).toEqual([]);
+    expect(room.members.count).toBe(1);
+  });
+
+  it('adds user_id to client events on presence channels and answers the users query', async () => {
+    const [a, b] = await Promise.all([
+      connect(one, { user: { id: 'u-a' } }),
+      connect(two, { user: { id: 'u-b' } }),
+    ]);
+    const [onA, onB] = await Promise.all([subscribed(a, 'presence-talk'), subscribed(b, 'presence-talk')]);
+    void onA;
+    const got = new Promise<unknown>((resolve) =>
+      onB.bind('client-hi', (data: unknown, meta: { user_id?: string }) => resolve({ data, meta })),
+    );
+    onA.trigger('client-hi', { text: 'hello' });
+    expect(await got).toEqual({ data: { text: 'hello' }, meta: { user_id: 'u-a' } });
+    const users = await backend(one).get({ path: '/channels/presence-talk/users' });
+    const ids = ((await users.json()) as { users: { id: string }[] }).users.map((user) => user.id).sort();
+    expect(ids).toEqual(['u-a', 'u-b']);
+    const info = await backend(two).get({ path: '/channels/presence-talk', params: { info: 'user_count' } });
+    expect(await info.json()).toEqual({ occupied: true, user_count: 2 });
+  });
+
+  it('refuses a new user over PUSHER_MAX_PRESENCE_MEMBERS, not another tab of a member', async () => {
+    const members = await Promise.all(
+      ['m1', 'm2', 'm3'].map((id, i) => connect(i % 2 ? two : one, { user: { id } })),
+    );
+    for (const member of members) await subscribed(member, 'presence-small');
+    const again = await connect(two, { user: { id: 'm2' } });
+    await subscribed(again, 'presence-small');
+    const fourth = await connect(one, { user: { id: 'm4' } });
+    await expect(subscribed(fourth, 'presence-small')).rejects.toThrow(/limit of 3 members/);
+  });
+
+  it('drops client events over PUSHER_CLIENT_EVENTS_PER_SECOND with pusher:error 4301, the socket open', async () => {
+    const client = await raw(one, `/app/${app.key}?protocol=7`);
+    const established = await client.nextEvent('pusher:connection_established');
+    const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
+    const auth = backend(one).authorizeChannel(socketId, 'private-burst').auth;
+    client.send({ event: 'pusher:subscribe', data: { channel: 'private-burst', auth } });
+    await client.nextEvent('pusher_internal:subscription_succeeded');
+    for (let i = 0; i < 6; i++) client.send({ event: 'client-burst', channel: 'private-burst', data: { i } });
+    const error = await client.nextEvent('pusher:error');
+    expect(error.json?.['data']).toEqual({ code: 4301, message: 'Client event rejected due to rate limit' });
+    client.send({ event: 'pusher:ping', data: {} });
+    await client.nextEvent('pusher:pong');
   });
 });
 

@@ -1,5 +1,5 @@
 import { CLOSE_CODES, isReconnectable } from '@switchboard/core';
-import type { CloseReason } from '@switchboard/core';
+import type { CloseReason, Config, JsonValue, Member } from '@switchboard/core';
 import { NODE_CONNECTION_LIMIT } from '../../connections/admission';
 import type { Command, Dialect, DialectClose, SocketView, Upgrade } from '../dialect';
 import { parseClientFrame } from './client-frames';
@@ -10,10 +10,15 @@ import {
   clientEvent,
   connectionEstablished,
   errorFrame,
+  memberAdded,
+  memberRemoved,
   PONG_FRAME,
+  presenceSubscriptionSucceeded,
   subscriptionError,
   subscriptionSucceeded,
 } from './frames';
+import type { RosterMember } from './frames';
+import type { PresenceMember } from './auth';
 import { handlePusherHttp } from './http-routes';
 import { clientEventProblem, authorizeSubscription } from './subscribe';
 
@@ -60,33 +65,53 @@ function closeWith(reason: CloseReason | number, text: string): DialectClose {
   return { code, frame: errorFrame(code, text), text };
 }
 
-/** The subscribe command of an authorized channel: its answer is Pusher's success or error frame. */
-function subscribe(channel: string): Command {
+/**
+ * The subscribe command of an authorized channel. The subscription's uuid is the socket id (what
+ * webhooks name as `socket_id`); a presence member's identity is its `user_id`, its `user_info`
+ * kept aside (`Member.info`), so two sockets of one user are one member. A presence channel's
+ * success is its roster (`presence.memberList`), sent once the join is answered; others get
+ * `subscription_succeeded` at once.
+ */
+function subscribe(state: SocketView, channel: string, config: Config, member?: PresenceMember): Command {
+  const info = member?.userInfo as JsonValue | undefined;
   return {
     type: 'subscribe',
     channel,
     request: {
       authorized: true,
       token: undefined,
-      user: undefined,
-      uuid: undefined,
-      presence: false,
+      user: member?.userId,
+      uuid: state.id,
+      presence: member !== undefined,
       recover: false,
       since: undefined,
       epoch: undefined,
+      ...(info === undefined ? {} : { info }),
+      ...(member === undefined ? {} : { maxIdentities: config.pusher.maxPresenceMembers }),
     },
-    answer: (error) =>
-      error === undefined
-        ? subscriptionSucceeded(channel)
-        : subscriptionError(channel, { type: 'LimitReached', error, status: 400 }),
+    answer: (error) => {
+      if (error !== undefined)
+        return subscriptionError(channel, { type: 'LimitReached', error, status: 400 });
+      return member === undefined ? subscriptionSucceeded(channel) : undefined;
+    },
   };
 }
 
+/** A stored member as Pusher's roster lists it. */
+const rosterMember = (member: Member): RosterMember =>
+  member.info === undefined
+    ? { userId: String(member.user) }
+    : { userId: String(member.user), userInfo: member.info };
+
 const reply = (frame: string): Command => ({ type: 'reply', frame });
+const CLIENT_EVENT_RATE_LIMIT = errorFrame(
+  PUSHER_ERRORS.CLIENT_EVENT_RATE_LIMIT.code,
+  PUSHER_ERRORS.CLIENT_EVENT_RATE_LIMIT.message,
+);
 const frameProblem = (message: string): Command => reply(errorFrame(null, message));
 
 /** A client frame read as a command (docs/pusher.md, "Frames"). */
-function text(state: SocketView, frame: string): Command | undefined {
+function text(state: SocketView, frame: string, config: Config): Command | undefined {
   // The connection layer checked the frame's size against MAX_MESSAGE_BYTES already.
   const parsed = parseClientFrame(frame, Number.MAX_SAFE_INTEGER);
   if (!parsed.ok) return frameProblem(parsed.message);
@@ -98,7 +123,7 @@ function text(state: SocketView, frame: string): Command | undefined {
       return undefined;
     case 'subscribe': {
       const { channel } = command;
-      if (channel.kind === 'presence' || channel.kind === 'server-to-user' || channel.cache)
+      if (channel.kind === 'server-to-user' || channel.cache)
         return reply(
           subscriptionError(channel.name, {
             type: 'InvalidChannel',
@@ -106,13 +131,15 @@ function text(state: SocketView, frame: string): Command | undefined {
             status: 501,
           }),
         );
-      const check = authorizeSubscription({ key: state.record.key, secret: state.record.secret }, state.id, {
-        channel,
-        auth: command.auth,
-        channelData: command.channelData,
-      });
+      const check = authorizeSubscription(
+        { key: state.record.key, secret: state.record.secret },
+        state.id,
+        { channel, auth: command.auth, channelData: command.channelData },
+        undefined,
+        config.pusher.identity,
+      );
       if (!check.ok) return reply(subscriptionError(channel.name, check.refusal));
-      return subscribe(channel.name);
+      return subscribe(state, channel.name, config, check.member);
     }
     case 'unsubscribe':
       // Pusher answers nothing, and unsubscribing from a channel one is not in is no error.
@@ -123,11 +150,19 @@ function text(state: SocketView, frame: string): Command | undefined {
       const { channel } = command;
       const problem = clientEventProblem(channel, state.subs.has(channel.name), state.record.clientMessages);
       if (problem) return frameProblem(problem);
+      // On presence channels the receivers learn who sent it.
+      const user = channel.kind === 'presence' ? state.subs.get(channel.name)?.user : undefined;
       return {
         type: 'publish',
         channel: channel.name,
-        body: clientEvent(channel.name, command.event, command.dataJson),
+        body: clientEvent(
+          channel.name,
+          command.event,
+          command.dataJson,
+          user === undefined || user === null ? undefined : String(user),
+        ),
         options: { stampable: false },
+        limit: { perSecond: config.pusher.clientEventsPerSecond, refusal: CLIENT_EVENT_RATE_LIMIT },
       };
     }
   }
@@ -175,13 +210,21 @@ export const pusher: Dialect = {
   offsetFrame: (publication) => publication.body,
   positionFrame: () => '{}',
 
+  // One member per user (identity), announced to the others when its first socket joined and when
+  // its last one left, cluster-wide; the joiner's roster is its subscription_succeeded.
   presence: {
     listing: 'identities',
-    memberList: () => '{}',
-    joined: () => undefined,
+    memberList: (sub, members) => presenceSubscriptionSucceeded(sub.channel, members.map(rosterMember)),
+    joined: (sub, member, joined) =>
+      joined.firstOfIdentity
+        ? { body: memberAdded(sub.channel, rosterMember(member)), stampable: false, excludesSubject: true }
+        : undefined,
     rejoined: () => undefined,
     leaveCarriesRoster: false,
-    left: () => undefined,
+    left: (topic, left) =>
+      left.lastOfIdentity
+        ? { body: memberRemoved(topic.channel, String(left.member.user)), stampable: false }
+        : undefined,
   },
 
   kick: { targeted: false },
