@@ -49,6 +49,13 @@ export interface KickSelector {
   readonly uuid?: string;
   readonly user?: string;
   readonly channel?: string;
+  /**
+   * Only the connections signed in as this user (a protocol's user authentication: Pusher's
+   * `terminate_connections`), whatever their channels; `uuid`, `user` and `channel` are then not
+   * matched by nodes that know this field (a node that does not matches `channel` alone, so a
+   * sender also names a channel only such connections are in).
+   */
+  readonly signedIn?: string;
   readonly reason: string;
 }
 
@@ -73,6 +80,7 @@ const controlCommandSchema = z.discriminatedUnion('type', [
       uuid: z.string().optional(),
       user: z.string().optional(),
       channel: z.string().optional(),
+      signedIn: z.string().optional(),
       reason: z.string(),
     }),
   }),

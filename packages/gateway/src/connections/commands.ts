@@ -39,6 +39,9 @@ export function runCommand(
       return sendFrameError(ctx, state, command.text, command.channel);
     case 'reply':
       return sendTo(ctx, state, command.frame);
+    case 'signin':
+      state.signedIn = command.user;
+      return sendTo(ctx, state, command.frame);
     case 'subscribe': {
       const reply = replyWith(ctx, state, command.answer);
       subscribe(ctx, state, command.channel, command.request, reply).catch((error: unknown) => {
@@ -120,6 +123,7 @@ async function subscribe(
     });
     try {
       await enterChannel(ctx, state, sub, () => reply(), resume);
+      if (request.replayLast) await replayLast(ctx, state, sub, request.replayLast.miss);
     } catch (error) {
       ctx.logger.warn({ err: error, channel }, 'history read failed; subscribe refused');
       leaveChannel(ctx, state, sub);
@@ -128,6 +132,33 @@ async function subscribe(
   } finally {
     state.pending?.delete(channel);
   }
+}
+
+/**
+ * Sends a new subscription its channel's latest publication in history, or `miss` (and stores the
+ * `cache_miss` webhook event when the key's webhook takes it). A read that fails sends nothing
+ * (the subscription stands; logged).
+ */
+async function replayLast(
+  ctx: ChannelDeps,
+  state: ConnectionState,
+  sub: Subscription,
+  miss: string,
+): Promise<void> {
+  const page = await ctx.engine.history.read(sub.topic, { limit: 1 }).catch((error: unknown) => {
+    ctx.logger.warn({ err: error, channel: sub.channel }, 'history read for a cache channel failed');
+    return undefined;
+  });
+  if (!page || state.closed || state.subs.get(sub.channel) !== sub) return;
+  const last = page.publications[0];
+  if (last) return sendTo(ctx, state, last.body);
+  sendTo(ctx, state, miss);
+  if (!state.record.webhook?.events?.includes('cache_miss')) return;
+  ctx.engine.webhooks
+    .append(state.key, { name: 'cache_miss', channel: sub.channel })
+    .catch((error: unknown) => {
+      ctx.logger.warn({ err: error }, 'webhook cache_miss could not be stored');
+    });
 }
 
 /** Why a presence channel at `max` identities refuses `user`, unless it is one of them. */

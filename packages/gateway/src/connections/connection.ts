@@ -55,6 +55,11 @@ export interface ConnectionState {
   closed: boolean;
   /** A socket of the key's connection limit is reserved in the engine for this connection. */
   socketReserved: boolean;
+  /**
+   * The user the connection signed in as (a protocol's user authentication, `Command` 'signin').
+   * Never set on connections that do not sign in, so they carry no field for it.
+   */
+  signedIn?: string;
 }
 
 /** A subscription's presence member (built when needed, not kept per connection). */

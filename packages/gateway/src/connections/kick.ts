@@ -12,6 +12,7 @@ import type { ChannelDeps } from './channels';
  * secondaries only, where its dialect allows, is taken out of those and told (V4 `system::kicked`).
  */
 export function executeKick(ctx: ChannelDeps, selector: KickSelector): number {
+  if (selector.signedIn !== undefined) return kickSignedIn(ctx, selector, selector.signedIn);
   const targeted = selector.uuid !== undefined || selector.user !== undefined;
   let affected = 0;
   for (const state of [...ctx.registry.ofKey(selector.key)]) {
@@ -31,6 +32,18 @@ export function executeKick(ctx: ChannelDeps, selector: KickSelector): number {
       sendTo(ctx, state, kicked(sub, selector.reason));
       leaveChannel(ctx, state, sub);
     }
+  }
+  return affected;
+}
+
+/** The key's connections signed in as `user`, closed whatever their channels. */
+function kickSignedIn(ctx: ChannelDeps, selector: KickSelector, user: string): number {
+  let affected = 0;
+  for (const state of [...ctx.registry.ofKey(selector.key)]) {
+    if (state.closed || state.signedIn !== user) continue;
+    affected++;
+    ctx.meters.kicks[state.dialect.family]?.inc();
+    closeConnection(state, 'KICKED', selector.reason);
   }
   return affected;
 }

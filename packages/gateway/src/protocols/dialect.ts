@@ -249,6 +249,12 @@ export interface SubscribeRequest {
    * concurrent joins of new identities may pass it together).
    */
   readonly maxIdentities?: number;
+  /**
+   * Right after the success answer, the subscriber is sent the channel's latest publication
+   * still in its history, or `miss` when there is none (and the key's `cache_miss` webhook event
+   * is stored): Pusher's cache channels.
+   */
+  readonly replayLast?: { readonly miss: string };
   /** The resume position as sent (checked by the connection layer). */
   readonly since: unknown;
   readonly epoch: unknown;
@@ -271,6 +277,11 @@ export type Command =
   | { readonly type: 'error'; readonly text: string; readonly channel?: string }
   /** A frame for the sender alone (a refusal the dialect decided by itself). */
   | { readonly type: 'reply'; readonly frame: string }
+  /**
+   * The connection signs in as `user` (its dialect verified the credentials): kicks of that
+   * signed-in user match it (`KickSelector.signedIn`); `frame` answers the sender.
+   */
+  | { readonly type: 'signin'; readonly user: string; readonly frame: string }
   | {
       readonly type: 'subscribe';
       readonly channel: string;
@@ -297,6 +308,8 @@ export interface SocketView {
   readonly record: ApiKeyRecord;
   /** The primary channel's name ('' for a socket without one). */
   readonly primary: string;
+  /** The user it signed in as (`Command` 'signin'), if it did. */
+  readonly signedIn?: string | undefined;
   readonly subs: {
     has(channel: string): boolean;
     get(channel: string): { readonly user: JsonValue | undefined } | undefined;

@@ -43,8 +43,12 @@ afterAll(async () => {
 });
 
 /** The app's backend: the `pusher` server SDK pointed at a gateway's HTTP port. */
+/** The master key end-to-end encrypted channels derive their secrets from (the backend's, never the server's). */
+const encryptionMasterKeyBase64 = Buffer.alloc(32, 9).toString('base64');
+
 const backend = (gateway: TestGateway, overrides: { secret?: string; appId?: string } = {}): Pusher =>
   new Pusher({
+    encryptionMasterKeyBase64,
     appId: overrides.appId ?? app.key,
     key: app.key,
     secret: overrides.secret ?? app.secret,
@@ -82,6 +86,12 @@ async function connect(gateway: TestGateway, as: As = {}): Promise<PusherJs> {
               })
             : signer.authorizeChannel(socketId, channelName),
         ),
+    },
+    userAuthentication: {
+      endpoint: '/unused',
+      transport: 'ajax',
+      customHandler: ({ socketId }, callback) =>
+        callback(null, signer.authenticateUser(socketId, { id: as.user?.id ?? 'anonymous' })),
     },
   });
   clients.push(client);
@@ -370,6 +380,92 @@ describe('presence channels', () => {
     expect(error.json?.['data']).toEqual({ code: 4301, message: 'Client event rejected due to rate limit' });
     client.send({ event: 'pusher:ping', data: {} });
     await client.nextEvent('pusher:pong');
+  });
+});
+
+describe('encrypted and cache channels', () => {
+  it('passes ciphertext of a private-encrypted channel through, and refuses client events there', async () => {
+    const client = await connect(two);
+    const vault = await subscribed(client, 'private-encrypted-vault');
+    const got = next(vault, 'secret');
+    await backend(one).trigger('private-encrypted-vault', 'secret', { code: 42 });
+    expect(await got).toEqual({ code: 42 });
+
+    const rawClient = await raw(one, `/app/${app.key}?protocol=7`);
+    const established = await rawClient.nextEvent('pusher:connection_established');
+    const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
+    const { auth } = backend(one).authorizeChannel(socketId, 'private-encrypted-vault');
+    rawClient.send({ event: 'pusher:subscribe', data: { channel: 'private-encrypted-vault', auth } });
+    await rawClient.nextEvent('pusher_internal:subscription_succeeded');
+    rawClient.send({ event: 'client-x', channel: 'private-encrypted-vault', data: {} });
+    const error = await rawClient.nextEvent('pusher:error');
+    expect(error.json?.['data']).toMatchObject({ code: null, message: expect.stringContaining('encrypted') });
+  });
+
+  it('sends pusher:cache_miss to the first subscriber of a cache channel, then replays the last event', async () => {
+    const first = await connect(one);
+    const missChannel = first.subscribe('cache-scores');
+    await new Promise((resolve) => missChannel.bind('pusher:cache_miss', resolve));
+    await backend(two).trigger('cache-scores', 'score', { home: 1 });
+    await backend(two).trigger('cache-scores', 'score', { home: 2 });
+    const later = await connect(two);
+    const hit = later.subscribe('cache-scores');
+    expect(await next(hit, 'score')).toEqual({ home: 2 });
+  });
+});
+
+describe('users', () => {
+  it('signs in, and server-to-user events reach every socket of the user on any gateway', async () => {
+    const [a, b] = await Promise.all([
+      connect(one, { user: { id: 'ada' } }),
+      connect(two, { user: { id: 'ada' } }),
+    ]);
+    // Signed in once pusher-js's own subscription to its server-to-user channel succeeded.
+    const signedIn = (client: PusherJs): Promise<void> =>
+      new Promise((resolve) => {
+        client.connection.bind('message', (message: { event: string; channel?: string }) => {
+          if (
+            message.event === 'pusher_internal:subscription_succeeded' &&
+            message.channel === '#server-to-user-ada'
+          )
+            resolve();
+        });
+        client.signin();
+      });
+    await Promise.all([signedIn(a), signedIn(b)]);
+    const notes = [a, b].map((client) => new Promise((resolve) => client.user.bind('note', resolve)));
+    await backend(one).sendToUser('ada', 'note', { hi: 1 });
+    expect(await Promise.all(notes)).toEqual([{ hi: 1 }, { hi: 1 }]);
+  });
+
+  it('refuses #server-to-user-<id> to a socket not signed in as <id>', async () => {
+    const client = await raw(one, `/app/${app.key}?protocol=7`);
+    await client.nextEvent('pusher:connection_established');
+    client.send({ event: 'pusher:subscribe', data: { channel: '#server-to-user-ada' } });
+    const error = await client.nextEvent('pusher:subscription_error');
+    expect(error.json?.['data']).toMatchObject({ type: 'AuthError', status: 403 });
+  });
+
+  it('terminates a signed-in user’s connections on every gateway (4009), and only theirs', async () => {
+    const signIn = async (gateway: TestGateway, id: string): Promise<TestClient> => {
+      const client = await raw(gateway, `/app/${app.key}?protocol=7`);
+      const established = await client.nextEvent('pusher:connection_established');
+      const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
+      const { auth, user_data } = backend(gateway).authenticateUser(socketId, { id });
+      client.send({ event: 'pusher:signin', data: { auth, user_data } });
+      await client.nextEvent('pusher:signin_success');
+      return client;
+    };
+    const [onOne, onTwo, other] = await Promise.all([
+      signIn(one, 'zed'),
+      signIn(two, 'zed'),
+      signIn(two, 'amy'),
+    ]);
+    await backend(one).terminateUserConnections('zed');
+    expect((await onOne.closed).code).toBe(4009);
+    expect((await onTwo.closed).code).toBe(4009);
+    other.send({ event: 'pusher:ping', data: {} });
+    await other.nextEvent('pusher:pong');
   });
 });
 

@@ -7,6 +7,7 @@ import { PUSHER_ERRORS } from './codes';
 import type { PusherErrorSpec } from './codes';
 import { appKeyOfPath, parseConnectQuery } from './connect';
 import {
+  cacheMiss,
   clientEvent,
   connectionEstablished,
   errorFrame,
@@ -14,10 +15,12 @@ import {
   memberRemoved,
   PONG_FRAME,
   presenceSubscriptionSucceeded,
+  signinSuccess,
   subscriptionError,
   subscriptionSucceeded,
 } from './frames';
 import type { RosterMember } from './frames';
+import { parseUserData, verifyUserAuth } from './auth';
 import type { PresenceMember } from './auth';
 import { handlePusherHttp } from './http-routes';
 import { clientEventProblem, authorizeSubscription } from './subscribe';
@@ -72,7 +75,13 @@ function closeWith(reason: CloseReason | number, text: string): DialectClose {
  * success is its roster (`presence.memberList`), sent once the join is answered; others get
  * `subscription_succeeded` at once.
  */
-function subscribe(state: SocketView, channel: string, config: Config, member?: PresenceMember): Command {
+function subscribe(
+  state: SocketView,
+  channel: string,
+  config: Config,
+  cache: boolean,
+  member?: PresenceMember,
+): Command {
   const info = member?.userInfo as JsonValue | undefined;
   return {
     type: 'subscribe',
@@ -88,6 +97,7 @@ function subscribe(state: SocketView, channel: string, config: Config, member?: 
       epoch: undefined,
       ...(info === undefined ? {} : { info }),
       ...(member === undefined ? {} : { maxIdentities: config.pusher.maxPresenceMembers }),
+      ...(cache ? { replayLast: { miss: cacheMiss(channel) } } : {}),
     },
     answer: (error) => {
       if (error !== undefined)
@@ -123,29 +133,31 @@ function text(state: SocketView, frame: string, config: Config): Command | undef
       return undefined;
     case 'subscribe': {
       const { channel } = command;
-      if (channel.kind === 'server-to-user' || channel.cache)
-        return reply(
-          subscriptionError(channel.name, {
-            type: 'InvalidChannel',
-            error: `${channel.name}: this kind of channel is not served yet (docs/pusher.md, "What is wired")`,
-            status: 501,
-          }),
-        );
       const check = authorizeSubscription(
         { key: state.record.key, secret: state.record.secret },
         state.id,
         { channel, auth: command.auth, channelData: command.channelData },
-        undefined,
+        state.signedIn,
         config.pusher.identity,
       );
       if (!check.ok) return reply(subscriptionError(channel.name, check.refusal));
-      return subscribe(state, channel.name, config, check.member);
+      return subscribe(state, channel.name, config, channel.cache, check.member);
     }
     case 'unsubscribe':
       // Pusher answers nothing, and unsubscribing from a channel one is not in is no error.
       return { type: 'unsubscribe', channel: command.channel, answer: () => undefined };
-    case 'signin':
-      return frameProblem('pusher:signin is not served yet (docs/pusher.md, "What is wired")');
+    case 'signin': {
+      const app = { key: state.record.key, secret: state.record.secret };
+      const verdict = verifyUserAuth(app, {
+        socketId: state.id,
+        auth: command.auth,
+        userData: command.userData,
+      });
+      if (!verdict.ok) return frameProblem(`pusher:signin refused: ${verdict.message}`);
+      const user = parseUserData(command.userData, config.pusher.identity);
+      if (!user.ok) return frameProblem(`pusher:signin refused: ${user.message}`);
+      return { type: 'signin', user: user.value.id, frame: signinSuccess(command.userData) };
+    }
     case 'client-event': {
       const { channel } = command;
       const problem = clientEventProblem(channel, state.subs.has(channel.name), state.record.clientMessages);

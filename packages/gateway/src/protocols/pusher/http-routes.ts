@@ -1,5 +1,12 @@
-import { AppError, EngineUnavailableError, appIdOf, isValidApiKey, publishMessage } from '@switchboard/core';
-import type { ApiKeyRecord, Topic } from '@switchboard/core';
+import {
+  AppError,
+  EngineUnavailableError,
+  appIdOf,
+  isValidApiKey,
+  kickConnections,
+  publishMessage,
+} from '@switchboard/core';
+import type { ApiKeyRecord, KickSelector, Topic } from '@switchboard/core';
 import { takeApiRequest, takeRestPublish } from '../../limits/rate-limit';
 import type { HttpReply, HttpRequest } from '../../transport/types';
 import type { DialectHttpDeps } from '../dialect';
@@ -14,9 +21,12 @@ import {
   parseChannelQuery,
   parseChannelsQuery,
   parseEventBody,
+  parseTerminateUser,
   parseUsersChannel,
+  TERMINATE_ANSWER,
   usersAnswer,
 } from './http-api';
+import { serverToUserChannel } from './channels';
 import type { ChannelCounts, HttpApiLimits, PusherRoute, TriggeredEvent } from './http-api';
 import { authKeyOf, parseQuery, unknownAuthKey, verifySignedRequest } from './http-auth';
 import { PUSHER_HTTP_CONTENT_TYPE_ERROR } from './http-errors';
@@ -24,6 +34,9 @@ import type { PusherHttpError } from './http-errors';
 
 /** The family of Pusher topics (the dialect's; repeated here so this module does not import the dialect). */
 const FAMILY = 'pusher';
+
+/** The close reason of a terminated user's connections. */
+const TERMINATED = "The user's connections were terminated by the app";
 
 /** Channels read for a count or a list: the counts port pages, and a key's channels are read whole. */
 const MAX_LISTED_CHANNELS = 10_000;
@@ -147,8 +160,20 @@ async function serve(
       );
       return ok(usersAnswer(page.identities.map(String)));
     }
-    case 'terminate_user_connections':
-      return text({ status: 501, body: 'terminate_connections is not served yet (docs/pusher.md)' });
+    case 'terminate_user_connections': {
+      const user = parseTerminateUser(route.userId);
+      if (isError(user)) return text(user);
+      // `channel` for nodes that do not know `signedIn`: only this user's own sockets are in it.
+      const selector: KickSelector = {
+        key: record.key,
+        signedIn: user,
+        channel: serverToUserChannel(user),
+        reason: TERMINATED,
+      };
+      ctx.kickHere(selector);
+      await kickConnections(ctx.engine, selector);
+      return ok(TERMINATE_ANSWER);
+    }
   }
 }
 
