@@ -37,7 +37,10 @@ function writeJoin(
     sub.topic,
     { connId: state.id, nodeId: ctx.nodeId, member: memberOf(sub) },
     now,
-    { of: state.dialect.presence.listing, limit: ctx.config.limits.rosterLimit },
+    {
+      of: state.dialect.presence.listing,
+      limit: state.dialect.presence.listLimit?.(ctx.config) ?? ctx.config.limits.rosterLimit,
+    },
   );
 }
 

@@ -161,6 +161,8 @@ export interface DialectHttp {
 export interface PresenceFrames {
   /** What a join reads for the joiner: one member per connection (`entries`) or per identity. */
   readonly listing: 'entries' | 'identities';
+  /** How many members the joiner's list holds at most; absent: `ROSTER_LIMIT`. */
+  readonly listLimit?: (config: Config) => number;
   /** The joiner's list, or the answer to a member-list request (`total`: entries or identities). */
   memberList(sub: ChannelView, members: Member[], total: number): string;
   /** What the channel hears when `sub` joined (`joined.listed`: the list the joiner got). */

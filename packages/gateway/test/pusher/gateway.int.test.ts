@@ -5,7 +5,12 @@ import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing'
 import Pusher from 'pusher';
 import PusherJs from 'pusher-js';
 import type { Channel, PresenceChannel } from 'pusher-js';
+import type { default as EchoClass } from 'laravel-echo' with { 'resolution-mode': 'import' };
 import { bodyMd5, hmacHex } from '../../src/protocols/pusher';
+
+// Laravel Echo ships as an ES module with a CommonJS build, which is what the tests load.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const Echo = (require('laravel-echo') as { default: typeof EchoClass }).default;
 
 /**
  * The Pusher Channels protocol served by real gateways: two of them on one real Redis, `pusher-js`
@@ -466,6 +471,39 @@ describe('users', () => {
     expect((await onTwo.closed).code).toBe(4009);
     other.send({ event: 'pusher:ping', data: {} });
     await other.nextEvent('pusher:pong');
+  });
+});
+
+describe('Laravel Echo 2 (pusher broadcaster)', () => {
+  it('listens on a public channel, whispers across gateways and tracks a presence channel', async () => {
+    const adaClient = await connect(one, { user: { id: '1', info: { name: 'Ada' } } });
+    const bobClient = await connect(two, { user: { id: '2', info: { name: 'Bob' } } });
+    const ada = new Echo({ broadcaster: 'pusher', key: app.key, client: adaClient });
+    const bob = new Echo({ broadcaster: 'pusher', key: app.key, client: bobClient });
+    const subscribedVia = (channel: { subscribed(callback: () => void): unknown }): Promise<void> =>
+      new Promise((resolve) => channel.subscribed(() => resolve()));
+
+    const shipped = new Promise<unknown>((resolve) =>
+      ada.channel('echo-orders').listen('.OrderShipped', resolve),
+    );
+    await subscribedVia(ada.channel('echo-orders'));
+    await backend(two).trigger('echo-orders', 'OrderShipped', { order: { id: 5 } });
+    expect(await shipped).toEqual({ order: { id: 5 } });
+
+    const typing = new Promise<unknown>((resolve) => bob.private('chat').listenForWhisper('typing', resolve));
+    await Promise.all([subscribedVia(ada.private('chat')), subscribedVia(bob.private('chat'))]);
+    ada.private('chat').whisper('typing', { name: 'Ada' });
+    expect(await typing).toEqual({ name: 'Ada' });
+
+    const here = new Promise<unknown>((resolve) => ada.join('room.1').here(resolve));
+    expect(await here).toEqual([{ name: 'Ada' }]);
+    const joining = new Promise<unknown>((resolve) => ada.join('room.1').joining(resolve));
+    const leaving = new Promise<unknown>((resolve) => ada.join('room.1').leaving(resolve));
+    const bobHere = new Promise<unknown[]>((resolve) => bob.join('room.1').here(resolve));
+    expect(await joining).toEqual({ name: 'Bob' });
+    expect((await bobHere).length).toBe(2);
+    bob.leave('room.1');
+    expect(await leaving).toEqual({ name: 'Bob' });
   });
 });
 

@@ -226,6 +226,8 @@ export const pusher: Dialect = {
   // its last one left, cluster-wide; the joiner's roster is its subscription_succeeded.
   presence: {
     listing: 'identities',
+    // The whole roster: a channel holds at most PUSHER_MAX_PRESENCE_MEMBERS users.
+    listLimit: (config) => config.pusher.maxPresenceMembers,
     memberList: (sub, members) => presenceSubscriptionSucceeded(sub.channel, members.map(rosterMember)),
     joined: (sub, member, joined) =>
       joined.firstOfIdentity
