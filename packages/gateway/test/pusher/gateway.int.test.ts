@@ -1,4 +1,6 @@
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { ApiKeyRecord } from '@switchboard/core';
 import { connectClient, createTestKey, startGateway, startRedis } from '@switchboard/testing';
 import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
@@ -504,6 +506,110 @@ describe('Laravel Echo 2 (pusher broadcaster)', () => {
     expect((await bobHere).length).toBe(2);
     bob.leave('room.1');
     expect(await leaving).toEqual({ name: 'Bob' });
+  });
+});
+
+describe('webhooks', () => {
+  it('sends Pusher channels’ events that the SDK’s webhook() verifies: one member_added/removed per user across gateways', async () => {
+    type Event = { name: string; channel: string; user_id?: string; event?: string; socket_id?: string };
+    const hooked = await createTestKey(one.engine);
+    const received: Event[] = [];
+    let waiting: { until: (events: Event[]) => boolean; resolve: () => void } | undefined;
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const verifier = new Pusher({
+          appId: hooked.key,
+          key: hooked.key,
+          secret: hooked.secret,
+          host: '127.0.0.1',
+        });
+        const webhook = verifier.webhook({
+          headers: req.headers as IncomingHttpHeaders & Record<string, string>,
+          rawBody: Buffer.concat(chunks).toString('utf8'),
+        });
+        if (webhook.isValid()) received.push(...(webhook.getEvents() as Event[]));
+        else received.push({ name: 'INVALID', channel: '' });
+        res.end('{}');
+        if (waiting?.until(received)) waiting.resolve();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const arrived = (until: (events: Event[]) => boolean): Promise<void> =>
+      until(received) ? Promise.resolve() : new Promise((resolve) => (waiting = { until, resolve }));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+      await one.engine.keys.put({
+        ...hooked,
+        webhook: { url, events: ['member_added', 'member_removed', 'client_event', 'cache_miss'] },
+      });
+      const as = (id: string) => ({ user: { id } });
+      const connectHooked = async (gateway: TestGateway, id: string): Promise<PusherJs> => {
+        const signer = new Pusher({
+          appId: hooked.key,
+          key: hooked.key,
+          secret: hooked.secret,
+          host: '127.0.0.1',
+          port: String(gateway.port),
+        });
+        const client = new PusherJs(hooked.key, {
+          cluster: 'local',
+          wsHost: '127.0.0.1',
+          wsPort: gateway.port,
+          forceTLS: false,
+          enabledTransports: ['ws'],
+          channelAuthorization: {
+            endpoint: '/unused',
+            transport: 'ajax',
+            customHandler: ({ socketId, channelName }, callback) =>
+              callback(
+                null,
+                channelName.startsWith('presence-')
+                  ? signer.authorizeChannel(socketId, channelName, { user_id: as(id).user.id })
+                  : signer.authorizeChannel(socketId, channelName),
+              ),
+          },
+        });
+        clients.push(client);
+        await new Promise<void>((resolve) => client.connection.bind('connected', () => resolve()));
+        return client;
+      };
+      const [tab1, tab2] = await Promise.all([connectHooked(one, 'w1'), connectHooked(two, 'w1')]);
+      await subscribed(tab1, 'presence-hooks');
+      await subscribed(tab2, 'presence-hooks');
+      const private1 = await subscribed(tab1, 'private-hooks');
+      await subscribed(tab2, 'private-hooks');
+      private1.trigger('client-hook', { n: 1 });
+      const cache = tab2.subscribe('cache-hooks');
+      await new Promise((resolve) => cache.bind('pusher:cache_miss', resolve));
+      tab1.unsubscribe('presence-hooks');
+      tab2.unsubscribe('presence-hooks');
+      await arrived(
+        (events) =>
+          events.some((e) => e.name === 'member_removed') &&
+          events.some((e) => e.name === 'client_event') &&
+          events.some((e) => e.name === 'cache_miss'),
+      );
+      expect(received.filter((e) => e.name === 'INVALID')).toEqual([]);
+      expect(received.filter((e) => e.name === 'member_added')).toEqual([
+        { name: 'member_added', channel: 'presence-hooks', user_id: 'w1' },
+      ]);
+      expect(received.filter((e) => e.name === 'member_removed')).toEqual([
+        { name: 'member_removed', channel: 'presence-hooks', user_id: 'w1' },
+      ]);
+      expect(received.find((e) => e.name === 'client_event')).toMatchObject({
+        channel: 'private-hooks',
+        event: 'client-hook',
+        socket_id: tab1.connection.socket_id,
+      });
+      expect(received.find((e) => e.name === 'cache_miss')).toEqual({
+        name: 'cache_miss',
+        channel: 'cache-hooks',
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 
