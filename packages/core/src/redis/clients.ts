@@ -137,6 +137,18 @@ function unavailable(client: RedisClient, error: unknown): EngineUnavailableErro
   return new EngineUnavailableError(error, isUnanswered(error));
 }
 
+/**
+ * The generation of the master that runs a command on `key` through `client` now
+ * (`ConnectionHealth.generation`). Call it inside `guard`'s call, so the key is built on the
+ * same turn the command leaves on the connection it was read from. Throws while that connection
+ * is not identified: the call fails as if Redis were unreachable, and nothing was carried out.
+ */
+export function serverGeneration(client: RedisClient, key: string): string {
+  const generation = healthOf.get(client)?.generation(key);
+  if (generation === undefined) throw new Error('the Redis master for this key is not identified yet');
+  return generation;
+}
+
 /** ioredis' rejections of a command it sent and never got a reply for. */
 const UNANSWERED = new Set(['Command timed out', 'Connection is closed.']);
 
