@@ -6,3 +6,4 @@ export * from './chromium';
 export * from './wait';
 export * from './haproxy';
 export * from './ports';
+export * from './tcp-proxy';

@@ -40,20 +40,20 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
     log.debug({ err: error, role }, 'Redis connection error');
   let command: RedisClient;
   let subscriber: RedisClient;
-  if (target.kind === 'standalone') {
+  if (target.kind !== 'cluster') {
     const options: RedisOptions = {
       retryStrategy: retryDelay,
       maxRetriesPerRequest: 0,
       enableOfflineQueue: false,
       commandTimeout: COMMAND_TIMEOUT_MS,
+      ...(target.kind === 'sentinel' ? sentinelOptions(target) : {}),
     };
-    command = new Redis(target.url, { ...options, connectionName: 'sb-command' });
+    const url = target.kind === 'standalone' ? target.url : undefined;
+    const open = (more: RedisOptions): Redis =>
+      url === undefined ? new Redis({ ...options, ...more }) : new Redis(url, { ...options, ...more });
+    command = open({ connectionName: 'sb-command' });
     // Subscriptions are restored by RedisBroker itself on every `ready`, so it can track them.
-    subscriber = new Redis(target.url, {
-      ...options,
-      connectionName: 'sb-subscriber',
-      autoResubscribe: false,
-    });
+    subscriber = open({ connectionName: 'sb-subscriber', autoResubscribe: false });
   } else {
     // The offline queue stays on: ioredis connects to each master lazily, and without the queue
     // the calls made while that connection is being established are rejected and retried later,
@@ -88,6 +88,25 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
       health.stop();
       await Promise.all([command, subscriber].map((client) => quit(client)));
     },
+  };
+}
+
+/**
+ * ioredis' own Sentinel support: each connection asks the sentinels for the master, checks the
+ * server's role once connected, and on any loss asks again, so a failover is followed without a
+ * restart; `failoverDetector` drops the connections as soon as a sentinel announces a new master
+ * (a killed primary would otherwise be noticed only by a timeout).
+ */
+function sentinelOptions(target: Extract<RedisTarget, { kind: 'sentinel' }>): RedisOptions {
+  return {
+    sentinels: target.sentinels,
+    name: target.name,
+    role: 'master',
+    sentinelRetryStrategy: retryDelay,
+    failoverDetector: true,
+    ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
+    ...(target.password === undefined ? {} : { password: target.password }),
+    ...(target.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
   };
 }
 
