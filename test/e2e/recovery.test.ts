@@ -1,5 +1,7 @@
-import { ranges } from '@switchboard/testing';
+import { Redis } from 'ioredis';
+import { ranges, startRedisSentinelGroup, startTcpProxy } from '@switchboard/testing';
 import { BalancedCluster, within } from './support/balanced-cluster';
+import { waitUntil } from './support-nodes';
 import type { Waiters } from './support/balanced-cluster';
 import { RecoveringFleet } from './support/recovering-client';
 import type { ChannelLog, PositionEntry, RecoveringClient } from './support/recovering-client';
@@ -16,6 +18,9 @@ import type { ChannelLog, PositionEntry, RecoveringClient } from './support/reco
  *   `recovered: true`.
  * - Redis restarted empty (history lost): no silent loss. A publication a subscription did not
  *   receive is covered by a `recovered: false` position (see `silentLossProblems`).
+ * - A Redis failover that loses acknowledged publications (Sentinel, and one `REDIS_URL` that
+ *   follows the promotion as a managed Redis does): the same, and no (epoch, offset) is given to
+ *   two publications.
  *
  * Needs `haproxy` (Debian package `haproxy`; .ci/run installs it). Without it the suite fails.
  */
@@ -531,3 +536,83 @@ it('Redis restarted empty: every subscription gets every acknowledged publicatio
   );
   expect(notTold).toEqual([]);
 });
+
+/**
+ * A primary, a replica and three sentinels; two gateways of their own behind HAProxy (the suite's
+ * cluster is set aside meanwhile). The replica is cut off (its link killed on the primary, the
+ * process stopped so it cannot resync), the publisher's next publications are acknowledged by the
+ * primary alone, the primary is SIGKILLed and the sentinels promote the replica, which never saw
+ * them (a marker key written last shows it).
+ */
+async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> {
+  const group = await startRedisSentinelGroup();
+  const proxy = mode === 'single-url' ? await startTcpProxy(group.primary.port) : undefined;
+  const suiteCluster = cluster;
+  let own: BalancedCluster | undefined;
+  try {
+    own = await BalancedCluster.start({
+      names: ['fo1', 'fo2'],
+      redisEnv: proxy
+        ? { REDIS_URL: `redis://127.0.0.1:${proxy.port}` }
+        : { REDIS_SENTINELS: group.sentinelsEnv, REDIS_SENTINEL_NAME: group.name },
+      env: { HISTORY_SIZE: '1000', HEARTBEAT_INTERVAL_MS: '500' },
+      checkIntervalMs: 150,
+    });
+    cluster = own;
+    const run = await startRun(`failover-${mode}`);
+    const firstEpochs = new Map(
+      run.targets.map((t) => [t.channel, run.publisher.acked(t.channel)[0]!.epoch]),
+    );
+    const primary = new Redis(group.primary.port, '127.0.0.1');
+    try {
+      expect(await primary.call('WAIT', '1', '5000')).toBe(1);
+      group.replica.freeze();
+      await primary.call('CLIENT', 'KILL', 'TYPE', 'replica');
+      await run.publisher.progress(PHASE_PUBLISHES, 'while the replica is cut off');
+      await primary.set('burst-marker', '1');
+    } finally {
+      primary.disconnect();
+    }
+    await group.primary.kill();
+    group.replica.thaw();
+    await waitUntil(
+      async () => (await group.masterPort()) === group.replica.port,
+      30_000,
+      'the sentinels promote the replica',
+    );
+    proxy?.retarget(group.replica.port);
+    const replica = new Redis(group.replica.port, '127.0.0.1');
+    try {
+      expect(await replica.get('burst-marker')).toBeNull();
+    } finally {
+      replica.disconnect();
+    }
+    for (const name of own.names) await own.waitUntilInRotation(name);
+    const newEpoch = (ack: Ack, channel: string): boolean => ack.epoch !== firstEpochs.get(channel);
+    await run.publisher.progress(PHASE_PUBLISHES, 'after the failover, in a new epoch', newEpoch);
+    await run.fleet.until(() => run.fleet.allLive, 15_000, 'after the failover: every subscription live');
+    const finals = await finishRun(run);
+    report(run, `failover (${mode})`);
+    for (const [channel, final] of finals) expect(final.epoch).not.toBe(firstEpochs.get(channel));
+    // Every acknowledged publication received exactly once or covered by a recovered: false, and
+    // no two publications under one (epoch, offset) (they would count as one received twice).
+    const problems = everySubscription(run).flatMap(([client, log]) =>
+      silentLossProblems(client, log, run.publisher.acked(log.channel)),
+    );
+    expect(problems).toEqual([]);
+    expect(run.fleet.clients.flatMap((client) => client.finalCloses)).toEqual([]);
+  } finally {
+    cluster = suiteCluster;
+    await own?.stop();
+    await proxy?.close();
+    await group.stop();
+  }
+}
+
+it('Redis failover through Sentinel that loses acknowledged publications: no position given twice, no silent loss', async () => {
+  await failoverScenario('sentinel');
+}, 90_000);
+
+it('Redis failover behind one REDIS_URL that follows the promotion (a managed Redis): the same', async () => {
+  await failoverScenario('single-url');
+}, 90_000);

@@ -39,6 +39,8 @@ export interface RedisClusterHandle {
   kill(): Promise<void>;
   /** Starts every node again on its port; they rejoin from nodes.conf (data is empty). */
   restart(): Promise<void>;
+  /** Signals one node's process (by port): SIGKILL to crash it, SIGSTOP / SIGCONT to stall it. */
+  signal(port: number, signal: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): void;
 }
 
 const HOST = '127.0.0.1';
@@ -254,10 +256,16 @@ export async function startRedis(options: { port?: number } & RedisServerOptions
   };
 }
 
-/** Three masters (no replicas) joined with `redis-cli --cluster create`, all slots covered. */
-export async function startRedisCluster(): Promise<RedisClusterHandle> {
+/**
+ * Three masters joined with `redis-cli --cluster create`, all slots covered; with `replicas: 1`,
+ * one replica each (six nodes), which the cluster promotes when its master fails.
+ */
+export async function startRedisCluster(options: { replicas?: 0 | 1 } = {}): Promise<RedisClusterHandle> {
+  const replicas = options.replicas ?? 0;
   let ports: number[] = [];
-  const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), 'sb-redis-cluster-')));
+  const dirs = Array.from({ length: 3 * (1 + replicas) }, () =>
+    mkdtempSync(join(tmpdir(), 'sb-redis-cluster-')),
+  );
   const clusterArgs = [
     '--cluster-enabled',
     'yes',
@@ -294,7 +302,8 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
   };
   try {
     await onFreshPorts(async () => {
-      ports = [await freeClusterPort(), await freeClusterPort(), await freeClusterPort()];
+      ports = [];
+      for (let i = 0; i < dirs.length; i++) ports.push(await freeClusterPort());
       await startAll().catch(async (error: unknown) => {
         await kill();
         for (const dir of dirs) rmSync(join(dir, 'nodes.conf'), { force: true });
@@ -308,7 +317,7 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
         'create',
         ...ports.map((p) => `${HOST}:${p}`),
         '--cluster-replicas',
-        '0',
+        String(replicas),
         '--cluster-yes',
       ],
       { encoding: 'utf8', timeout: CLUSTER_CREATE_TIMEOUT_MS },
@@ -333,6 +342,9 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
       await kill();
       await startAll();
       await clusterOk();
+    },
+    signal: (port, signal) => {
+      children[ports.indexOf(port)]?.kill(signal);
     },
   };
 }
