@@ -31,6 +31,9 @@ const healthOf = new WeakMap<RedisClient, ConnectionHealth>();
 /** Reconnect forever with a capped backoff: a gateway outlives any Redis outage. */
 export const retryDelay = (times: number): number => Math.min(times * 100, 1000);
 
+/** How often a cluster client reads the slot table again (a failover moves slots). */
+const SLOTS_REFRESH_MS = 1000;
+
 /** A command that gets no reply in this time fails (a half-open connection never answers). */
 const COMMAND_TIMEOUT_MS = 5000;
 
@@ -58,8 +61,12 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
     // The offline queue stays on: ioredis connects to each master lazily, and without the queue
     // the calls made while that connection is being established are rejected and retried later,
     // out of order. `guard` fails calls fast while the cluster as a whole is not ready instead.
+    // The slot table is read again every second: after a master fails and its replica is
+    // promoted, nothing else would tell ioredis (calls are refused while the cluster is down, so
+    // no MOVED reply comes), and the sharded subscriptions move to the new master with it.
     const options: ClusterOptions = {
       clusterRetryStrategy: retryDelay,
+      slotsRefreshInterval: SLOTS_REFRESH_MS,
       redisOptions: { commandTimeout: COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 1 },
     };
     command = new Cluster(target.nodes, options);
