@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { redisKeys } from '@switchboard/core';
 import { ranges, startRedisSentinelGroup, startTcpProxy } from '@switchboard/testing';
 import { BalancedCluster, within } from './support/balanced-cluster';
 import { waitUntil } from './support-nodes';
@@ -563,9 +564,12 @@ async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> 
     const firstEpochs = new Map(
       run.targets.map((t) => [t.channel, run.publisher.acked(t.channel)[0]!.epoch]),
     );
+    // One client of each kind loses its network and resumes after the failover, from the old epoch.
+    const offline = run.fleet.clients.filter((client) => client.spec.name.endsWith('-0'));
     const primary = new Redis(group.primary.port, '127.0.0.1');
     try {
       expect(await primary.call('WAIT', '1', '5000')).toBe(1);
+      for (const client of offline) client.goOffline();
       group.replica.freeze();
       await primary.call('CLIENT', 'KILL', 'TYPE', 'replica');
       await run.publisher.progress(PHASE_PUBLISHES, 'while the replica is cut off');
@@ -584,15 +588,40 @@ async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> 
     const replica = new Redis(group.replica.port, '127.0.0.1');
     try {
       expect(await replica.get('burst-marker')).toBeNull();
+      for (const client of offline) client.goOnline();
+      for (const name of own.names) await own.waitUntilInRotation(name);
+      const newEpoch = (ack: Ack, channel: string): boolean => ack.epoch !== firstEpochs.get(channel);
+      await run.publisher.progress(PHASE_PUBLISHES, 'after the failover, in a new epoch', newEpoch);
+      await run.fleet.until(() => run.fleet.allLive, 15_000, 'after the failover: every subscription live');
+      // The connection counts on the new master converge to the subscriptions open now.
+      const counted = redisKeys(own.env.REDIS_PREFIX!).countsTotal(own.key.key);
+      const open = (): number =>
+        run.fleet.clients.filter((client) => client.open).reduce((sum, client) => sum + client.logs.size, 0);
+      let total = '';
+      await waitUntil(
+        async () => (total = (await replica.get(counted)) ?? '0') === String(open()),
+        15_000,
+        'the connection count equal to the open subscriptions',
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}: counted ${total}, open ${open()}`);
+      });
     } finally {
       replica.disconnect();
     }
-    for (const name of own.names) await own.waitUntilInRotation(name);
-    const newEpoch = (ack: Ack, channel: string): boolean => ack.epoch !== firstEpochs.get(channel);
-    await run.publisher.progress(PHASE_PUBLISHES, 'after the failover, in a new epoch', newEpoch);
-    await run.fleet.until(() => run.fleet.allLive, 15_000, 'after the failover: every subscription live');
     const finals = await finishRun(run);
     report(run, `failover (${mode})`);
+    // Those that were offline resumed from the old epoch: they were told, whatever else happened.
+    const notTold = offline.flatMap((client) =>
+      [...client.logs.values()]
+        .filter(
+          (log) =>
+            !log.positions.some(
+              (p) => p.recovered === false && p.since?.epoch === firstEpochs.get(log.channel),
+            ),
+        )
+        .map((log) => `${subject(client, log)} [positions: ${log.describePositions()}]`),
+    );
+    expect(notTold).toEqual([]);
     for (const [channel, final] of finals) expect(final.epoch).not.toBe(firstEpochs.get(channel));
     // Every acknowledged publication received exactly once or covered by a recovered: false, and
     // no two publications under one (epoch, offset) (they would count as one received twice).
