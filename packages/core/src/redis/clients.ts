@@ -101,8 +101,10 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
 /**
  * ioredis' own Sentinel support: each connection asks the sentinels for the master, checks the
  * server's role once connected, and on any loss asks again, so a failover is followed without a
- * restart; `failoverDetector` drops the connections as soon as a sentinel announces a new master
- * (a killed primary would otherwise be noticed only by a timeout).
+ * restart. The connections to a failed primary drop (a dead process closes them; Sentinel
+ * disconnects the clients of every server it reconfigures; an unreachable one fails the command
+ * timeout). ioredis' `failoverDetector` is not used: its sentinel connections outlive `quit` and
+ * keep a closed process's event loop alive.
  */
 function sentinelOptions(target: Extract<RedisTarget, { kind: 'sentinel' }>): RedisOptions {
   return {
@@ -110,7 +112,6 @@ function sentinelOptions(target: Extract<RedisTarget, { kind: 'sentinel' }>): Re
     name: target.name,
     role: 'master',
     sentinelRetryStrategy: retryDelay,
-    failoverDetector: true,
     ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
     ...(target.password === undefined ? {} : { password: target.password }),
     ...(target.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
