@@ -361,6 +361,8 @@ export interface RedisSentinelGroup {
   readonly replica: RedisServer;
   /** The master's port as a majority of the sentinels name it now. */
   masterPort(): Promise<number | undefined>;
+  /** Whether the server on `port` is a replica whose link to its master is up. */
+  inSync(port: number): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -450,6 +452,11 @@ export async function startRedisSentinelGroup(name = 'sbmaster'): Promise<RedisS
     primary,
     replica,
     masterPort,
+    inSync: (port) =>
+      rawCommand(port, 'INFO replication').then(
+        (reply) => reply.includes('master_link_status:up'),
+        () => false,
+      ),
     stop: async () => {
       await stopSentinels();
       await Promise.all([primary.stop(), replica.stop()]);
