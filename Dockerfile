@@ -4,8 +4,10 @@
 #   docker run IMAGE account-api          the account API
 #   docker run IMAGE start                gateway and account API in one process
 #   docker run IMAGE keys create ...      key management against REDIS_URL
-# Debian bookworm (glibc), because the uWebSockets.js binaries are built against glibc.
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node.js 24 on Debian 13 (glibc 2.41): the uWebSockets.js binaries for Node.js 22 and later need
+# glibc 2.38 (docs/operations.md, "Runtimes"). Node.js 20, for those who must:
+#   docker build --build-arg NODE_IMAGE=node:20-bookworm-slim .
+ARG NODE_IMAGE=node:24-trixie-slim
 
 # ---- build: every dependency, then the TypeScript project build --------------------------------
 FROM ${NODE_IMAGE} AS build
@@ -37,19 +39,22 @@ COPY packages/testing/package.json packages/testing/
 COPY packages/client/package.json packages/client/
 COPY packages/cli/package.json packages/cli/
 # Workspace packages are linked into node_modules/@switchboard/*; only their dist/ is copied below.
-# uWebSockets.js ships binaries for every platform and Node ABI (~90 MB): keep this image's one.
+# The uWebSockets.js builds ship binaries for every platform and Node ABI (~230 MB together): keep only
+# this image's ABI; the check after the copies below fails the build when none of them loads.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
     && npm cache clean --force \
-    && node -e "const fs = require('fs'), dir = 'node_modules/uWebSockets.js/binaries'; \
-        const keep = 'uws_' + process.platform + '_' + process.arch + '_' + process.versions.modules + '.node'; \
-        if (!fs.existsSync(dir + '/' + keep)) throw new Error('uWebSockets.js has no ' + keep); \
-        for (const file of fs.readdirSync(dir)) if (file !== keep) fs.rmSync(dir + '/' + file);" \
+    && find node_modules/@trufflesuite/uws-js-unofficial node_modules/@btc-vision/uwebsockets.js \
+        -name 'uws_*.node' ! -name "uws_linux_$(node -p process.arch)_$(node -p process.versions.modules).node" \
+        -delete \
     && mkdir -p /data && chown node:node /data
 COPY --from=build /app/packages/core/dist packages/core/dist
 COPY --from=build /app/packages/gateway/dist packages/gateway/dist
 COPY --from=build /app/packages/account-api/dist packages/account-api/dist
 COPY --from=build /app/packages/cli/dist packages/cli/dist
 COPY deploy/docker-healthcheck.js deploy/docker-healthcheck.js
+# The start-up check of the gateway, at build time: a base image whose Node.js and glibc have no
+# native uWebSockets.js build fails here with the start-up failure's line.
+RUN node -e "console.log('uWebSockets.js from', require('./packages/gateway/dist/transport/uws-loader.js').loadUws().from)"
 
 # The application files stay owned by root and read-only for the process.
 USER node

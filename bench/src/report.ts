@@ -46,6 +46,55 @@ const marks = (steps: Step[]): string => steps.map((s) => `${s.rate}${s.pass ? '
 const lossText = (s: Step | undefined): string =>
   s ? (s.loss === 0 ? '0' : `${(s.loss * 100).toFixed(3)}%`) : '–';
 
+/**
+ * Fan-out and many channels with the servers on another Node.js (`--runtime`), beside the same
+ * shapes of this record: each runtime's Switchboard against the ceiling on the same Node.js.
+ */
+function runtimesSection(r: Results): string[] {
+  const runtimes = Object.entries(r.runtimes ?? {});
+  if (runtimes.length === 0) return [];
+  const out: string[] = [
+    "## Newer Node.js beside the machine's",
+    '',
+    "The same shapes with the servers (Switchboard's 2 gateways, the ceiling's 2 processes) on another Node.js, run natively in a Debian 13 root (`npm run bench -- --runtime node24 --scenarios fanout,channels`, through `.ci/newer-runtimes.sh`; load generators and Redis stay on the machine). Each runtime's Switchboard is divided by the ceiling measured on the same Node.js in the same run. Rows of the machine's own Node.js are this page's fan-out and many-channels results (measured on the date given). A maximum found in one run (`--runs 1`) on a machine shared with other work moves a lot between runs, ratios included (see the load average at the start of each): compare CPU per delivery at the fixed rate first, and use `--runs 3` for figures to act on.",
+    '',
+    '| Shape | Node.js | measured (runs, load average at start) | ceiling max deliveries/s | Switchboard max deliveries/s | ratio to its ceiling | p99 at half max, ceiling / Switchboard (ms) | server CPU per 1,000 deliveries at the fixed rate, ceiling / Switchboard (ms) |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  const row = (
+    label: string,
+    node: string,
+    meta: Meta | undefined,
+    shape: ThroughputShape | undefined,
+  ): string => {
+    const c = shape?.median['ceiling-redis'];
+    const sb = shape?.median['switchboard-redis'];
+    const when = meta
+      ? `${meta.startedAt.slice(0, 16).replace('T', ' ')} (${meta.options.runs}, ${meta.machine.loadAverage[0]?.toFixed(1) ?? '–'})`
+      : '–';
+    return `| ${label} | ${node} | ${when} | ${int(c?.max?.deliveriesPerSecond)} | ${int(sb?.max?.deliveriesPerSecond)} | ${pct(ratio(sb?.max?.deliveriesPerSecond, c?.max?.deliveriesPerSecond))} | ${ms(c?.half?.p99Ms)} / ${ms(sb?.half?.p99Ms)} | ${cpu(c?.fixed)} / ${cpu(sb?.fixed)} |`;
+  };
+  for (const kind of ['fanout', 'channels'] as const) {
+    const own = r[kind];
+    const labels = [
+      ...new Set(runtimes.flatMap(([, record]) => record[kind]?.shapes.map((x) => x.label) ?? [])),
+    ];
+    for (const label of labels) {
+      const mine = own?.shapes.find((candidate) => candidate.label === label);
+      if (mine) out.push(row(label, `${own?.meta.machine.node ?? '–'} (this page)`, own?.meta, mine));
+      for (const [runtime, record] of runtimes) {
+        const shape = record[kind]?.shapes.find((candidate) => candidate.label === label);
+        if (shape)
+          out.push(
+            row(label, `${record[kind]?.meta.serverNode ?? runtime}, Debian 13`, record[kind]?.meta, shape),
+          );
+      }
+    }
+  }
+  out.push('');
+  return out;
+}
+
 export interface Target {
   name: string;
   goal: string;
@@ -801,6 +850,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
       ...throughputTable(r.channels.shapes),
     );
   lines.push(
+    ...runtimesSection(r),
     ...historySection(r),
     ...costSection(r),
     ...recoverySection(r),
@@ -989,6 +1039,8 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
     '--no-docs          a trial: leave docs/benchmarks.md and bench/results/ as they are (results go to bench/results/tmp/)',
     '--report-only      rewrite docs/benchmarks.md from bench/results/latest.json, run nothing',
+    '--runtime node24   fanout and channels with the servers on Node.js 24 (node22, node20…) in the Debian 13 root of',
+    '                   .ci/newer-runtimes.sh (needs root; it prepares and mounts the root, then runs the bench)',
     '--quick            tiny sizes, for trying the harness (results in bench/results/tmp, docs untouched)',
     '```',
     '',

@@ -3,6 +3,7 @@
  * drives them with WebSocket clients in separate processes, and writes bench/results/*.json and
  * docs/benchmarks.md. Every loop is bounded in count and time. See docs/benchmarks.md.
  */
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fleetDefaults } from './lib/fleet';
@@ -10,7 +11,7 @@ import { connectDefaults } from './lib/native-fleet';
 import { gitCommit, machine } from './lib/machine';
 import { resultsDir as resultsDirOf } from './lib/results-dir';
 import type { Machine } from './lib/machine';
-import { ROOT, onRedis, product, stopDescendants } from './lib/procs';
+import { ROOT, onRedis, product, serverRuntime, stopDescendants } from './lib/procs';
 import type { SystemName } from './lib/procs';
 import { connectCostRun, medianConnectCostRun } from './scenarios/connect-cost';
 import type { ConnectCostRun } from './scenarios/connect-cost';
@@ -40,6 +41,8 @@ export interface Meta {
   productCommit: string;
   productDir: string;
   options: Options;
+  /** The servers' Node.js when it is not this process's (`--runtime`). */
+  serverNode?: string;
 }
 
 export interface ThroughputShape {
@@ -52,6 +55,17 @@ export interface ThroughputShape {
 }
 
 export interface Results {
+  /**
+   * Fan-out and many channels with the servers on another Node.js (`--runtime node24`), keyed by
+   * runtime; docs/benchmarks.md sets them beside this file's own (Node.js of the machine) rows.
+   */
+  runtimes?: Record<
+    string,
+    {
+      fanout?: { meta: Meta; shapes: ThroughputShape[] };
+      channels?: { meta: Meta; shapes: ThroughputShape[] };
+    }
+  >;
   fanout?: { meta: Meta; shapes: ThroughputShape[] };
   channels?: { meta: Meta; shapes: ThroughputShape[] };
   presence?: { meta: Meta; runs: PresenceResult[]; median: PresenceResult };
@@ -116,6 +130,8 @@ export interface Options {
   /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
   quick: boolean;
   client: 'raw' | 'ws';
+  /** `node22`, `node24`: the servers on that Node.js in a Debian 13 root (fan-out and channels only). */
+  runtime?: string;
 }
 
 // Each Switchboard system right after its ceiling: a pair sees the same machine, and Switchboard
@@ -293,6 +309,12 @@ function parseArgs(argv: string[]): Options {
         connectDefaults.client = v;
         break;
       }
+      case '--runtime': {
+        const runtime = value();
+        if (!/^node\d+$/.test(runtime)) throw new Error(`--runtime takes node22, node24…, not ${runtime}`);
+        o.runtime = runtime;
+        break;
+      }
       case '--report-only':
         o.scenarios = [];
         break;
@@ -410,6 +432,25 @@ async function throughputShapes(kind: 'fanout' | 'channels', o: Options): Promis
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  if (o.runtime) {
+    o.scenarios = o.scenarios.filter((s) => s === 'fanout' || s === 'channels');
+    if (o.scenarios.length === 0)
+      throw new Error('--runtime measures the fanout and channels scenarios only');
+    const major = o.runtime.slice('node'.length);
+    const root = process.env['NEWER_RUNTIME_ROOT'];
+    if (!root) {
+      // Prepares and mounts the Debian 13 root with that Node.js, runs this same command with
+      // NEWER_RUNTIME_ROOT set, and unmounts (docs/benchmarks.md, "Node.js 24 beside Node.js 20").
+      const script = join(ROOT, '.ci', 'newer-runtimes.sh');
+      const args = ['--run', major, '--', process.execPath, ...process.argv.slice(1)];
+      process.exit(spawnSync(script, args, { stdio: 'inherit' }).status ?? 1);
+    }
+    serverRuntime.root = root;
+    serverRuntime.node = `/opt/node${major}/bin/node`;
+    serverRuntime.version = execFileSync('chroot', [root, serverRuntime.node, '--version'], {
+      encoding: 'utf8',
+    }).trim();
+  }
   const resultsDir = resultsDirOf(ROOT, o);
   mkdirSync(resultsDir, { recursive: true });
   const latestPath = join(resultsDir, 'latest.json');
@@ -423,6 +464,8 @@ async function main(): Promise<void> {
     `machine: ${m.nproc} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, load ${m.loadAverage.join(' ')}`,
   );
   log(`product under test: ${product.dir} (${gitCommit(product.dir)})`);
+  if (serverRuntime.root)
+    log(`servers on ${o.runtime} in ${serverRuntime.root} (load generators on Node ${m.node})`);
   const hardStop = setTimeout(() => {
     console.error('bench: hard time limit reached (2 h); exiting');
     process.exit(2);
@@ -438,6 +481,7 @@ async function main(): Promise<void> {
     productCommit: gitCommit(product.dir),
     productDir: product.dir,
     options: o,
+    ...(serverRuntime.version ? { serverNode: serverRuntime.version } : {}),
   });
   const date = startedAt.toISOString().slice(0, 10);
   const save = (scenario: keyof Results, value: Results[keyof Results]): void => {
@@ -447,7 +491,15 @@ async function main(): Promise<void> {
   };
   for (const scenario of o.scenarios) {
     const t0 = Date.now();
-    if (scenario === 'fanout' || scenario === 'channels') {
+    if ((scenario === 'fanout' || scenario === 'channels') && o.runtime) {
+      const shapes = await throughputShapes(scenario, o);
+      ((latest.runtimes ??= {})[o.runtime] ??= {})[scenario] = { meta: meta(), shapes };
+      writeFileSync(
+        join(resultsDir, `${date}-${scenario}-${o.runtime}.json`),
+        `${JSON.stringify({ meta: meta(), shapes }, null, 2)}\n`,
+      );
+      writeFileSync(latestPath, `${JSON.stringify(latest, null, 2)}\n`);
+    } else if (scenario === 'fanout' || scenario === 'channels') {
       const shapes = await throughputShapes(scenario, o);
       save(scenario, { meta: meta(), shapes });
     } else if (scenario === 'publish-cost') {

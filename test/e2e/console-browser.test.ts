@@ -168,6 +168,44 @@ describe('web console against an all-in-one node', () => {
     expect((await client.closed).code).toBe(4509);
     await page.getByText('No presence members here').waitFor({ timeout: 2500 });
 
+    // A V3 member gets no per-row kick (targeted kicks select V4 only and would kick nobody);
+    // the channel's kick closes it.
+    const v3 = await connectClient(
+      `ws://127.0.0.1:${port}/v3/lobby?api_key=${key}&presence=1&user=bob&uuid=conn-bob`,
+    );
+    clients.push(v3);
+    await cell(page, 'conn-bob', 'Kick the channel to close V3 connections').waitFor({ timeout: 2500 });
+    expect(await page.locator('tr', { hasText: 'conn-bob' }).getByRole('button').count()).toBe(0);
+    await page.getByRole('button', { name: 'Kick every connection of this channel' }).click();
+    expect((await v3.closed).code).toBe(4509);
+    await page.getByText('No presence members here').waitFor({ timeout: 2500 });
+
+    // The log is asked for what each view shows, never whole.
+    const logReads = watched.urls.filter((url) => new URL(url).pathname === '/api/logs');
+    expect(logReads.length).toBeGreaterThan(2);
+    for (const url of logReads) expect(new URL(url).search).not.toBe('');
+    expect(logReads.some((url) => url.endsWith('/api/logs?channel=lobby&limit=50'))).toBe(true);
+    expect(logReads.some((url) => url.includes('messages=false'))).toBe(true);
+
+    // A channel without publications: the history panel says why, without suggesting history is off.
+    await page.goto(`http://127.0.0.1:${accountPort}/#/channel/quiet`);
+    await page.getByText('No stored history for this channel: nothing was published to it').waitFor();
+    expect(await page.getByText('when HISTORY_SIZE is set').count()).toBe(0);
+
+    // A mangled link says so, and the page goes on working.
+    await page.goto(`http://127.0.0.1:${accountPort}/#/channel/%E0%A4%A`);
+    await page.getByRole('alert').getByText('is not valid percent-encoding').waitFor();
+    await page.getByRole('link', { name: '← All channels' }).click();
+    await page.getByRole('heading', { name: 'Live channels' }).waitFor();
+
+    // The icon: linked by the page, and at /favicon.ico for whoever asks there.
+    for (const path of ['/favicon.ico', '/console/favicon.svg']) {
+      const icon = await page.request.get(`http://127.0.0.1:${accountPort}${path}`);
+      expect(icon.status()).toBe(200);
+      expect(icon.headers()['content-type']).toMatch(/^image\/svg\+xml/);
+    }
+    expect(await page.locator('link[rel="icon"]').getAttribute('href')).toBe('/console/favicon.svg');
+
     expect(watched.problems).toEqual([]);
     expect(watched.urls.length).toBeGreaterThan(5);
     expect(watched.urls.filter((url) => url.includes(secret))).toEqual([]);

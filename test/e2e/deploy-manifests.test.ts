@@ -109,9 +109,10 @@ describe('Dockerfile', () => {
   const of = (keyword: string) => final.instructions.filter((i) => i.keyword === keyword);
   const workspaces = (JSON.parse(read('package.json')) as { workspaces: string[] }).workspaces;
 
-  it('builds in one stage and runs from node:20-bookworm-slim in another', () => {
+  it('builds in one stage and runs from node:24-trixie-slim in another', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    for (const stage of stages) expect(stage.image).toBe('node:20-bookworm-slim');
+    // Node.js 24 on glibc 2.41: its uWebSockets.js binary needs glibc 2.38 (docs/operations.md).
+    for (const stage of stages) expect(stage.image).toBe('node:24-trixie-slim');
     const build = stages[0]!.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args);
     expect(build.some((run) => /\bnpm ci\b/.test(run) && !/--omit=dev/.test(run))).toBe(true);
     expect(build.some((run) => /\btsc -b\b/.test(run))).toBe(true);
@@ -283,6 +284,12 @@ describe('docker-compose.yml', () => {
     expect(configErrors({ SWITCHBOARD_KEYS: dotEnv.SWITCHBOARD_KEYS })).toEqual([
       expect.stringMatching(/^SWITCHBOARD_KEYS\.0: key "dev-key" is the public development key of \.env/),
     ]);
+  });
+
+  it('refuses webhooks to private addresses in every gateway, unless the environment says otherwise', () => {
+    for (const name of gateways) expect(configSchema.parse(envOf(name)).WEBHOOK_DENY_PRIVATE).toBe(true);
+    const raw = services.gw1?.environment as Record<string, string>;
+    expect(interpolate(raw.WEBHOOK_DENY_PRIVATE!, { ...dotEnv, WEBHOOK_DENY_PRIVATE: '0' })).toBe('0');
   });
 
   it('stops each Switchboard container later than its drain grace period', () => {
@@ -463,6 +470,11 @@ describe('k8s/', () => {
   const configMap = asModel('v1/ConfigMap', find('ConfigMap', 'switchboard-config'));
   const secret = asModel('v1/Secret', find('Secret', 'switchboard-keys'));
   const drainMs = Number(configMap.data?.DRAIN_GRACE_MS ?? CONFIG_DEFAULTS.DRAIN_GRACE_MS);
+
+  it('refuses webhooks to private addresses (WEBHOOK_DENY_PRIVATE, shared by both roles)', () => {
+    expect(configMap.data?.WEBHOOK_DENY_PRIVATE).toBe('1');
+    expect(configSchema.parse({ ...configMap.data }).WEBHOOK_DENY_PRIVATE).toBe(true);
+  });
 
   it('renders every manifest in k8s/ and every object validates against the Kubernetes schemas', () => {
     const listed = new Set(readKustomization(at('k8s')).resources);

@@ -18,7 +18,8 @@
  * POST /members (redis mode): ZRANGE of 100 on a sorted set and its JSON, the ceiling of a
  * members page.
  */
-import * as uWS from 'uWebSockets.js';
+import type * as uWS from '@btc-vision/uwebsockets.js';
+import { loadUws } from '@switchboard/gateway';
 import { Buffer } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import Redis, { Command } from 'ioredis';
@@ -26,7 +27,9 @@ import Redis, { Command } from 'ioredis';
 const mode = process.argv[2] === 'redis' || process.argv[2] === 'redis-script' ? process.argv[2] : 'single';
 const host = process.env['HOST'] ?? '127.0.0.1';
 const port = Number(process.env['PORT'] ?? 0);
-const app = uWS.App();
+/** The same native build the gateway loads on this Node.js, so both are measured on one runtime. */
+const native = loadUws().uws;
+const app = native.App();
 const pub = mode === 'single' ? undefined : new Redis(process.env['REDIS_URL'] ?? '');
 const sub = mode === 'single' ? undefined : new Redis(process.env['REDIS_URL'] ?? '');
 const refs = new Map<string, number>();
@@ -108,7 +111,7 @@ interface Data {
 }
 
 app.ws<Data>('/*', {
-  compression: uWS.DISABLED,
+  compression: native.DISABLED,
   maxPayloadLength: 64 * 1024,
   idleTimeout: 60,
   maxBackpressure: 1024 * 1024,
@@ -201,7 +204,7 @@ void Promise.all([connected(pub), connected(sub), scriptLoaded]).then(() =>
       console.error(JSON.stringify({ msg: 'listen failed', port }));
       process.exit(1);
     }
-    console.log(JSON.stringify({ msg: 'ready', port: uWS.us_socket_local_port(socket) }));
+    console.log(JSON.stringify({ msg: 'ready', port: native.us_socket_local_port(socket) }));
   }),
 );
 

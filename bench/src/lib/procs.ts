@@ -31,6 +31,13 @@ export const HOST = '127.0.0.1';
 export const KEY = 'benchkey';
 export const SECRET = 'bench-secret-123';
 
+/**
+ * The Node.js the servers (gateways, ceilings) run on: this process's, or, with `--runtime nodeNN`,
+ * `/opt/nodeNN/bin/node` inside the Debian 13 root `.ci/newer-runtimes.sh` prepared and mounted
+ * (this repository is at the same path there). The load generators stay on this process's Node.js.
+ */
+export const serverRuntime: { root?: string; node?: string; version?: string } = {};
+
 /** A server process the harness started (bash raises the fd limit, then execs node). */
 export interface ServerProcess {
   readonly child: ChildProcess;
@@ -150,9 +157,11 @@ export async function startNode(
   const port = Number(env['PORT'] ?? (await freePort()));
   // Node flags such as --cpu-prof are not allowed in NODE_OPTIONS: they go on the command line.
   const nodeFlags = options.nodeOptions ? options.nodeOptions.split(' ').filter(Boolean) : [];
-  const quoted = [process.execPath, ...nodeFlags, ...args]
-    .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
-    .join(' ');
+  // chroot and env exec in turn: the pid is the server's, for CPU readings and pinning.
+  const launcher = serverRuntime.root
+    ? ['chroot', serverRuntime.root, '/usr/bin/env', '-C', ROOT, serverRuntime.node!]
+    : [process.execPath];
+  const quoted = [...launcher, ...nodeFlags, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   // 65,536 by default (the soak holds 10,000+ sockets per gateway), or what the scenario asks;
   // the hard limit where the machine allows no more.
   const child = spawn('bash', ['-c', `${fdLimitPrefix(options.fdLimit ?? 65_536)}exec ${quoted}`], {

@@ -23,3 +23,4 @@ await build({
   entryNames: 'console',
 });
 copyFileSync(join(root, 'console', 'index.html'), join(out, 'index.html'));
+copyFileSync(join(root, 'console', 'favicon.svg'), join(out, 'favicon.svg'));

@@ -122,6 +122,8 @@ export function createAccountApi(deps: AccountApiDeps): Express {
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
     res.set('Cache-Control', 'no-store');
+    // Browsers must not read an answer as another type than it says (docs/security.md).
+    res.set('X-Content-Type-Options', 'nosniff');
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.debug({ method: req.method, path: req.path, status: res.statusCode, ms }, 'request');

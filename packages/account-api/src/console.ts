@@ -27,7 +27,8 @@ const secured: RequestHandler = (_req, res, next) => {
 };
 
 /**
- * Serves the web console (docs/console.md): its page at `/` and its assets under `/console/`.
+ * Serves the web console (docs/console.md): its page at `/`, its assets under `/console/`, and
+ * its icon at `/favicon.ico` too.
  * Static files only; the page signs in by sending the key and secret as headers to `/api`.
  */
 export function serveConsole(app: Express, named: (route: string) => RequestHandler): void {
@@ -36,6 +37,15 @@ export function serveConsole(app: Express, named: (route: string) => RequestHand
     if (!existsSync(index))
       throw new AppError('SB_NOT_FOUND', 'The console is not built: run "npm run build" and restart');
     res.type('html').sendFile(index);
+  });
+  // Browsers and tools ask for /favicon.ico whatever the page links: the console's own icon.
+  const icon = join(CONSOLE_DIR, 'favicon.svg');
+  app.get('/favicon.ico', named('/favicon.ico'), secured, (_req, res) => {
+    if (!existsSync(icon)) {
+      res.status(204).end();
+      return;
+    }
+    res.type('image/svg+xml').sendFile(icon);
   });
   app.use(
     '/console',

@@ -40,6 +40,9 @@ describe('the web console is served by the account API', () => {
   test.each([
     ['/console/console.js', /javascript/],
     ['/console/console.css', /text\/css/],
+    ['/console/favicon.svg', /image\/svg\+xml/],
+    // Asked by browsers whatever the page links: the same icon, not a 404.
+    ['/favicon.ico', /image\/svg\+xml/],
   ])('%s is served with the security headers', async (path, type) => {
     const res = await request(app).get(path).expect(200);
     expect(res.headers['content-type']).toMatch(type);
@@ -94,6 +97,14 @@ describe('GET /api/settings (the console settings view)', () => {
       signingSecret: '(hidden)',
       events: ['member_added'],
     });
-    expect(res.body).toMatchObject({ key: KEY_A.key, domains: KEY_A.domains });
+    expect(res.body).toMatchObject({ key: KEY_A.key, appId: KEY_A.key, domains: KEY_A.domains });
+  });
+
+  test('shows the app id the record sets', async () => {
+    const engine = await populatedEngine();
+    await engine.keys.put({ ...KEY_A, appId: '1234567' });
+    const app = createAccountApi({ engine, logger: silentLogger(), config: testConfig() });
+    const res = await request(app).get('/api/settings').set(authA).expect(200);
+    expect(res.body).toMatchObject({ key: KEY_A.key, appId: '1234567' });
   });
 });

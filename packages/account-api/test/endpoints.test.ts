@@ -170,6 +170,46 @@ describe('GET /api/logs', () => {
   });
 });
 
+describe('GET /api/logs parameters (what a poller shows, not the whole log)', () => {
+  test('channel keeps that channel, limit the newest, after only newer entries, messages=false the texts out', async () => {
+    const ids = async (query: string): Promise<string[]> =>
+      (
+        (await request(app).get(`/api/logs?${query}`).set(authA).expect(200)).body as Array<{ id: string }>
+      ).map((entry) => entry.id);
+    expect(await ids('channel=room-1')).toEqual(['log-2', 'log-1']);
+    expect(await ids('limit=1')).toEqual(['log-3']);
+    expect(await ids('channel=room-1&limit=1')).toEqual(['log-2']);
+    expect(await ids('after=log-1')).toEqual(['log-3', 'log-2']);
+    expect(await ids('after=log-3')).toEqual([]);
+    expect(await ids('after=gone-from-the-log')).toEqual(['log-3', 'log-2', 'log-1']);
+    expect(await ids('limit=100000')).toHaveLength(3);
+    const light = await request(app).get('/api/logs?limit=1&messages=false').set(authA).expect(200);
+    expect(light.body).toEqual([
+      {
+        id: 'log-3',
+        channel: 'lobby',
+        protocol: 'v3',
+        source: 'api',
+        binary: true,
+        uuid: 'u1',
+        user: 'alice',
+        timestamp: '2026-01-01T00:00:03.000Z',
+      },
+    ]);
+  });
+
+  test.each([
+    ['limit=0', 'limit must be at least 1'],
+    ['channel=bad%20name', 'Invalid query parameter "channel"'],
+    ['channel=a&channel=b', 'channel must be given once'],
+    ['messages=no', 'messages must be "true" or "false"'],
+    ['since=1', 'Unknown query parameter "since"'],
+  ])('%s is a 400 naming the problem', async (query, text) => {
+    const res = await request(app).get(`/api/logs?${query}`).set(authA).expect(400);
+    expect(res.body.error).toContain(text);
+  });
+});
+
 describe('GET /api/members', () => {
   test('groups presence members of both protocols by channel', async () => {
     const res = await request(app).get('/api/members').set(authA).expect(200);

@@ -43,6 +43,7 @@ const GET_ENDPOINTS = [
   '/api/connections',
   '/api/connections/sum',
   '/api/logs',
+  '/api/logs?channel=room-1&limit=1&messages=false',
   '/api/members',
   '/api/settings',
   '/api/history?channel=room-1',

@@ -169,16 +169,22 @@ function prepareDataDir(dir: string): void {
   }
 }
 
-/** Serves `/metrics` on `METRICS_PORT` when set; resolves the closer (a no-op otherwise). */
+/** Serves `/metrics` on `METRICS_HOST`:`METRICS_PORT` when the port is set; resolves the closer (a no-op otherwise). */
 export async function serveMetrics(runtime: Runtime, opened: Opened): Promise<() => Promise<void>> {
   const { metrics, config, logger } = runtime;
   if (!metrics || config.metricsPort === undefined) return async () => undefined;
   const port = config.metricsPort;
-  const server = await listenOn('METRICS_PORT', config.host, port, () =>
-    startMetricsServer(metrics, port, config.host),
+  const host = config.metricsHost;
+  const hostVariable = host === config.host ? 'HOST' : 'METRICS_HOST';
+  const server = await listenOn(
+    'METRICS_PORT',
+    host,
+    port,
+    () => startMetricsServer(metrics, port, host),
+    hostVariable,
   );
   opened.add(() => server.close());
-  logger.info({ port: server.port, service: 'metrics' }, 'metrics ready');
+  logger.info({ host, port: server.port, service: 'metrics' }, 'metrics ready');
   return () => server.close();
 }
 

@@ -1,7 +1,7 @@
 import { Emitter } from './emitter';
 import type { Handler } from './emitter';
-import { SwitchboardError } from './errors';
-import { toBytes } from './platform';
+import { QueueFullError, SwitchboardError } from './errors';
+import { host, toBytes } from './platform';
 
 /** A presence member: `user` is omitted when the connection presented none. */
 export interface Member {
@@ -33,12 +33,23 @@ export type ChannelState = 'pending' | 'subscribed' | 'failed' | 'left';
 /** What a channel needs from the socket that carries it. */
 export interface Carrier {
   readonly protocol: 3 | 4;
+  /**
+   * Writes the frame, or returns false when it cannot now: no open socket, or the socket's pace
+   * (`maxMessagesPerSecond`) is used up; the carrier calls `flush()` once it can again.
+   */
   send(channel: Channel, frame: Outgoing): boolean;
+  /** How many messages may wait to be sent per channel (`maxQueued`). */
+  readonly queueLimit: number;
+  /** Numbers written messages across the socket's channels (refusals that name no channel). */
+  nextSequence(): number;
+  /** A refusal for `channel` that no message of it awaits: the socket's oldest unconfirmed message takes it. */
+  refuseOldest(error: SwitchboardError): void;
   requestMembers(channel: Channel): Promise<Member[]>;
   isPrimary(channel: Channel): boolean;
   /**
-   * The socket receives this client's own messages although the application did not ask for
-   * them (recovery needs every offset): the channel recognizes and drops them.
+   * The socket always receives this client's own messages: they confirm its publishes, and
+   * recovery needs every offset. When the application did not ask for them (`notifySelf`), the
+   * channel drops them after use.
    */
   readonly dropsEchoes: boolean;
   leave(channel: Channel): void;
@@ -49,9 +60,23 @@ export type Outgoing = Record<string, unknown> | string | ArrayBuffer | ArrayBuf
 
 interface Queued {
   frame: Outgoing;
+  /** The server's relay confirms it (`system::to` direct messages are not relayed back). */
+  confirmed: boolean;
   resolve: () => void;
   reject: (error: SwitchboardError) => void;
 }
+
+/** A message written to the socket, as it will come back to this client. */
+interface Echo {
+  text: string | Uint8Array;
+  /** The publish waiting for the server's confirmation, until it comes, is refused or times out. */
+  pending?: (Queued & { sequence: number; timer: unknown }) | undefined;
+}
+
+/** How long a written message waits for the server to relay it back (the protocol's 10 s). */
+const CONFIRM_TIMEOUT_MS = 10_000;
+/** Written messages remembered per channel until they come back. */
+const MAX_ECHOES = 1024;
 
 const SYSTEM_KEYS = ['system::channel', 'system::offset'];
 
@@ -93,8 +118,8 @@ export class Channel extends Emitter {
   /** Why the channel failed or was left. */
   error: SwitchboardError | undefined;
   private queue: Queued[] = [];
-  /** What this client sent and has not seen come back yet (see `Carrier.dropsEchoes`). */
-  private echoes: Array<string | Uint8Array> = [];
+  /** What this client sent and has not seen come back yet, oldest first (see `Carrier.dropsEchoes`). */
+  private echoes: Echo[] = [];
   private waiters: Array<{ resolve: () => void; reject: (error: SwitchboardError) => void }> = [];
   /** Every frame of the channel as received (the PieSocket facade's listeners). */
   tap:
@@ -160,8 +185,10 @@ export class Channel extends Emitter {
 
   /**
    * Publishes `{event, data, meta}` to the channel's other connections (and to this one when
-   * `notifySelf` is on). While the channel is not subscribed the message waits, in order; the
-   * promise resolves when it was written to the socket.
+   * `notifySelf` is on). While the channel is not subscribed the message waits, in order, at
+   * most `maxQueued` of them (beyond: a `QueueFullError`), and goes out at the client's pace.
+   * The promise resolves when the server relayed the message (it comes back to this client),
+   * and rejects when the server refused it, the socket closed first, or 10 s passed.
    */
   publish(event: string, data?: unknown, meta?: unknown): Promise<void> {
     return this.enqueue(meta === undefined ? { event, data } : { event, data, meta });
@@ -171,7 +198,7 @@ export class Channel extends Emitter {
   sendTo(user: string, event: string, data?: unknown, meta?: unknown): Promise<void> {
     const frame: Record<string, unknown> = meta === undefined ? { event, data } : { event, data, meta };
     frame['system::to'] = user;
-    return this.enqueue(frame);
+    return this.enqueue(frame, false);
   }
 
   /**
@@ -212,30 +239,106 @@ export class Channel extends Emitter {
     return this.enqueue(text);
   }
 
-  private enqueue(frame: Outgoing): Promise<void> {
+  private enqueue(frame: Outgoing, confirmed = true): Promise<void> {
     if (this.error)
       return Promise.reject(new SwitchboardError('state', `Channel is ${this.state}`, undefined, this.name));
-    if (this.state === 'subscribed' && this.queue.length === 0 && this.write(frame)) return Promise.resolve();
-    return new Promise((resolve, reject) => this.queue.push({ frame, resolve, reject }));
+    if (this.queue.length >= this.carrier.queueLimit)
+      return Promise.reject(new QueueFullError(this.carrier.queueLimit, this.name));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ frame, confirmed, resolve, reject });
+      if (this.queue.length === 1) this.flush();
+    });
   }
 
-  private write(frame: Outgoing): boolean {
-    if (!this.carrier.send(this, frame)) return false;
-    if (this.carrier.dropsEchoes && !(typeof frame === 'object' && 'system::to' in frame)) {
-      this.echoes.push(
-        typeof frame === 'string'
-          ? frame
-          : frame instanceof ArrayBuffer || ArrayBuffer.isView(frame)
-            ? new Uint8Array(
-                ArrayBuffer.isView(frame)
-                  ? frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.byteLength)
-                  : frame.slice(0),
-              )
-            : JSON.stringify(frame),
-      );
-      // Bounded: a message the server refused never comes back.
-      if (this.echoes.length > 256) this.echoes.shift();
+  /** @internal Writes waiting messages, in order, while the channel is subscribed and the carrier takes them. */
+  flush(): void {
+    while (this.queue.length > 0 && this.state === 'subscribed') {
+      const next = this.queue[0]!;
+      if (!this.carrier.send(this, next.frame)) return;
+      this.queue.shift();
+      this.sent(next);
     }
+  }
+
+  /** Remembers a written message until it comes back (the confirmation) or is given up. */
+  private sent(entry: Queued): void {
+    const { frame } = entry;
+    const echoed = !(typeof frame === 'object' && 'system::to' in frame);
+    if (!echoed || !entry.confirmed) entry.resolve();
+    if (!echoed) return;
+    const text =
+      typeof frame === 'string'
+        ? frame
+        : frame instanceof ArrayBuffer || ArrayBuffer.isView(frame)
+          ? new Uint8Array(
+              ArrayBuffer.isView(frame)
+                ? frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.byteLength)
+                : frame.slice(0),
+            )
+          : JSON.stringify(frame);
+    const echo: Echo = { text };
+    if (entry.confirmed) {
+      const timer = host.setTimeout(
+        () =>
+          this.settle(
+            echo,
+            new SwitchboardError(
+              'timeout',
+              'The server did not confirm the message within 10 s',
+              undefined,
+              this.name,
+            ),
+          ),
+        CONFIRM_TIMEOUT_MS,
+      );
+      echo.pending = { ...entry, sequence: this.carrier.nextSequence(), timer };
+    }
+    this.echoes.push(echo);
+    // Bounded: a message the server refused never comes back. Unconfirmed messages are at most
+    // what the pace lets out in the confirmation timeout (500 at the default pace); past the
+    // bound the oldest is given up, rejected if it still waits.
+    while (this.echoes.length > MAX_ECHOES) {
+      const oldest = this.echoes[0]!;
+      const error = oldest.pending
+        ? new SwitchboardError(
+            'timeout',
+            `More than ${MAX_ECHOES} messages await confirmation`,
+            undefined,
+            this.name,
+          )
+        : undefined;
+      this.settle(oldest, error, true);
+    }
+  }
+
+  /**
+   * Ends a written message's wait: confirmed (no error) or rejected. `forget` also drops the
+   * echo (its message will not be recognized when it comes back).
+   */
+  private settle(echo: Echo, error?: SwitchboardError, forget = error === undefined): void {
+    const pending = echo.pending;
+    echo.pending = undefined;
+    if (pending) {
+      host.clearTimeout(pending.timer);
+      if (error) pending.reject(error);
+      else pending.resolve();
+    }
+    if (forget) {
+      const index = this.echoes.indexOf(echo);
+      if (index >= 0) this.echoes.splice(index, 1);
+    }
+  }
+
+  /** @internal The oldest message still waiting for its confirmation (its sequence number). */
+  oldestUnconfirmed(): number | undefined {
+    return this.echoes.find((echo) => echo.pending)?.pending?.sequence;
+  }
+
+  /** @internal The server refused a message of this channel: the oldest unconfirmed one. */
+  refuse(error: SwitchboardError): boolean {
+    const echo = this.echoes.find((candidate) => candidate.pending);
+    if (!echo) return false;
+    this.settle(echo, error, true);
     return true;
   }
 
@@ -244,12 +347,7 @@ export class Channel extends Emitter {
   /** @internal */
   subscribed(): void {
     this.state = 'subscribed';
-    while (this.queue.length > 0 && this.state === 'subscribed') {
-      const next = this.queue[0]!;
-      if (!this.write(next.frame)) return;
-      this.queue.shift();
-      next.resolve();
-    }
+    this.flush();
     for (const waiter of this.waiters.splice(0)) waiter.resolve();
     this.emit('subscribed');
     this.tapState?.(true);
@@ -260,8 +358,20 @@ export class Channel extends Emitter {
     this.emit('error', error);
   }
 
-  /** @internal The socket is gone; the channel waits for the next one. */
-  down(): void {
+  /**
+   * @internal The socket is gone; the channel waits for the next one. Messages written and not
+   * confirmed are rejected with `error`: whether they reached the channel is unknown, and
+   * sending them again could deliver them twice. Their echoes stay known, so a copy that comes
+   * back in a recovery replay is still dropped.
+   */
+  down(error?: SwitchboardError): void {
+    for (const echo of this.echoes)
+      if (echo.pending)
+        this.settle(
+          echo,
+          error ?? new SwitchboardError('unconfirmed', 'The connection closed', undefined, this.name),
+          false,
+        );
     if (this.presence) this.held = [];
     if (this.state !== 'subscribed') return;
     this.state = 'pending';
@@ -275,6 +385,7 @@ export class Channel extends Emitter {
     this.state = state;
     this.error = error;
     for (const entry of this.queue.splice(0)) entry.reject(error);
+    for (const echo of this.echoes.splice(0)) this.settle(echo, error);
     for (const waiter of this.waiters.splice(0)) waiter.reject(error);
     if (state === 'failed') this.emit('error', error);
     else this.clear();
@@ -302,15 +413,13 @@ export class Channel extends Emitter {
       frame = event = undefined;
       text = data;
     }
-    if (this.echoes.length > 0) {
-      // Own messages come back as stream publications (text) or, on V4, as system::binary.
-      if (
-        typeof offset === 'number'
-          ? this.isEcho(text)
-          : event === 'system::binary' && this.isEcho(bytesOf(data))
-      )
-        return;
-    }
+    // Own messages come back as publications (text) or, on V4, as system::binary.
+    if (
+      this.echoes.length > 0 &&
+      (event === 'system::binary' ? this.isEcho(bytesOf(data)) : this.isEcho(text)) &&
+      this.carrier.dropsEchoes
+    )
+      return;
     this.dispatch(event, frame, data, text, offset);
     this.tap?.(event, frame, text);
   }
@@ -352,7 +461,13 @@ export class Channel extends Emitter {
       case 'system::error':
         // V3 frame errors have one colon; on V4 a single-colon event is a relayed client message.
         if (event === 'system:error' && this.carrier.protocol === 4) break;
-        this.emit('error', new SwitchboardError('frame', String(body['error']), undefined, this.name));
+        {
+          // The server names no message: the refusal is the oldest unconfirmed one's (refusals
+          // are answered at once, in order), this channel's, else the socket's.
+          const error = new SwitchboardError('frame', String(body['error']), undefined, this.name);
+          if (!this.refuse(error)) this.carrier.refuseOldest(error);
+          this.emit('error', error);
+        }
         return;
     }
     const publication: Publication = {
@@ -372,7 +487,7 @@ export class Channel extends Emitter {
 
   /** @internal Raw binary frames (V3). */
   binary(bytes: Uint8Array): void {
-    if (this.echoes.length > 0 && this.isEcho(bytes)) return;
+    if (this.echoes.length > 0 && this.isEcho(bytes) && this.carrier.dropsEchoes) return;
     this.tap?.(undefined, undefined, bytes);
     this.emit('binary', bytes);
   }
@@ -388,15 +503,18 @@ export class Channel extends Emitter {
     return true;
   }
 
-  /** Whether `text` is one of this client's own messages coming back, which is then forgotten. */
+  /**
+   * Whether `text` is one of this client's own messages coming back: its publish is confirmed,
+   * and it is forgotten.
+   */
   private isEcho(text: string | Uint8Array): boolean {
-    const index = this.echoes.findIndex((sent) =>
+    const echo = this.echoes.find(({ text: sent }) =>
       typeof sent === 'string' || typeof text === 'string'
         ? sent === text
         : sent.length === text.length && sent.every((byte, i) => byte === text[i]),
     );
-    if (index >= 0) this.echoes.splice(index, 1);
-    return index >= 0;
+    if (echo) this.settle(echo);
+    return echo !== undefined;
   }
 
   /**

@@ -38,6 +38,16 @@ export interface SwitchboardOptions {
   /** A WebSocket class when the host has none (Node 20: `import WebSocket from 'ws'`). */
   WebSocket?: WebSocketConstructor;
   backoff?: BackoffOptions;
+  /**
+   * How many messages may wait to be sent per channel (while disconnected or paced); a publish
+   * beyond rejects with a `QueueFullError`. Default 100.
+   */
+  maxQueued?: number;
+  /**
+   * The most frames the client writes per socket in any second (default 50, half the server's
+   * default `CLIENT_MESSAGES_PER_SECOND`): queued messages go out at this pace.
+   */
+  maxMessagesPerSecond?: number;
 }
 
 export type { ConnectionState };
@@ -76,6 +86,8 @@ export class Switchboard extends Emitter {
       uuid: this.uuid,
       notifySelf: options.notifySelf === true,
       recover: options.recover !== false,
+      maxQueued: positive(options.maxQueued, 100, 'maxQueued'),
+      maxMessagesPerSecond: positive(options.maxMessagesPerSecond, 50, 'maxMessagesPerSecond'),
       backoff: { ...BACKOFF_DEFAULTS, ...options.backoff },
       WebSocket,
       token: async (channel) => {
@@ -155,4 +167,10 @@ export class Switchboard extends Emitter {
     this.current = state;
     this.emit('state', state, previous);
   }
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
+  return value;
 }

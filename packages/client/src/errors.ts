@@ -30,8 +30,15 @@ export type ErrorKind =
   | 'frame'
   /** The operation cannot run: the channel was left or the client closed. */
   | 'state'
-  /** No reply within the protocol's 10 seconds. */
-  | 'timeout';
+  /** No reply within the protocol's 10 seconds (a member list, a publish's confirmation). */
+  | 'timeout'
+  /** The channel's queue of unsent messages is full (`QueueFullError`). */
+  | 'queue_full'
+  /**
+   * The socket closed after the message was written and before the server confirmed it: it
+   * may or may not have reached the channel.
+   */
+  | 'unconfirmed';
 
 export class SwitchboardError extends Error {
   override readonly name = 'SwitchboardError';
@@ -45,5 +52,24 @@ export class SwitchboardError extends Error {
     readonly channel?: string,
   ) {
     super(code ? `${reason} (${code})` : reason);
+  }
+}
+
+/**
+ * A publish was refused at once because the channel already holds `limit` messages waiting to
+ * be sent (offline, or faster than the client's pace): the client never holds more than that.
+ */
+export class QueueFullError extends SwitchboardError {
+  constructor(
+    /** The channel's bound (the `maxQueued` option). */
+    readonly limit: number,
+    channel: string,
+  ) {
+    super(
+      'queue_full',
+      `${limit} messages are already waiting to be sent on this channel`,
+      undefined,
+      channel,
+    );
   }
 }

@@ -16,6 +16,8 @@ export interface LinkSettings {
   readonly uuid: string;
   readonly notifySelf: boolean;
   readonly recover: boolean;
+  readonly maxQueued: number;
+  readonly maxMessagesPerSecond: number;
   readonly backoff: Required<BackoffOptions>;
   readonly WebSocket: WebSocketConstructor;
   readonly token: (channel: string) => Promise<string | undefined>;
@@ -26,6 +28,9 @@ export interface LinkSettings {
 
 /** The protocol's reply timeout (the PieSocket SDKs' 10 seconds), also the connect timeout. */
 const REPLY_TIMEOUT_MS = 10_000;
+
+/** After the `online` event, the reconnect waits a random time under this. */
+const ONLINE_WINDOW_MS = 1000;
 
 /** Control replies name their channel in `data.channel` and are never stamped. */
 const ROUTED_BY_DATA = new Set([
@@ -62,6 +67,10 @@ export class Link implements Carrier {
   private errorText: string | undefined;
   /** Consecutive retryable refusals per secondary channel (reset when it is subscribed). */
   private readonly resubscribes = new Map<string, number>();
+  /** When the current socket's latest frames were written, oldest first (the pace's window). */
+  private written: number[] = [];
+  private paceTimer: Timer | undefined;
+  private sequence = 0;
   private memberRequests = new Map<
     string,
     Array<{ resolve: (m: Member[]) => void; reject: (e: Error) => void }>
@@ -74,13 +83,32 @@ export class Link implements Carrier {
   }
 
   /**
-   * With recovery, the socket asks for its own messages (`notify_self`) even when the
-   * application does not want them: every publication of the channel then reaches the client
-   * with its offset, so its resume point never lags behind its own messages, and the channel
-   * drops them instead of the server.
+   * The socket always asks for its own messages (`notify_self`), even when the application
+   * does not want them: a message coming back is the server's confirmation that it relayed it
+   * (the protocol has no other acknowledgement of client messages), and with recovery every
+   * publication of the channel then reaches the client with its offset, so its resume point
+   * never lags behind its own messages. The channel drops them instead of the server.
    */
   get dropsEchoes(): boolean {
-    return this.settings.recover && !this.settings.notifySelf;
+    return !this.settings.notifySelf;
+  }
+
+  get queueLimit(): number {
+    return this.settings.maxQueued;
+  }
+
+  nextSequence(): number {
+    return ++this.sequence;
+  }
+
+  refuseOldest(error: SwitchboardError): void {
+    let oldest: Channel | undefined;
+    let first = Infinity;
+    for (const channel of this.channels.values()) {
+      const sequence = channel.oldestUnconfirmed();
+      if (sequence !== undefined && sequence < first) [oldest, first] = [channel, sequence];
+    }
+    oldest?.refuse(error);
   }
 
   isPrimary(channel: Channel): boolean {
@@ -119,13 +147,24 @@ export class Link implements Carrier {
     this.setState('closed');
   }
 
-  /** The browser came back online: a waiting reconnect happens now. */
+  /**
+   * The browser came back online: a waiting reconnect happens soon, after a random time under
+   * a second (or `capMs`) instead of the rest of a longer backoff. Every client of a network
+   * that comes back gets the event at the same moment; they should not arrive together.
+   */
   online(): void {
-    if (this.state === 'disconnected') this.connectNow();
+    if (this.state !== 'disconnected') return;
+    host.clearTimeout(this.timer);
+    const generation = this.generation;
+    this.timer = host.setTimeout(
+      () => generation === this.generation && this.connectNow(),
+      Math.random() * Math.min(ONLINE_WINDOW_MS, this.settings.backoff.capMs),
+    );
   }
 
   send(channel: Channel, frame: Outgoing): boolean {
     if (!this.socket || this.socket.readyState !== OPEN || this.state !== 'connected') return false;
+    if (!this.pace()) return false;
     if (typeof frame === 'string' || frame instanceof ArrayBuffer || ArrayBuffer.isView(frame))
       this.socket.send(frame);
     else
@@ -170,11 +209,17 @@ export class Link implements Carrier {
     this.settings.onState();
   }
 
-  /** Closes the current socket without reconnecting; its channels wait for the next one. */
-  private drop(): void {
+  /**
+   * Closes the current socket without reconnecting; its channels wait for the next one (their
+   * unconfirmed messages are rejected with `error`).
+   */
+  private drop(error?: SwitchboardError): void {
     this.generation++;
     host.clearTimeout(this.timer);
     host.clearTimeout(this.stableTimer);
+    host.clearTimeout(this.paceTimer);
+    this.paceTimer = undefined;
+    this.written = [];
     const socket = this.socket;
     this.socket = undefined;
     if (socket) {
@@ -188,7 +233,7 @@ export class Link implements Carrier {
         // A socket still connecting may refuse to close on some hosts; it is abandoned anyway.
       }
     }
-    for (const channel of this.channels.values()) channel.down();
+    for (const channel of this.channels.values()) channel.down(error);
     this.failMemberRequests(new SwitchboardError('state', 'The connection closed'));
   }
 
@@ -204,7 +249,7 @@ export class Link implements Carrier {
       ['uuid', settings.uuid],
       ['user', channel.options.user ?? settings.user],
       ['presence', channel.presence ? '1' : undefined],
-      ['notify_self', settings.notifySelf || settings.recover ? '1' : undefined],
+      ['notify_self', '1'],
       ['jwt', jwt],
       ['source', 'switchboard-js'],
     ];
@@ -305,8 +350,44 @@ export class Link implements Carrier {
     );
   }
 
+  /** Control frames are never held back, but they count against the pace like messages. */
   private write(frame: Record<string, unknown>): void {
-    if (this.socket?.readyState === OPEN) this.socket.send(JSON.stringify(frame));
+    if (this.socket?.readyState !== OPEN) return;
+    this.written.push(this.forgetWritten());
+    this.socket.send(JSON.stringify(frame));
+  }
+
+  /** Forgets frames written more than a second ago; returns the time now. */
+  private forgetWritten(): number {
+    const now = Date.now();
+    while (this.written.length > 0 && this.written[0]! <= now - 1000) this.written.shift();
+    return now;
+  }
+
+  /**
+   * Whether a message may be written now: at most `maxMessagesPerSecond` frames in any second
+   * (a sliding window, so no second of the server's, which counts every client frame in
+   * one-second windows and closes a socket over its limit with 4029, sees more). When the
+   * window is full, the channels' queues are flushed once a place frees.
+   */
+  private pace(): boolean {
+    const now = this.forgetWritten();
+    if (this.written.length < this.settings.maxMessagesPerSecond) {
+      this.written.push(now);
+      return true;
+    }
+    if (this.paceTimer === undefined) {
+      const generation = this.generation;
+      this.paceTimer = host.setTimeout(
+        () => {
+          this.paceTimer = undefined;
+          if (generation !== this.generation) return;
+          for (const channel of this.channels.values()) channel.flush();
+        },
+        this.written[0]! + 1001 - now,
+      );
+    }
+    return false;
   }
 
   private message(data: unknown): void {
@@ -378,7 +459,12 @@ export class Link implements Carrier {
   private closed(generation: number, code: number, reason: string): void {
     if (generation !== this.generation) return;
     const errorText = this.errorText;
-    this.drop();
+    this.drop(
+      new SwitchboardError(
+        'unconfirmed',
+        `The connection closed (${code}${reason || errorText ? `: ${reason || errorText}` : ''}) before the server confirmed the message`,
+      ),
+    );
     if (isTerminalClose(code))
       return this.fail(new SwitchboardError('closed', reason || errorText || 'Connection refused', code));
     this.retry(code);

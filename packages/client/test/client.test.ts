@@ -392,7 +392,8 @@ describe('frame errors', () => {
       const side = sb.channel('fe-side');
       await Promise.all([room.ready(), side.ready()]);
       const error = nextEvent<[SwitchboardError]>(room, 'error');
-      await room.publish('x', 1);
+      // The publish rejects with the refusal too (packages/client/test/publish.test.ts).
+      await expect(room.publish('x', 1)).rejects.toBeInstanceOf(SwitchboardError);
       expect((await error)[0]).toMatchObject({
         kind: 'frame',
         reason: 'Client messages are disabled for this API key',

@@ -16,7 +16,7 @@ import { MemoryKeyStore } from './keys/key-store-memory';
 import type { NodeRegistry } from './nodes/node-registry';
 import { MemoryNodeRegistry } from './nodes/node-registry-memory';
 import { createRedisEngine } from './redis/redis-engine';
-import type { WebhookQueue } from './webhooks/webhooks';
+import type { WebhookQueue, WebhookQueueLimits } from './webhooks/webhooks';
 import { MemoryWebhookQueue } from './webhooks/webhooks-memory';
 import type { Quotas } from './quotas/quotas';
 import type { ApiKey } from './types';
@@ -79,6 +79,8 @@ export interface MemoryStateOptions {
   historyTtlSeconds?: number;
   /** Clock of the streams' expiry and of the daily quota's day, in ms (tests inject one). */
   now?: () => number;
+  /** Per-key webhook queue limits (`WEBHOOK_QUEUE_MAX_EVENTS`, `WEBHOOK_QUEUE_MAX_BYTES`). */
+  webhookQueue?: WebhookQueueLimits;
 }
 
 export function createMemoryState(options: MemoryStateOptions = {}): MemoryState {
@@ -91,6 +93,7 @@ export function createMemoryState(options: MemoryStateOptions = {}): MemoryState
     (key) => keys.webhookEventsOf(key),
     Date.now, // the dispatcher's retry window is on the wall clock
     (key) => keys.has(key),
+    options.webhookQueue,
   );
   return {
     bus: new MemoryBus(history),
@@ -142,6 +145,7 @@ export async function createEngine(config: Config, deps: EngineDeps): Promise<En
       logSize: config.limits.logSize,
       keysFile: join(config.dataDir, 'keys.json'),
       historyTtlSeconds: config.history.ttlSeconds,
+      webhookQueue: { maxEvents: config.webhooks.queueMaxEvents, maxBytes: config.webhooks.queueMaxBytes },
     });
   return createMemoryEngine(state);
 }

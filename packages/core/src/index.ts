@@ -8,6 +8,7 @@ export { MAX_HISTORY_SIZE, MAX_HISTORY_TTL_SECONDS, isWebhookUrl, webhookConfig 
 export * from './protocol/channel-name';
 export * from './protocol/api-key';
 export * from './protocol/domain';
+export * from './protocol/app-id';
 export * from './broker/broker';
 export * from './history/history';
 export * from './history/history-memory';
@@ -31,6 +32,7 @@ export * from './engine';
 export * from './webhooks/webhooks';
 export * from './webhooks/webhooks-memory';
 export * from './webhooks/dispatcher';
+export * from './webhooks/private-addresses';
 export * from './metrics/metrics';
 export * from './metrics/metrics-server';
 export * from './keys/seed-keys';

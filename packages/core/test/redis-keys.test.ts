@@ -35,6 +35,7 @@ const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
   webhookSwitch: '<prefix>:webhook:{<key>}:on',
   webhookEvents: '<prefix>:webhook:{<key>}:events',
   webhookLease: '<prefix>:webhook:{<key>}:lease',
+  webhookBytes: '<prefix>:webhook:{<key>}:bytes',
 };
 
 const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
@@ -64,6 +65,7 @@ const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
   webhookSwitch: keys.webhookSwitch('<key>'),
   webhookEvents: keys.webhookEvents('<key>'),
   webhookLease: keys.webhookLease('<key>'),
+  webhookBytes: keys.webhookBytes('<key>'),
 };
 
 /** The full set of key and channel patterns, including the per-topic keys the scripts derive. */
@@ -114,6 +116,7 @@ describe('Redis key names', () => {
       built.countsNode,
       built.webhookSwitch,
       built.webhookEvents,
+      built.webhookBytes,
     ];
     expect(new Set(perKey.map(tag))).toEqual(new Set(['<key>']));
     expect(tag(built.fanout)).toBe('<key>|<protocol>|<channel>');

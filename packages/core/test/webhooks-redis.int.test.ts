@@ -13,31 +13,41 @@ describeEachRedis((backend) => {
   beforeAll(async () => {
     clients = await backend().clients();
   });
-  describeWebhooksContract('redis', async () => {
+  describeWebhooksContract('redis', async (limits) => {
     const keys = backend().freshKeys();
     const client = clients.command;
     return {
       counts: new RedisConnectionCounts(client, keys),
       presence: new RedisPresenceStore(client, keys),
-      webhooks: new RedisWebhookQueue(client, keys),
+      webhooks: new RedisWebhookQueue(client, keys, limits),
       keys: new RedisKeyStore(client, keys),
     };
   });
 
-  it('leaves no webhook switch, stream, consumer group or lease behind a deleted key, even while it is being read', async () => {
+  it('leaves no webhook switch, stream, consumer group, lease or byte count behind a deleted key, even while it is being read', async () => {
     const keys = backend().freshKeys();
     const client = clients.command;
     const store = new RedisKeyStore(client, keys);
     const queue = new RedisWebhookQueue(client, keys);
     const counts = new RedisConnectionCounts(client, keys);
     const key = unique('gone');
-    await store.put({ ...generateKeyRecord(), key, webhook: { url: 'http://example.test/hook' } });
+    await store.put({
+      ...generateKeyRecord(),
+      key,
+      webhook: { url: 'http://example.test/hook', events: ['channel_occupied', 'client_event'] },
+    });
     await counts.increment('node-a', key, 'room');
+    await queue.append(key, { name: 'client_event', channel: 'room', event: 'typing' });
     expect(await queue.lease(key, 'gw1', 60_000)).toBe(true);
-    expect(await queue.next(key, 'gw1', 100)).toHaveLength(1);
+    expect(await queue.next(key, 'gw1', 100)).toHaveLength(2);
     const left = async (): Promise<number> =>
-      client.exists(keys.webhookSwitch(key), keys.webhookEvents(key), keys.webhookLease(key));
-    expect(await left()).toBe(3);
+      client.exists(
+        keys.webhookSwitch(key),
+        keys.webhookEvents(key),
+        keys.webhookLease(key),
+        keys.webhookBytes(key),
+      );
+    expect(await left()).toBe(4);
 
     expect(await store.delete(key)).toBe(true);
     expect(await left()).toBe(0);

@@ -94,6 +94,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     owner: config.nodeId,
     logger: deps.logger,
     retrySeconds: config.webhooks.retrySeconds,
+    denyPrivate: config.webhooks.denyPrivate,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.webhookTiming ? { timing: deps.webhookTiming } : {}),
   });
@@ -113,6 +114,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       // uWS silently skips a socket over this; `SlowConsumers` closes slow consumers (4008) long
       // before, while their close frame still fits, so no one loses messages without a close.
       maxBackpressureBytes: config.limits.slowConsumerBytes * 32,
+      readForwardedFor: config.trustedProxies.length > 0,
     },
   );
 

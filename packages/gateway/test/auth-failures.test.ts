@@ -49,7 +49,7 @@ describe('cluster API authentication', () => {
 
   it('refuses a client address past AUTH_FAILURES_PER_ADDRESS with 429 and Retry-After, a right secret too', async () => {
     const metrics = createMetrics({ service: 'gateway', defaultMetrics: false });
-    const node = await start({ AUTH_FAILURES_PER_ADDRESS: '3', AUTH_FAILURES_PER_KEY: '0' }, metrics);
+    const node = await start({ AUTH_FAILURES_PER_ADDRESS: '3' }, metrics);
     const key = await createTestKey(node.engine);
     const publish = (body: Record<string, unknown>) =>
       postJson(`${node.httpUrl}/api/v4/publish`, { channel: 'c', message: 'm', ...body });
@@ -76,21 +76,51 @@ describe('cluster API authentication', () => {
     );
   });
 
-  it('refuses a key past AUTH_FAILURES_PER_KEY from any address; other keys are served (TRUSTED_PROXIES)', async () => {
-    const node = await start({
-      AUTH_FAILURES_PER_KEY: '3',
-      AUTH_FAILURES_PER_ADDRESS: '3',
-      TRUSTED_PROXIES: '127.0.0.1,::1',
-    });
+  it('never locks a key’s owner out: wrong secrets for the key from 25 addresses, the owner still publishes', async () => {
+    // Default limits (20 failures per address per 60 s). The key is public: anyone may present it.
+    const node = await start({ TRUSTED_PROXIES: '127.0.0.1,::1' });
     const target = await createTestKey(node.engine);
-    const other = await createTestKey(node.engine);
-    for (const address of ['192.0.2.1', '192.0.2.2', '192.0.2.3']) {
-      expect((await publishFrom(node, address, target.key, 'wrong-secret')).status).toBe(401);
+    for (let i = 1; i <= 25; i++) {
+      expect((await publishFrom(node, `192.0.2.${i}`, target.key, 'wrong-secret')).status).toBe(401);
     }
-    const refused = await publishFrom(node, '192.0.2.4', target.key, target.secret);
+    expect((await publishFrom(node, '198.51.100.1', target.key, target.secret)).status).toBe(200);
+    // The per-address limit still holds: one address that fails 20 times is refused, a right secret too.
+    for (let i = 0; i < 20; i++) {
+      expect((await publishFrom(node, '192.0.2.200', target.key, `wrong-${i}`)).status).toBe(401);
+    }
+    const refused = await publishFrom(node, '192.0.2.200', target.key, target.secret);
     expect(refused.status).toBe(429);
-    expect(refused.body['error']).toMatch(/^Too many failed authentications for this API key; /);
-    expect((await publishFrom(node, '192.0.2.5', other.key, other.secret)).status).toBe(200);
+    expect(refused.body['error']).toMatch(/^Too many failed authentications from this address; /);
+    expect((await publishFrom(node, '198.51.100.1', target.key, target.secret)).status).toBe(200);
+  });
+
+  it('refuses a secret longer than 256 characters with 400 at once, and keeps nothing of it', async () => {
+    const node = await start({ AUTH_FAILURES_PER_ADDRESS: '1' });
+    const key = await createTestKey(node.engine);
+    const before = core.rememberedSecretDigests();
+    secretMatches.mockClear();
+    for (let i = 0; i < 3; i++) {
+      const reply = await postJson(`${node.httpUrl}/api/publish`, {
+        key: key.key,
+        secret: `${i}`.repeat(300),
+        channel: 'c',
+        message: 'm',
+      });
+      expect(reply).toMatchObject({
+        status: 400,
+        body: { code: 'SB_INVALID_FIELD', error: 'Invalid field "secret": must be at most 256 characters' },
+      });
+    }
+    expect(secretMatches).not.toHaveBeenCalled();
+    expect(core.rememberedSecretDigests()).toBe(before);
+    // Not a failed authentication: the address is not limited by them.
+    const ok = await postJson(`${node.httpUrl}/api/publish`, {
+      key: key.key,
+      secret: key.secret,
+      channel: 'c',
+      message: 'm',
+    });
+    expect(ok.status).toBe(200);
   });
 
   it('does not count successes or malformed requests', async () => {

@@ -225,7 +225,10 @@ describe('kicks', () => {
     const v3 = await open('/v3/k1', {}, k.key);
     const v4 = await open('/v4/k2', {}, k.key);
     const bystander = await open('/v3/k1');
-    expect((await call('/api/kick', { reason: 'Maintenance' }, k)).body).toEqual({ success: true });
+    expect((await call('/api/kick', { reason: 'Maintenance' }, k)).body).toEqual({
+      success: true,
+      kicked: 2,
+    });
     await kicked(v3, 'Maintenance');
     await kicked(v4, 'Maintenance');
     await bystander.expectSilence();
@@ -241,13 +244,23 @@ describe('kicks', () => {
     await client.expectSilence();
   });
 
+  it('/api/v4/kick by uuid or user matches no V3 connection, and its answer says so (kicked: 0)', async () => {
+    const v3 = await open('/v3/old', { uuid: 'v3-dev', user: 'carl' });
+    for (const selector of [{ uuid: 'v3-dev' }, { user: 'carl' }, { uuid: 'v3-dev', channel: 'old' }])
+      expect((await call('/api/v4/kick', selector)).body).toEqual({ success: true, kicked: 0 });
+    await v3.expectSilence();
+  });
+
   it('/api/v4/kick by uuid, by user, by the pair, limited by channel', async () => {
     const byUuid = await open('/v4/t', { uuid: 'dev-1', user: 'ann' });
     const sameUser = await open('/v4/t', { uuid: 'dev-2', user: 'ann' });
     const other = await open('/v4/t', { uuid: 'dev-3', user: 'bob' });
-    await call('/api/v4/kick', { uuid: 'dev-1' });
+    expect((await call('/api/v4/kick', { uuid: 'dev-1' })).body).toEqual({ success: true, kicked: 1 });
     await kicked(byUuid);
-    await call('/api/v4/kick', { uuid: 'dev-3', user: 'ann' });
+    expect((await call('/api/v4/kick', { uuid: 'dev-3', user: 'ann' })).body).toEqual({
+      success: true,
+      kicked: 0,
+    });
     await other.expectSilence();
     await sameUser.expectSilence();
     await call('/api/v4/kick', { user: 'ann', channel: 'elsewhere' });
@@ -262,7 +275,11 @@ describe('kicks', () => {
     const client = await open('/v4/main', { user: 'ann' });
     client.send({ event: 'system::subscribe', data: { channel: 'side' } });
     await client.nextEvent('system::subscribe_success');
-    await call('/api/v4/kick', { channel: 'side', reason: 'bye side' });
+    // A socket unsubscribed from the channel counts as kicked.
+    expect((await call('/api/v4/kick', { channel: 'side', reason: 'bye side' })).body).toEqual({
+      success: true,
+      kicked: 1,
+    });
     expect((await client.nextEvent('system::kicked')).json).toEqual({
       event: 'system::kicked',
       data: { channel: 'side', reason: 'bye side' },
@@ -277,7 +294,7 @@ describe('kicks', () => {
   it('/api/v4/kick without uuid and user kicks V3 connections of the channel too', async () => {
     const v3 = await open('/v3/both');
     const v4 = await open('/v4/both');
-    await call('/api/v4/kick', { channel: 'both' });
+    expect((await call('/api/v4/kick', { channel: 'both' })).body).toEqual({ success: true, kicked: 2 });
     await kicked(v3);
     await kicked(v4);
   });

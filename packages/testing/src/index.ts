@@ -7,3 +7,4 @@ export * from './wait';
 export * from './haproxy';
 export * from './ports';
 export * from './tcp-proxy';
+export * from './raw-http';

@@ -19,9 +19,20 @@ export interface SwitchboardProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
-/** Runs `switchboard <args>` as a child process (a real node, killable with SIGKILL). */
-export function startSwitchboardProcess(args: string[], env: Record<string, string>): SwitchboardProcess {
-  const child = spawn(process.execPath, [CLI_PATH, ...args], {
+/**
+ * Runs `switchboard <args>` as a child process (a real node, killable with SIGKILL). `command`
+ * replaces `node <CLI_PATH>`: another runtime, such as `chroot <root> … npx switchboard`. Such a
+ * command runs in its own process group and `kill` signals the whole group, as a terminal's Ctrl-C
+ * does: npx exits on SIGTERM without passing it to the product it started.
+ */
+export function startSwitchboardProcess(
+  args: string[],
+  env: Record<string, string>,
+  command?: readonly string[],
+): SwitchboardProcess {
+  const [file, ...prefix] = command ?? [process.execPath, CLI_PATH];
+  const child = spawn(file!, [...prefix, ...args], {
+    detached: command !== undefined,
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -103,7 +114,9 @@ export function startSwitchboardProcess(args: string[], env: Record<string, stri
     },
     exited,
     kill: (signal = 'SIGTERM') => {
-      if (!done) child.kill(signal);
+      if (done) return;
+      if (command) process.kill(-child.pid!, signal);
+      else child.kill(signal);
     },
   };
 }

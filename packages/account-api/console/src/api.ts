@@ -70,7 +70,8 @@ export interface LogEntry {
   channel: string;
   protocol: 'v3' | 'v4';
   source: 'api' | 'client';
-  message: string;
+  /** Left out when asked with `messages=false`. */
+  message?: string;
   binary?: true;
   uuid?: string;
   user?: unknown;

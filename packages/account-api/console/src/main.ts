@@ -17,6 +17,8 @@ const POLL_MS = 1000;
 const CHART_POINTS = 300;
 /** Members listed per protocol and page on a channel page. */
 const MEMBERS_PER_PAGE = 50;
+/** Recent messages listed on a channel page. */
+const RECENT_MESSAGES = 50;
 
 const main = document.getElementById('main') as HTMLElement;
 const status = document.getElementById('status') as HTMLElement;
@@ -200,15 +202,20 @@ function overviewView(creds: Credentials): void {
     (error: unknown) => replace(settings, h('p', { class: 'error' }, `Settings: ${String(error)}`)),
   );
   const stop = poll(async () => {
+    // Only what the chart needs: the entries since the newest one seen, without their texts
+    // (the whole log can weigh tens of megabytes).
+    const logsPath =
+      lastLogId === undefined
+        ? '/api/logs?limit=1&messages=false'
+        : `/api/logs?after=${encodeURIComponent(lastLogId)}&messages=false`;
     const [list, sum, logs] = await Promise.all([
       api<{ data: ChannelCount[]; total: number }>(creds, '/api/connections?page=1&limit=100'),
       api<{ connection_count?: number; sum?: number }>(creds, '/api/connections/sum'),
-      api<LogEntry[]>(creds, '/api/logs'),
+      api<LogEntry[]>(creds, logsPath),
     ]);
     const now = Date.now() / 1000;
     const total = Object.values(sum).find((v) => typeof v === 'number') ?? 0;
-    const fresh = lastLogId === undefined ? 0 : logs.findIndex((entry) => entry.id === lastLogId);
-    const newMessages = fresh === -1 ? logs.length : fresh;
+    const newMessages = lastLogId === undefined ? 0 : logs.length;
     const rate = lastTime === undefined ? 0 : newMessages / Math.max(now - lastTime, 0.001);
     lastLogId = logs[0]?.id ?? lastLogId;
     lastTime = now;
@@ -332,6 +339,8 @@ function channelView(creds: Credentials, channel: string): void {
   );
 
   const pages = { v4: 1, v3: 1 };
+  // Kicks by connection or user select V4 subscriptions only: a V3 row gets no button that
+  // would answer "done" and kick nobody; V3 connections leave with the whole channel's kick.
   const memberRows = (list: Member[]): Node[] =>
     list.map((member) =>
       h(
@@ -340,30 +349,32 @@ function channelView(creds: Credentials, channel: string): void {
         h('td', {}, member.protocol.toUpperCase()),
         h('td', {}, member.user === undefined ? '—' : identity(member)),
         h('td', { class: 'mono' }, member.uuid),
-        h(
-          'td',
-          {},
-          h(
-            'button',
-            {
-              type: 'button',
-              'aria-label': `Kick connection ${member.uuid}`,
-              onclick: () => kick({ uuid: member.uuid }, `Kick connection ${member.uuid}`),
-            },
-            'Kick connection',
-          ),
-          member.user === undefined
-            ? null
-            : h(
+        member.protocol === 'v3'
+          ? h('td', { class: 'hint' }, 'Kick the channel to close V3 connections')
+          : h(
+              'td',
+              {},
+              h(
                 'button',
                 {
                   type: 'button',
-                  'aria-label': `Kick user ${identity(member)}`,
-                  onclick: () => kick({ user: identity(member) }, `Kick user ${identity(member)}`),
+                  'aria-label': `Kick connection ${member.uuid}`,
+                  onclick: () => kick({ uuid: member.uuid }, `Kick connection ${member.uuid}`),
                 },
-                'Kick user',
+                'Kick connection',
               ),
-        ),
+              member.user === undefined
+                ? null
+                : h(
+                    'button',
+                    {
+                      type: 'button',
+                      'aria-label': `Kick user ${identity(member)}`,
+                      onclick: () => kick({ user: identity(member) }, `Kick user ${identity(member)}`),
+                    },
+                    'Kick user',
+                  ),
+            ),
       ),
     );
   const pager = (protocol: 'v3' | 'v4', page: MembersPage): Node | null =>
@@ -397,7 +408,7 @@ function channelView(creds: Credentials, channel: string): void {
     const [v4, v3, logs, stream] = await Promise.all([
       membersOf('v4'),
       membersOf('v3'),
-      api<LogEntry[]>(creds, '/api/logs'),
+      api<LogEntry[]>(creds, `/api/logs?channel=${encodeURIComponent(channel)}&limit=${RECENT_MESSAGES}`),
       api<HistoryAnswer>(creds, `/api/history?channel=${encodeURIComponent(channel)}&protocol=v4&limit=20`),
     ]);
     replace(
@@ -411,20 +422,23 @@ function channelView(creds: Credentials, channel: string): void {
       pager('v4', v4),
       pager('v3', v3),
     );
-    const recent = logs.filter((entry) => entry.channel === channel).slice(0, 50);
     replace(
       messages,
       table(
         `Recent messages in ${channel} (newest first)`,
         ['Time', 'Protocol', 'From', 'Message'],
-        recent.map((entry) =>
+        logs.map((entry) =>
           h(
             'tr',
             {},
             h('td', {}, new Date(entry.timestamp).toLocaleTimeString()),
             h('td', {}, entry.protocol.toUpperCase()),
             h('td', {}, entry.source === 'api' ? 'API' : (entry.uuid ?? 'client')),
-            h('td', { class: 'mono' }, entry.binary ? `(binary, base64) ${entry.message}` : entry.message),
+            h(
+              'td',
+              { class: 'mono' },
+              entry.binary ? `(binary, base64) ${entry.message ?? ''}` : (entry.message ?? ''),
+            ),
           ),
         ),
         'No recent messages in this channel.',
@@ -447,7 +461,7 @@ function channelView(creds: Credentials, channel: string): void {
               h('td', { class: 'mono' }, p.message),
             ),
           ),
-        'No stored history for this channel (history keeps publications when HISTORY_SIZE is set).',
+        "No stored history for this channel: nothing was published to it within the key's history window (HISTORY_SIZE publications, kept HISTORY_TTL_SECONDS after the latest), or the key keeps none (history size 0).",
       ),
     );
   });
@@ -461,8 +475,33 @@ function route(): void {
   who.textContent = `Key ${creds.key}`;
   signOut.hidden = false;
   const match = /^#\/channel\/(.+)$/.exec(location.hash);
-  if (match?.[1]) channelView(creds, decodeURIComponent(match[1]));
-  else overviewView(creds);
+  if (!match?.[1]) return overviewView(creds);
+  let channel: string;
+  try {
+    channel = decodeURIComponent(match[1]);
+  } catch {
+    // A mangled link (cut in the middle of a %-escape): say so instead of stopping the page.
+    return badLinkView(match[1]);
+  }
+  channelView(creds, channel);
+}
+
+function badLinkView(raw: string): void {
+  stopView = () => undefined;
+  replace(
+    main,
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'bad-link-title' },
+      h('h2', { id: 'bad-link-title' }, 'This link does not name a channel'),
+      h(
+        'p',
+        { class: 'error', role: 'alert' },
+        `The channel part of the link, "${raw.length > 80 ? `${raw.slice(0, 80)}…` : raw}", is not valid percent-encoding (it may have been cut off).`,
+      ),
+      h('p', {}, h('a', { href: '#/' }, '← All channels')),
+    ),
+  );
 }
 
 signOut.addEventListener('click', () => signInView());

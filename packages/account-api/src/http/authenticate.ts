@@ -1,5 +1,11 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { AppError, isValidApiKey, secretMatches, UNKNOWN_KEY_SECRET } from '@switchboard/core';
+import {
+  AppError,
+  isValidApiKey,
+  MAX_SECRET_LENGTH,
+  secretMatches,
+  UNKNOWN_KEY_SECRET,
+} from '@switchboard/core';
 import type { ApiKeyRecord, AuthFailureLimiter, KeyStore } from '@switchboard/core';
 
 const header = (req: Request, name: string): string | undefined => {
@@ -11,9 +17,10 @@ const header = (req: Request, name: string): string | undefined => {
  * Resolves the API key of a request from its `key` and `secret` headers (docs/account-api.md) and keeps it in
  * `res.locals.apiKey`. Missing headers and a wrong key or secret are 401s; the message does not
  * say which of key and secret was wrong. Secrets are compared in constant time (`secretMatches`),
- * against a dummy for an unknown key. A wrong key or secret counts against the key and the client
- * address (`req.ip`); over a limit, requests are refused with 429 before any comparison. A store
- * failure propagates (503).
+ * against a dummy for an unknown key. A secret longer than `MAX_SECRET_LENGTH` is refused with 400
+ * at once. A wrong key or secret counts against the client address (`req.ip`), never the key
+ * (keys are public: docs/security.md); over the limit, requests from that address are refused with
+ * 429 before any comparison. A store failure propagates (503).
  */
 export function authenticate(
   keys: KeyStore,
@@ -35,12 +42,17 @@ export function authenticate(
         `Missing ${missing}; send the API key and secret as the headers "key" and "secret"`,
       );
     }
-    const limitedKey = isValidApiKey(key) ? key : undefined;
-    failures.check(limitedKey, req.ip);
-    const record = limitedKey === undefined ? null : await keys.get(limitedKey);
+    if (secret.length > MAX_SECRET_LENGTH) {
+      throw new AppError(
+        'SB_INVALID_FIELD',
+        `Invalid header "secret": must be at most ${MAX_SECRET_LENGTH} characters`,
+      );
+    }
+    failures.check(req.ip);
+    const record = isValidApiKey(key) ? await keys.get(key) : null;
     const matches = secretMatches(secret, record?.secret ?? UNKNOWN_KEY_SECRET);
     if (!record || !matches) {
-      failures.failed(limitedKey, req.ip);
+      failures.failed(req.ip);
       onFailure();
       throw new AppError('SB_UNAUTHORIZED');
     }

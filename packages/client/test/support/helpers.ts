@@ -9,6 +9,8 @@ import type { Emitter, Handler } from '../../src/emitter';
  */
 export class RecordingWebSocket extends WebSocket {
   static readonly opened: RecordingWebSocket[] = [];
+  /** When the client created the socket (`Date.now()`). */
+  readonly createdAt = Date.now();
   readonly closeEvent: Promise<{ code: number; reason: string }>;
 
   constructor(address: string) {

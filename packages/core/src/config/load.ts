@@ -22,6 +22,8 @@ export interface Config {
   readonly accountPort: number;
   readonly metricsPort: number | undefined;
   readonly host: string;
+  /** Where the metrics port listens (`METRICS_HOST`, else `host`). */
+  readonly metricsHost: string;
   /** `undefined` means the in-memory engine (one node only). */
   readonly redis: RedisTarget | undefined;
   readonly redisPrefix: string;
@@ -34,6 +36,8 @@ export interface Config {
    * is one of them comes from the last entry that is not (see `clientAddress`). Empty: the peer.
    */
   readonly trustedProxies: readonly string[];
+  /** Channel JWTs must carry `exp` (`JWT_REQUIRE_EXP`); off by default, as PieSocket does. */
+  readonly jwtRequireExp: boolean;
   readonly limits: {
     readonly maxMessageBytes: number;
     readonly clientMessagesPerSecond: number;
@@ -43,7 +47,7 @@ export interface Config {
     readonly messagesPerDayPerKey: number;
     /** New WebSocket connections per second from one client address, on each node; 0 means unlimited. */
     readonly newConnectionsPerSecondPerIp: number;
-    /** Failed authentications per key and per client address on one process (cluster and account API). */
+    /** Failed authentications per client address on one process (cluster and account API). */
     readonly authFailures: AuthFailureLimits;
     readonly rosterLimit: number;
     readonly logSize: number;
@@ -56,8 +60,37 @@ export interface Config {
   };
   /** Topic streams (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`); keys may override both. */
   readonly history: HistoryRetention;
-  /** How long an undelivered webhook batch is retried, from its first event's storage. */
-  readonly webhooks: { readonly retrySeconds: number };
+  readonly webhooks: {
+    /** How long an undelivered webhook batch is retried, from its first event's storage. */
+    readonly retrySeconds: number;
+    /** A key's queue holds at most this many events and bytes; over it the oldest are dropped. */
+    readonly queueMaxEvents: number;
+    readonly queueMaxBytes: number;
+    /** Refuse webhook URLs (when set and at every connection) on private addresses. */
+    readonly denyPrivate: boolean;
+  };
+  /** The Pusher Channels protocol (docs/pusher.md, "Limits"). */
+  readonly pusher: {
+    /** Distinct users in one presence channel; a subscriber over it is refused. */
+    readonly maxPresenceMembers: number;
+    /** Client events one socket may send per second; over it, error 4301 and the event is dropped. */
+    readonly clientEventsPerSecond: number;
+    /** Sent in `pusher:connection_established`: seconds of silence before either side pings. */
+    readonly activityTimeoutSeconds: number;
+    /** Seconds the gateway waits for a `pusher:pong` after its `pusher:ping` before closing with 4201. */
+    readonly pongTimeoutSeconds: number;
+    /**
+     * What a backend's authorization may make a socket carry, in bytes of JSON text and user ids
+     * (the shape of the gateway's `IdentityLimits`). `maxChannelDataBytes` is `user_info`'s limit
+     * plus 1 KiB for the user id and the JSON around them.
+     */
+    readonly identity: {
+      readonly maxChannelDataBytes: number;
+      readonly maxUserInfoBytes: number;
+      readonly maxUserDataBytes: number;
+      readonly maxWatchlistSize: number;
+    };
+  };
   readonly cluster: {
     readonly nodeTimeoutMs: number;
     readonly heartbeatIntervalMs: number;
@@ -117,6 +150,7 @@ export function loadConfig(
     accountPort: e.ACCOUNT_PORT,
     metricsPort: e.METRICS_PORT,
     host: e.HOST,
+    metricsHost: e.METRICS_HOST ?? e.HOST,
     redis,
     redisPrefix: e.REDIS_PREFIX,
     seedKeys: e.SWITCHBOARD_KEYS ?? [],
@@ -124,6 +158,7 @@ export function loadConfig(
     nodeId: e.NODE_ID,
     logLevel: e.LOG_LEVEL,
     trustedProxies: e.TRUSTED_PROXIES,
+    jwtRequireExp: e.JWT_REQUIRE_EXP,
     limits: {
       maxMessageBytes: e.MAX_MESSAGE_BYTES,
       clientMessagesPerSecond: e.CLIENT_MESSAGES_PER_SECOND,
@@ -132,7 +167,6 @@ export function loadConfig(
       messagesPerDayPerKey: e.MESSAGES_PER_DAY_PER_KEY,
       newConnectionsPerSecondPerIp: e.NEW_CONNECTIONS_PER_SECOND_PER_IP,
       authFailures: {
-        perKey: e.AUTH_FAILURES_PER_KEY,
         perAddress: e.AUTH_FAILURES_PER_ADDRESS,
         windowMs: e.AUTH_FAILURE_WINDOW_SECONDS * 1000,
       },
@@ -145,7 +179,24 @@ export function loadConfig(
       idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     },
     history: { size: e.HISTORY_SIZE, ttlSeconds: e.HISTORY_TTL_SECONDS },
-    webhooks: { retrySeconds: e.WEBHOOK_RETRY_SECONDS },
+    webhooks: {
+      retrySeconds: e.WEBHOOK_RETRY_SECONDS,
+      queueMaxEvents: e.WEBHOOK_QUEUE_MAX_EVENTS,
+      queueMaxBytes: e.WEBHOOK_QUEUE_MAX_BYTES,
+      denyPrivate: e.WEBHOOK_DENY_PRIVATE,
+    },
+    pusher: {
+      maxPresenceMembers: e.PUSHER_MAX_PRESENCE_MEMBERS,
+      clientEventsPerSecond: e.PUSHER_CLIENT_EVENTS_PER_SECOND,
+      activityTimeoutSeconds: e.PUSHER_ACTIVITY_TIMEOUT_SECONDS,
+      pongTimeoutSeconds: e.PUSHER_PONG_TIMEOUT_SECONDS,
+      identity: {
+        maxChannelDataBytes: e.PUSHER_MAX_USER_INFO_BYTES + 1024,
+        maxUserInfoBytes: e.PUSHER_MAX_USER_INFO_BYTES,
+        maxUserDataBytes: e.PUSHER_MAX_USER_DATA_BYTES,
+        maxWatchlistSize: e.PUSHER_MAX_WATCHLIST_SIZE,
+      },
+    },
     cluster: {
       nodeTimeoutMs: e.NODE_TIMEOUT_MS,
       heartbeatIntervalMs: e.HEARTBEAT_INTERVAL_MS,

@@ -2,11 +2,14 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { isIP } from 'node:net';
+import { MAX_SECRET_LENGTH } from '../keys/key-store';
 import type { HistoryOverride, KeyLimits } from '../keys/key-store';
-import { WEBHOOK_EVENTS } from '../webhooks/webhooks';
+import { MAX_WEBHOOK_QUEUE_EVENTS, WEBHOOK_EVENTS } from '../webhooks/webhooks';
 import type { WebhookConfig } from '../webhooks/webhooks';
 import { isValidApiKey } from '../protocol/api-key';
+import { APP_ID_RULE, isValidAppId } from '../protocol/app-id';
 import { domainProblem } from '../protocol/domain';
+import { privateWebhookUrlProblem } from '../webhooks/private-addresses';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -97,7 +100,11 @@ const trustedProxies = z.string().transform((text, ctx) => {
 
 const seedKey = z.object({
   key: z.string().refine(isValidApiKey, 'key must be 1 to 128 characters of A-Z a-z 0-9 _ -'),
-  secret: z.string().min(8, 'secret must be at least 8 characters'),
+  secret: z
+    .string()
+    .min(8, 'secret must be at least 8 characters')
+    .max(MAX_SECRET_LENGTH, `secret must be at most ${MAX_SECRET_LENGTH} characters`),
+  appId: z.string().refine(isValidAppId, `appId must be ${APP_ID_RULE}`).optional(),
   domains: z.array(domain).default([]),
   clientMessages: z.boolean().default(true),
   forceAuth: z.boolean().default(false),
@@ -158,6 +165,16 @@ function placeholderProblem(
   return undefined;
 }
 
+/**
+ * Bounds of the Pusher protocol's settings (docs/pusher.md, "Limits"): a presence roster
+ * goes whole into every subscriber's `subscription_succeeded` frame, and a socket keeps its
+ * identity (`user_info`, sign-in `user_data`, watchlist) for as long as it is open.
+ */
+export const MAX_PUSHER_PRESENCE_MEMBERS = 10_000;
+export const MAX_PUSHER_USER_INFO_BYTES = 16 * 1024;
+export const MAX_PUSHER_USER_DATA_BYTES = 64 * 1024;
+export const MAX_PUSHER_WATCHLIST_SIZE = 1_000;
+
 const defaultNodeId = (): string => `${hostname()}-${randomBytes(3).toString('hex')}`;
 
 /**
@@ -170,6 +187,8 @@ export const configSchema = z
     ACCOUNT_PORT: port.default(4002),
     METRICS_PORT: port.optional(),
     HOST: z.string().min(1).default('0.0.0.0'),
+    /** The metrics port's bind address; unset: `HOST`. */
+    METRICS_HOST: z.string().min(1).optional(),
     REDIS_URL: z
       .string()
       .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
@@ -203,13 +222,18 @@ export const configSchema = z
     MAX_MESSAGE_BYTES: positiveInt.default(64 * 1024),
     CLIENT_MESSAGES_PER_SECOND: positiveInt.default(100),
     API_REQUESTS_PER_SECOND: nonNegativeInt.default(0),
-    AUTH_FAILURES_PER_KEY: nonNegativeInt.default(20),
+    /** Removed (a limit per public key let anyone lock its owner out); refused so a setting is not silently dropped. */
+    AUTH_FAILURES_PER_KEY: z.string().optional(),
     AUTH_FAILURES_PER_ADDRESS: nonNegativeInt.default(20),
     AUTH_FAILURE_WINDOW_SECONDS: positiveInt.default(60),
     PUBLISHES_PER_SECOND_PER_KEY: nonNegativeInt.default(0),
     MESSAGES_PER_DAY_PER_KEY: nonNegativeInt.default(0),
     NEW_CONNECTIONS_PER_SECOND_PER_IP: nonNegativeInt.default(0),
     TRUSTED_PROXIES: trustedProxies.default(''),
+    JWT_REQUIRE_EXP: z
+      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
+      .transform((flag) => flag === '1' || flag === 'true')
+      .default('0'),
     /** Replaced by `TRUSTED_PROXIES`; refused so an old setting is not silently dropped. */
     TRUST_PROXY: z.string().optional(),
     ROSTER_LIMIT: positiveInt.default(200),
@@ -226,7 +250,20 @@ export const configSchema = z
     KEY_CACHE_MS: nonNegativeInt.default(2_000),
     DRAIN_GRACE_MS: nonNegativeInt.default(10_000),
     DRAIN_BATCH_SIZE: positiveInt.default(500),
+    PUSHER_MAX_PRESENCE_MEMBERS: positiveInt.max(MAX_PUSHER_PRESENCE_MEMBERS).default(100),
+    PUSHER_CLIENT_EVENTS_PER_SECOND: positiveInt.default(10),
+    PUSHER_ACTIVITY_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(600).default(120),
+    PUSHER_PONG_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(120).default(30),
+    PUSHER_MAX_USER_INFO_BYTES: positiveInt.max(MAX_PUSHER_USER_INFO_BYTES).default(1024),
+    PUSHER_MAX_USER_DATA_BYTES: positiveInt.max(MAX_PUSHER_USER_DATA_BYTES).default(16 * 1024),
+    PUSHER_MAX_WATCHLIST_SIZE: positiveInt.max(MAX_PUSHER_WATCHLIST_SIZE).default(100),
     WEBHOOK_RETRY_SECONDS: positiveInt.default(300),
+    WEBHOOK_QUEUE_MAX_EVENTS: positiveInt.max(MAX_WEBHOOK_QUEUE_EVENTS).default(10_000),
+    WEBHOOK_QUEUE_MAX_BYTES: positiveInt.default(16 * 1024 * 1024),
+    WEBHOOK_DENY_PRIVATE: z
+      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
+      .transform((flag) => flag === '1' || flag === 'true')
+      .default('0'),
   })
   .superRefine((env, ctx) => {
     if (env.REDIS_URL && env.REDIS_CLUSTER_NODES) {
@@ -247,6 +284,14 @@ export const configSchema = z
       const problem = placeholderProblem(seed, env.SWITCHBOARD_ALLOW_DEV_KEYS);
       if (problem)
         ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['SWITCHBOARD_KEYS', index], message: problem });
+      const webhookProblem =
+        env.WEBHOOK_DENY_PRIVATE && seed.webhook ? privateWebhookUrlProblem(seed.webhook.url) : undefined;
+      if (webhookProblem)
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          path: ['SWITCHBOARD_KEYS', index, 'webhook', 'url'],
+          message: webhookProblem,
+        });
     });
     if (env.TRUST_PROXY !== undefined) {
       ctx.addIssue({
@@ -254,6 +299,14 @@ export const configSchema = z
         path: ['TRUST_PROXY'],
         message:
           'was replaced by TRUSTED_PROXIES: list the addresses of the proxies in front (e.g. TRUSTED_PROXIES=10.0.0.0/8)',
+      });
+    }
+    if (env.AUTH_FAILURES_PER_KEY !== undefined) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['AUTH_FAILURES_PER_KEY'],
+        message:
+          'was removed: failed authentications are limited per client address only (AUTH_FAILURES_PER_ADDRESS), because API keys are public and a limit per key let anyone lock its owner out; unset AUTH_FAILURES_PER_KEY',
       });
     }
     if (env.HEARTBEAT_INTERVAL_MS * 2 > env.NODE_TIMEOUT_MS) {

@@ -8,6 +8,11 @@ import type { WebhookConfig } from '../webhooks/webhooks';
 export interface ApiKeyRecord {
   readonly key: ApiKey;
   readonly secret: string;
+  /**
+   * The Pusher app id (docs/pusher.md, "Keys are apps"), as the Pusher HTTP API names it in
+   * `/apps/{app_id}/…`; absent: the key itself (`appIdOf`). Valid ids: `isValidAppId`.
+   */
+  readonly appId?: string;
   /** Allowed `Origin` hosts (a host also allows its subdomains); empty allows any. */
   readonly domains: readonly string[];
   /** Clients may publish to channels. */
@@ -83,6 +88,7 @@ export function generateKeyRecord(
     clientMessages: options.clientMessages ?? true,
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
+    ...(options.appId !== undefined ? { appId: options.appId } : {}),
     ...(options.history ? { history: options.history } : {}),
     ...(options.webhook ? { webhook: options.webhook } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
@@ -95,9 +101,20 @@ export function generateKeyRecord(
  */
 export const UNKNOWN_KEY_SECRET = 'no such key: compared anyway';
 
-/** Compares a presented secret with the stored one in constant time (digests hide the length). */
+/**
+ * Longest secret a key may have and a request may present (docs/security.md, "Failed
+ * authentications"). Generated secrets have 43 characters; a longer presented one cannot match, and
+ * the APIs refuse it with 400 before anything is looked up, hashed or kept.
+ */
+export const MAX_SECRET_LENGTH = 256;
+
+/**
+ * Compares a presented secret with the stored one in constant time (digests hide the length).
+ * A presented secret longer than `MAX_SECRET_LENGTH` is false at once, never hashed.
+ */
 export function secretMatches(presented: string, stored: string): boolean {
-  return timingSafeEqual(digestOf(presented, presentedDigests), digestOf(stored, storedDigests));
+  if (presented.length > MAX_SECRET_LENGTH) return false;
+  return timingSafeEqual(digests.get(presented) ?? sha256(presented), digestOf(stored));
 }
 
 /** SHA-256 of a string: the one-shot `crypto.hash` where Node has it (20.12 and later), cheaper than a `Hash` object. */
@@ -107,15 +124,16 @@ const sha256: (text: string) => Buffer =
     : (text) => createHash('sha256').update(text).digest();
 
 /**
- * Digests computed once per text, stored secrets and presented ones apart: a publisher presents
- * the same secret on every request, and a SHA-256 costs more than the rest of its authentication.
- * The comparison itself stays on digests, in constant time; a remembered digest only tells that
- * the same text was presented before. Each map is emptied when full (anyone can present texts).
+ * Digests of stored secrets, computed once per text: a publisher presents the same secret on
+ * every request, and a SHA-256 costs more than the rest of its authentication. A presented secret
+ * is looked up here, so a right one is not hashed again, but a presented text is never added:
+ * the map holds only the stored secrets the process compared against (bounded by the keys, each
+ * at most `MAX_SECRET_LENGTH`), never what a stranger sends. The comparison itself stays on
+ * digests, in constant time. Emptied when full, in case keys are rotated without end.
  */
-const storedDigests = new Map<string, Buffer>();
-const presentedDigests = new Map<string, Buffer>();
+const digests = new Map<string, Buffer>();
 
-function digestOf(text: string, digests: Map<string, Buffer>): Buffer {
+function digestOf(text: string): Buffer {
   let digest = digests.get(text);
   if (!digest) {
     if (digests.size >= 10_000) digests.clear();
@@ -123,4 +141,9 @@ function digestOf(text: string, digests: Map<string, Buffer>): Buffer {
     digests.set(text, digest);
   }
   return digest;
+}
+
+/** How many secret digests this process keeps (for tests: a stranger's guesses must not add any). */
+export function rememberedSecretDigests(): number {
+  return digests.size;
 }

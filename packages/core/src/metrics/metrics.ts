@@ -61,6 +61,8 @@ export interface Metrics {
   readonly webhookLatency: Histogram;
   /** Webhook batches dropped after the retry window (`WEBHOOK_RETRY_SECONDS`). */
   readonly webhookDroppedBatches: Counter;
+  /** Webhook events dropped, oldest first, from a key's full queue (`WEBHOOK_QUEUE_MAX_*`). */
+  readonly webhookDroppedEvents: Counter;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   /** The `Content-Type` of `render()`'s output. */
@@ -189,6 +191,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
     webhookDroppedBatches: new Counter({
       name: 'switchboard_webhook_dropped_batches_total',
       help: 'Webhook batches dropped after the retry window',
+      registers,
+    }),
+    webhookDroppedEvents: new Counter({
+      name: 'switchboard_webhook_queue_dropped_events_total',
+      help: 'Webhook events dropped, oldest first, from a full queue (WEBHOOK_QUEUE_MAX_EVENTS, WEBHOOK_QUEUE_MAX_BYTES)',
       registers,
     }),
     render: () => registry.metrics(),

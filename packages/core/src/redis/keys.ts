@@ -79,6 +79,8 @@ export interface RedisKeys {
   webhookEvents(key: ApiKey): string;
   /** STRING with a PX: the owner of the key's webhook dispatch. */
   webhookLease(key: ApiKey): string;
+  /** STRING: bytes of the client events in `webhookEvents` (their `b` fields), for its byte limit. */
+  webhookBytes(key: ApiKey): string;
 }
 
 const SAFE = /^[^{}|]+$/;
@@ -143,6 +145,7 @@ export function redisKeys(prefix: string): RedisKeys {
     webhookSwitch: (key) => `${byKey('webhook', key)}:on`,
     webhookEvents: (key) => `${byKey('webhook', key)}:events`,
     webhookLease: (key) => `${byKey('webhook', key)}:lease`,
+    webhookBytes: (key) => `${byKey('webhook', key)}:bytes`,
   };
 }
 

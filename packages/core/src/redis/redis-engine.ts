@@ -78,7 +78,10 @@ export async function createRedisEngine(
     logs,
     keys: new RedisKeyStore(command, keys),
     nodes: new RedisNodeRegistry(command, keys),
-    webhooks: new RedisWebhookQueue(command, keys),
+    webhooks: new RedisWebhookQueue(command, keys, {
+      maxEvents: config.webhooks.queueMaxEvents,
+      maxBytes: config.webhooks.queueMaxBytes,
+    }),
     quotas: createRedisQuotas(command, keys, (error) =>
       log.debug({ err: error }, 'quota check failed; admitted (fail open)'),
     ),

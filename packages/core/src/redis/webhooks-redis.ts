@@ -1,9 +1,16 @@
 import type { ApiKey } from '../types';
-import type { QueuedEvent, WebhookEvent, WebhookQueue } from '../webhooks/webhooks';
+import { DEFAULT_WEBHOOK_QUEUE_LIMITS } from '../webhooks/webhooks';
+import type {
+  DroppedListener,
+  QueuedEvent,
+  WebhookEvent,
+  WebhookQueue,
+  WebhookQueueLimits,
+} from '../webhooks/webhooks';
 import { guard } from './clients';
 import type { RedisClient } from './clients';
 import type { RedisKeys } from './keys';
-import { WEBHOOK_STREAM_MAX, webhookLease, webhookRead } from './webhook-scripts';
+import { webhookAppend, webhookLease, webhookRead, webhookTrim } from './webhook-scripts';
 
 /** The consumer group of every key's event stream. */
 const GROUP = 'dispatch';
@@ -28,26 +35,54 @@ function toQueued(reply: unknown): QueuedEvent[] {
  * (`webhookRead`): it acknowledges the previous batch, then takes over every pending entry
  * (`XAUTOCLAIM` from 0, so a dead consumer's batch comes back whole), otherwise reads new ones
  * (`XREADGROUP >`). Acknowledging also deletes, so `XLEN` is the depth. An entry is one field,
- * `e`, the event's JSON text as the backend receives it.
+ * `e`, the event's JSON text as the backend receives it; a client event also has `b`, its size.
+ *
+ * Limits: `append` (the gateway's own events: client events, cache misses) applies both limits before storing (`webhookAppend`); the
+ * channel and presence events the other scripts store (which do not know the configured limits)
+ * are kept to `WEBHOOK_STREAM_MAX` entries there, and to the limits by `enforceLimits`, which the
+ * dispatcher holding the key calls each second.
  */
 export class RedisWebhookQueue implements WebhookQueue {
+  private readonly listeners: DroppedListener[] = [];
+
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
+    private readonly limits: WebhookQueueLimits = DEFAULT_WEBHOOK_QUEUE_LIMITS,
   ) {}
 
   async append(key: ApiKey, event: WebhookEvent): Promise<void> {
-    await guard(this.client, () =>
-      this.client.xadd(
-        this.keys.webhookEvents(key),
-        'MAXLEN',
-        '~',
-        WEBHOOK_STREAM_MAX,
-        '*',
-        'e',
-        JSON.stringify(event),
+    const dropped = await guard(this.client, () =>
+      webhookAppend.run(
+        this.client,
+        [this.keys.webhookEvents(key), this.keys.webhookBytes(key), this.keys.webhookSwitch(key)],
+        [JSON.stringify(event), this.limits.maxEvents, this.limits.maxBytes, event.name],
       ),
     );
+    this.dropped(key, Number(dropped));
+  }
+
+  async enforceLimits(key: ApiKey): Promise<void> {
+    const dropped = await guard(this.client, () =>
+      webhookTrim.run(
+        this.client,
+        [this.keys.webhookEvents(key), this.keys.webhookBytes(key)],
+        [this.limits.maxEvents, this.limits.maxBytes],
+      ),
+    );
+    this.dropped(key, Number(dropped));
+  }
+
+  private dropped(key: ApiKey, events: number): void {
+    if (events > 0) for (const listener of this.listeners) listener(key, events);
+  }
+
+  onDropped(listener: DroppedListener): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const at = this.listeners.indexOf(listener);
+      if (at >= 0) this.listeners.splice(at, 1);
+    };
   }
 
   async lease(key: ApiKey, owner: string, ttlMs: number): Promise<boolean> {
@@ -66,7 +101,7 @@ export class RedisWebhookQueue implements WebhookQueue {
     const reply = await guard(this.client, () =>
       webhookRead.run(
         this.client,
-        [this.keys.webhookEvents(key)],
+        [this.keys.webhookEvents(key), this.keys.webhookBytes(key)],
         [GROUP, consumer, max, acknowledge.join(' ')],
       ),
     );
@@ -77,7 +112,11 @@ export class RedisWebhookQueue implements WebhookQueue {
     if (ids.length === 0) return;
     // One script call (one slot), so an acknowledged entry is never left counted in the depth.
     await guard(this.client, () =>
-      webhookRead.run(this.client, [this.keys.webhookEvents(key)], [GROUP, '', 0, ids.join(' ')]),
+      webhookRead.run(
+        this.client,
+        [this.keys.webhookEvents(key), this.keys.webhookBytes(key)],
+        [GROUP, '', 0, ids.join(' ')],
+      ),
     );
   }
 

@@ -1,14 +1,14 @@
 import { createHash, createHmac } from 'node:crypto';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { finished } from 'node:stream/promises';
+import { Agent, buildConnector } from 'undici';
 import type { KeyStore } from '../keys/key-store';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics/metrics';
 import type { ApiKey } from '../types';
+import { isPrivateLiteral, PrivateAddressError, publicOnlyLookup } from './private-addresses';
 import type { QueuedEvent, WebhookConfig, WebhookQueue } from './webhooks';
 
-/** Timings of the dispatcher; the defaults are the documented behaviour (docs/webhooks.md). */
+/** Timings and budgets of the dispatcher; the defaults are the documented behaviour (docs/webhooks.md). */
 export interface DispatcherTiming {
   /** Events per request, at most. */
   readonly batchSize: number;
@@ -18,8 +18,15 @@ export interface DispatcherTiming {
   readonly leaseMs: number;
   /** How often the keys with a webhook are listed again. */
   readonly refreshMs: number;
-  /** A request without an answer in this time has failed. */
+  /**
+   * A request whose answer has not ended in this time has failed (connecting, waiting for the
+   * status line and reading the body all count): its connection is closed.
+   */
   readonly timeoutMs: number;
+  /** Connections one gateway keeps to one receiver (scheme, host and port) at most. */
+  readonly connectionsPerReceiver: number;
+  /** Bytes of an answer's body read at most; a longer answer fails and its connection is closed. */
+  readonly maxResponseBytes: number;
   /** Backoff: the n-th retry waits a random time below min(maxDelayMs, baseDelayMs × 2^n). */
   readonly baseDelayMs: number;
   readonly maxDelayMs: number;
@@ -31,6 +38,9 @@ export const DEFAULT_DISPATCHER_TIMING: DispatcherTiming = {
   leaseMs: 2000,
   refreshMs: 1000,
   timeoutMs: 5000,
+  // Batches of one key go one at a time; a receiver shared by many keys gets up to this many at once.
+  connectionsPerReceiver: 8,
+  maxResponseBytes: 64 * 1024,
   baseDelayMs: 500,
   // A receiver back after an outage gets the held batch within this long (one full-jitter wait);
   // a longer cap would add up to its length to every outage's end for little saved load (one
@@ -47,6 +57,11 @@ export interface WebhookDispatcherOptions {
   readonly metrics?: Metrics;
   /** A batch is retried until this long after its first event was stored, then dropped. */
   readonly retrySeconds: number;
+  /**
+   * `WEBHOOK_DENY_PRIVATE`: connect only to public addresses, checked on the addresses each
+   * connection is about to use (docs/security.md, "Webhooks and SSRF").
+   */
+  readonly denyPrivate?: boolean;
   readonly timing?: Partial<DispatcherTiming>;
 }
 
@@ -95,17 +110,38 @@ export class WebhookDispatcher {
   private readonly workers = new Map<ApiKey, Promise<void>>();
   private readonly depths = new Map<ApiKey, number>();
   private readonly stopping = new AbortController();
-  /** Keep-alive connections to the receivers: a key's batches reuse one connection. */
-  private readonly agents = {
-    http: new HttpAgent({ keepAlive: true }),
-    https: new HttpsAgent({ keepAlive: true }),
-  };
+  /**
+   * Keep-alive connections to the receivers, one pool per origin of at most
+   * `connectionsPerReceiver`: a key's batches reuse one connection.
+   */
+  private readonly agent: Agent;
+  /** When each key's dropped events were last logged (a full queue drops at every event). */
+  private readonly dropLogged = new Map<ApiKey, number>();
+  private readonly unlisten: (() => void) | undefined;
   private refreshing: Promise<void> | undefined;
   private refreshTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: WebhookDispatcherOptions) {
     this.timing = { ...DEFAULT_DISPATCHER_TIMING, ...options.timing };
     this.log = options.logger.child({ component: 'webhooks' });
+    const { timeoutMs, connectionsPerReceiver, maxResponseBytes } = this.timing;
+    this.agent = new Agent({
+      connections: connectionsPerReceiver,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      maxResponseSize: maxResponseBytes,
+      connect: options.denyPrivate ? publicConnector(timeoutMs) : { timeout: timeoutMs },
+    });
+    this.unlisten = options.queue.onDropped?.((key, events) => {
+      options.metrics?.webhookDroppedEvents.inc(events);
+      const now = Date.now();
+      if (now - (this.dropLogged.get(key) ?? 0) < DROP_LOG_INTERVAL_MS) return;
+      this.dropLogged.set(key, now);
+      this.log.warn(
+        { key, events },
+        'webhook queue full: oldest events dropped (WEBHOOK_QUEUE_MAX_EVENTS, WEBHOOK_QUEUE_MAX_BYTES)',
+      );
+    });
   }
 
   start(): void {
@@ -126,8 +162,8 @@ export class WebhookDispatcher {
     this.stopping.abort();
     await this.refreshing;
     await Promise.all(this.workers.values());
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    this.unlisten?.();
+    await this.agent.destroy();
   }
 
   private get stopped(): boolean {
@@ -157,6 +193,7 @@ export class WebhookDispatcher {
       this.targets.set(record.key, { secret: record.secret, webhook: record.webhook, url });
     }
     for (const key of [...this.targets.keys()]) if (!seen.has(key)) this.targets.delete(key);
+    for (const key of [...this.dropLogged.keys()]) if (!seen.has(key)) this.dropLogged.delete(key);
     for (const key of this.targets.keys()) {
       if (this.stopped || this.workers.has(key)) continue;
       this.workers.set(
@@ -164,11 +201,26 @@ export class WebhookDispatcher {
         this.work(key).finally(() => this.workers.delete(key)),
       );
     }
+    // The depth of every key this node holds, read again at each refresh (after applying the
+    // queue's limits where its writes do not): a worker retrying a batch reads nothing, and the
+    // gauge must show the backlog growing during an outage.
+    await Promise.all(
+      [...this.depths.keys()].map(async (key) => {
+        if (!this.targets.has(key)) {
+          this.depths.delete(key);
+          return;
+        }
+        try {
+          await this.options.queue.enforceLimits?.(key);
+          const depth = await this.options.queue.depth(key);
+          if (this.depths.has(key)) this.depths.set(key, depth);
+        } catch {
+          // Kept as last read; the worker reports the engine's failure.
+        }
+      }),
+    );
     let depth = 0;
-    for (const [key, value] of this.depths) {
-      if (this.targets.has(key)) depth += value;
-      else this.depths.delete(key);
-    }
+    for (const value of this.depths.values()) depth += value;
     this.options.metrics?.webhookQueueDepth.set(depth);
   }
 
@@ -264,11 +316,12 @@ export class WebhookDispatcher {
   }
 
   /**
-   * One request; resolves undefined on a 2xx (decided on the status line: the answer's body is
-   * read and discarded, so the connection is kept for the next batch), else what went wrong.
-   * Redirects are not followed.
+   * One request; resolves undefined on a 2xx whose body has ended within `timeoutMs` (the body is
+   * read and discarded, at most `maxResponseBytes`, so the connection is kept for the next batch),
+   * else what went wrong. A request cut short by its deadline, a long answer or stop has its
+   * connection closed. Redirects are not followed.
    */
-  private post(
+  private async post(
     key: ApiKey,
     target: Target,
     id: string,
@@ -276,51 +329,53 @@ export class WebhookDispatcher {
   ): Promise<string | undefined> {
     const body = batchBody(Date.now(), batch);
     const { url } = target;
-    const secure = url.protocol === 'https:';
-    const options: RequestOptions = {
-      method: 'POST',
-      agent: secure ? this.agents.https : this.agents.http,
-      headers: {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-        'x-pusher-key': key,
-        'x-pusher-signature': webhookSignature(target.secret, body),
-        'x-switchboard-delivery': id,
-      },
+    // One controller per request, aborted at the deadline or at stop (AbortSignal.any over the
+    // long-lived stop signal would keep a reference per request on some Node versions).
+    const controller = new AbortController();
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      controller.abort();
+    }, this.timing.timeoutMs);
+    const stop = (): void => controller.abort();
+    this.stopping.signal.addEventListener('abort', stop, { once: true });
+    const { signal } = controller;
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-pusher-key': key,
+      'x-pusher-signature': webhookSignature(target.secret, body),
+      'x-switchboard-delivery': id,
     };
-    const signal = this.stopping.signal;
-    return new Promise((resolve) => {
-      let request: ClientRequest | undefined;
-      const finish = (problem: string | undefined): void => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', stop);
-        resolve(problem);
-      };
-      const stop = (): void => {
-        request?.destroy(new Error('dispatcher stopped'));
-      };
-      const timer = setTimeout(
-        () => request?.destroy(new Error(`no answer within ${this.timing.timeoutMs} ms`)),
-        this.timing.timeoutMs,
-      );
-      const answered = (response: IncomingMessage): void => {
-        response.on('error', () => undefined);
-        response.resume();
-        const status = response.statusCode ?? 0;
-        finish(status >= 200 && status < 300 ? undefined : `HTTP ${status}`);
-      };
-      try {
-        request = (secure ? httpsRequest : httpRequest)(url, options, answered);
-      } catch (error) {
-        finish(error instanceof Error ? error.message : String(error));
-        return;
-      }
-      // Errors after the answer (a reset while its body is discarded) change nothing.
-      request.on('error', (error) => finish(error.message));
-      if (signal.aborted) stop();
-      else signal.addEventListener('abort', stop, { once: true });
-      request.end(body);
-    });
+    // Credentials in the URL (https://user:pass@host/) are sent as Basic authentication.
+    if (url.username || url.password) {
+      const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+      headers.authorization = `Basic ${Buffer.from(credentials).toString('base64')}`;
+    }
+    try {
+      const response = await this.agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        headers,
+        body,
+        signal,
+      });
+      // Read to its end: the answer counts once it is whole, and the connection is then reusable.
+      await finished(response.body.resume());
+      const status = response.statusCode;
+      return status >= 200 && status < 300 ? undefined : `HTTP ${status}`;
+    } catch (error) {
+      if (this.stopping.signal.aborted) return 'dispatcher stopped';
+      const code = error instanceof Error && 'code' in error ? error.code : undefined;
+      if (late || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+        return `no complete answer within ${this.timing.timeoutMs} ms`;
+      if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')
+        return `answer longer than ${this.timing.maxResponseBytes} bytes`;
+      return error instanceof Error ? error.message : String(error);
+    } finally {
+      clearTimeout(timer);
+      this.stopping.signal.removeEventListener('abort', stop);
+    }
   }
 
   private sleep(ms: number): Promise<void> {
@@ -336,4 +391,22 @@ export class WebhookDispatcher {
       signal.addEventListener('abort', done);
     });
   }
+}
+
+/** A full queue drops at every new event; its warning is logged at most this often per key. */
+const DROP_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * Connections under `WEBHOOK_DENY_PRIVATE`: an address literal is checked here (`net.connect`
+ * does not look it up), a name on the addresses it resolves to (`publicOnlyLookup`).
+ */
+function publicConnector(timeoutMs: number): buildConnector.connector {
+  const connect = buildConnector({ timeout: timeoutMs, lookup: publicOnlyLookup });
+  return (options, callback) => {
+    if (isPrivateLiteral(options.hostname)) {
+      callback(new PrivateAddressError(options.hostname, options.hostname), null);
+      return;
+    }
+    connect(options, callback);
+  };
 }

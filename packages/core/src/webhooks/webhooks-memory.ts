@@ -1,5 +1,14 @@
+import Denque from 'denque';
 import type { ApiKey } from '../types';
-import type { QueuedEvent, WebhookEvent, WebhookEventName, WebhookQueue } from './webhooks';
+import { DEFAULT_WEBHOOK_QUEUE_LIMITS } from './webhooks';
+import type {
+  DroppedListener,
+  QueuedEvent,
+  WebhookEvent,
+  WebhookEventName,
+  WebhookQueue,
+  WebhookQueueLimits,
+} from './webhooks';
 
 /** Where memory counts and presence report their transitions (synchronously, with the change). */
 export interface WebhookSink {
@@ -7,9 +16,12 @@ export interface WebhookSink {
 }
 
 interface KeyQueue {
-  events: QueuedEvent[];
-  /** Ids read by a consumer and not acknowledged. */
-  pending: Set<string>;
+  /** Oldest first; ids increase with the sequence. */
+  events: Denque<QueuedEvent>;
+  /** The first `pending` events were read by a consumer and are not acknowledged. */
+  pending: number;
+  /** UTF-8 bytes of the events' JSON texts. */
+  bytes: number;
   sequence: number;
   lease?: { owner: string; until: number };
 }
@@ -22,18 +34,50 @@ interface KeyQueue {
  */
 export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
   private readonly queues = new Map<ApiKey, KeyQueue>();
+  private readonly listeners: DroppedListener[] = [];
 
   constructor(
     private readonly eventsOf: (key: ApiKey) => readonly WebhookEventName[] | null,
     private readonly now: () => number = Date.now,
     private readonly exists: (key: ApiKey) => boolean = () => true,
+    private readonly limits: WebhookQueueLimits = DEFAULT_WEBHOOK_QUEUE_LIMITS,
   ) {}
 
+  /**
+   * Stores the event; when the key's queue is then over a limit, its oldest events are dropped
+   * (a batch being delivered included: its acknowledgement then finds nothing to remove) and the
+   * listeners hear how many. An event over `maxBytes` by itself is dropped instead of stored.
+   */
   emit(key: ApiKey, event: WebhookEvent): void {
     if (!this.eventsOf(key)?.includes(event.name)) return;
+    const json = JSON.stringify(event);
+    const size = Buffer.byteLength(json);
+    const { maxEvents, maxBytes } = this.limits;
+    if (size > maxBytes) {
+      this.dropped(key, 1);
+      return;
+    }
     const queue = this.queueOf(key);
+    let dropped = 0;
+    while (queue.events.length >= maxEvents || queue.bytes + size > maxBytes) {
+      const oldest = queue.events.shift();
+      if (!oldest) break;
+      queue.bytes -= Buffer.byteLength(oldest.json);
+      if (queue.pending > 0) queue.pending -= 1;
+      dropped += 1;
+    }
     queue.sequence += 1;
-    queue.events.push({ id: String(queue.sequence), storedAt: this.now(), json: JSON.stringify(event) });
+    queue.events.push({ id: String(queue.sequence), storedAt: this.now(), json });
+    queue.bytes += size;
+    if (dropped > 0) this.dropped(key, dropped);
+  }
+
+  onDropped(listener: DroppedListener): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const at = this.listeners.indexOf(listener);
+      if (at >= 0) this.listeners.splice(at, 1);
+    };
   }
 
   async append(key: ApiKey, event: WebhookEvent): Promise<void> {
@@ -57,23 +101,55 @@ export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
     if (acknowledge.length > 0) await this.ack(key, acknowledge);
     const queue = this.live(key);
     if (!queue) return [];
-    const pending = queue.events.filter((e) => queue.pending.has(e.id));
-    if (pending.length > 0) return pending.slice(0, max);
-    const fresh = queue.events.slice(0, max);
-    for (const e of fresh) queue.pending.add(e.id);
-    return fresh;
+    // Pending events are the oldest: a consumer reads from the front and acknowledges what it read.
+    const count = Math.min(queue.pending > 0 ? queue.pending : max, max, queue.events.length);
+    const out: QueuedEvent[] = new Array(count);
+    for (let i = 0; i < count; i++) out[i] = queue.events.peekAt(i)!;
+    if (queue.pending === 0) queue.pending = count;
+    return out;
   }
 
+  /**
+   * Removes the given events. The dispatcher acknowledges the batch at the front, removed in
+   * O(batch); ids elsewhere (not what the dispatcher sends) cost one pass over the queue.
+   */
   async ack(key: ApiKey, ids: readonly string[]): Promise<void> {
     const queue = this.queues.get(key);
-    if (!queue) return;
+    if (!queue || ids.length === 0) return;
     const done = new Set(ids);
-    queue.events = queue.events.filter((e) => !done.has(e.id));
-    for (const id of ids) queue.pending.delete(id);
+    const remove = (): void => {
+      const e = queue.events.shift()!;
+      queue.bytes -= Buffer.byteLength(e.json);
+      done.delete(e.id);
+    };
+    let removed = 0;
+    while (done.size > 0 && done.has(queue.events.peekFront()?.id ?? '')) {
+      remove();
+      removed += 1;
+    }
+    queue.pending = Math.max(0, queue.pending - removed);
+    if (done.size === 0) return;
+    const kept = new Denque<QueuedEvent>();
+    const size = queue.events.length;
+    let pending = 0;
+    for (let i = 0; i < size; i++) {
+      const e = queue.events.peekAt(i)!;
+      if (done.has(e.id)) queue.bytes -= Buffer.byteLength(e.json);
+      else {
+        kept.push(e);
+        if (i < queue.pending) pending += 1;
+      }
+    }
+    queue.events = kept;
+    queue.pending = pending;
   }
 
   async depth(key: ApiKey): Promise<number> {
     return this.live(key)?.events.length ?? 0;
+  }
+
+  private dropped(key: ApiKey, events: number): void {
+    for (const listener of this.listeners) listener(key, events);
   }
 
   /** The key's queue, or undefined; a deleted key's queue is dropped here. */
@@ -89,7 +165,7 @@ export class MemoryWebhookQueue implements WebhookQueue, WebhookSink {
   private queueOf(key: ApiKey): KeyQueue {
     let queue = this.queues.get(key);
     if (!queue) {
-      queue = { events: [], pending: new Set(), sequence: 0 };
+      queue = { events: new Denque(), pending: 0, bytes: 0, sequence: 0 };
       this.queues.set(key, queue);
     }
     return queue;

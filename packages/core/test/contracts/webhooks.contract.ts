@@ -3,7 +3,13 @@ import type { KeyStore } from '../../src/keys/key-store';
 import { generateKeyRecord } from '../../src/keys/key-store';
 import type { PresenceStore } from '../../src/presence/presence-store';
 import type { Member, Topic } from '../../src/types';
-import type { QueuedEvent, WebhookConfig, WebhookEvent, WebhookQueue } from '../../src/webhooks/webhooks';
+import type {
+  QueuedEvent,
+  WebhookConfig,
+  WebhookEvent,
+  WebhookQueue,
+  WebhookQueueLimits,
+} from '../../src/webhooks/webhooks';
 import { unique } from '../support/wait';
 
 /** One engine's ports that produce and hold webhook events. */
@@ -18,7 +24,10 @@ export interface WebhookPorts {
  * The WebhookQueue port's contract (webhooks.ts), with the events the counts and presence of the
  * same engine produce: exactly one per transition, both protocols and all nodes counted together.
  */
-export function describeWebhooksContract(name: string, createPorts: () => Promise<WebhookPorts>): void {
+export function describeWebhooksContract(
+  name: string,
+  createPorts: (limits?: WebhookQueueLimits) => Promise<WebhookPorts>,
+): void {
   describe(`WebhookQueue contract: ${name}`, () => {
     let ports: WebhookPorts;
     let key: string;
@@ -153,6 +162,21 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
       ]);
     });
 
+    it("stores cache_miss, in Pusher's format, only for a webhook that lists it (not by default)", async () => {
+      const miss = { name: 'cache_miss', channel: 'cache-prices' } as const;
+      await enable({ url: 'http://example.test/hook' });
+      await ports.webhooks.append(key, miss);
+      expect(await ports.webhooks.depth(key)).toBe(0);
+      await enable({ url: 'http://example.test/hook', events: ['cache_miss'] });
+      await ports.webhooks.append(key, miss);
+      await ports.webhooks.append(key, { name: 'client_event', channel: 'private-room', event: 'client-x' });
+      await ports.counts.increment('node-a', key, 'cache-prices');
+      expect(await drain()).toEqual([{ name: 'cache_miss', channel: 'cache-prices' }]);
+      await enable();
+      await ports.webhooks.append(key, miss);
+      expect(await drain()).toEqual([]);
+    });
+
     it('gives back event texts exactly, whatever their data holds', async () => {
       await enable({ url: 'http://example.test/hook', events: ['client_event'] });
       const data = { text: 'two words\nand a line break, "quotes", tabs\t, ünïcödé 🙂 and  spaces ' };
@@ -243,6 +267,92 @@ export function describeWebhooksContract(name: string, createPorts: () => Promis
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       expect(await ports.webhooks.lease(key, 'gw1', 200)).toBe(false);
+    });
+
+    describe('limits', () => {
+      /** A client event whose JSON text is `size` bytes long (at least 70). */
+      const sized = (n: number, size = 100): WebhookEvent => {
+        const base = { name: 'client_event' as const, channel: 'room', event: `e${n}` };
+        const bare = JSON.stringify({ ...base, data: '' }).length;
+        return { ...base, data: 'x'.repeat(size - bare) };
+      };
+      let dropped: number;
+      const limited = async (limits: WebhookQueueLimits): Promise<void> => {
+        ports = await createPorts(limits);
+        dropped = 0;
+        ports.webhooks.onDropped?.((k, events) => {
+          if (k === key) dropped += events;
+        });
+        await enable({ url: 'http://example.test/hook', events: ['client_event'] });
+      };
+      const names = (events: WebhookEvent[]): Array<string | undefined> => events.map((e) => e.event);
+
+      it('keeps at most maxEvents per key: the oldest are dropped and reported', async () => {
+        await limited({ maxEvents: 5, maxBytes: 1024 * 1024 });
+        for (let i = 0; i < 8; i++) await ports.webhooks.append(key, sized(i));
+        expect(await ports.webhooks.depth(key)).toBe(5);
+        expect(dropped).toBe(3);
+        expect(names(await drain())).toEqual(['e3', 'e4', 'e5', 'e6', 'e7']);
+        // What was delivered frees its room: the next five fit without a drop.
+        for (let i = 8; i < 13; i++) await ports.webhooks.append(key, sized(i));
+        expect(dropped).toBe(3);
+      });
+
+      it('keeps at most maxBytes of events per key, counting what is acknowledged out', async () => {
+        await limited({ maxEvents: 1000, maxBytes: 1000 });
+        for (let i = 0; i < 5; i++) await ports.webhooks.append(key, sized(i, 300));
+        // 300 bytes each: three fit in 1000.
+        expect(dropped).toBe(2);
+        expect(await ports.webhooks.depth(key)).toBe(3);
+        expect(names(await drain())).toEqual(['e2', 'e3', 'e4']);
+        for (let i = 5; i < 8; i++) await ports.webhooks.append(key, sized(i, 300));
+        expect(dropped).toBe(2);
+        // An event over the whole budget is dropped by itself; the others stay.
+        await ports.webhooks.append(key, sized(99, 1001));
+        expect(dropped).toBe(3);
+        expect(names(await drain())).toEqual(['e5', 'e6', 'e7']);
+      });
+
+      it('holds channel and presence events to the limits too, at the latest when enforceLimits runs', async () => {
+        ports = await createPorts({ maxEvents: 3, maxBytes: 1024 * 1024 });
+        dropped = 0;
+        ports.webhooks.onDropped?.((k, events) => {
+          if (k === key) dropped += events;
+        });
+        await enable({ url: 'http://example.test/hook' });
+        for (let i = 0; i < 6; i++) await ports.counts.increment('node-a', key, `room${i}`);
+        await ports.webhooks.enforceLimits?.(key);
+        expect(await ports.webhooks.depth(key)).toBe(3);
+        expect(dropped).toBe(3);
+        expect((await drain()).map((e) => e.channel)).toEqual(['room3', 'room4', 'room5']);
+      });
+
+      it('frees the room of acknowledged events in whatever order their ids are given', async () => {
+        await limited({ maxEvents: 1000, maxBytes: 1000 });
+        for (let i = 0; i < 3; i++) await ports.webhooks.append(key, sized(i, 300));
+        const batch = await ports.webhooks.next(key, 'gw1', 100);
+        await ports.webhooks.ack(key, batch.map((e) => e.id).reverse());
+        for (let i = 3; i < 6; i++) await ports.webhooks.append(key, sized(i, 300));
+        expect(dropped).toBe(0);
+        expect(names(await drain())).toEqual(['e3', 'e4', 'e5']);
+      });
+
+      it('drops a batch being read when it is the oldest; its acknowledgement then changes nothing', async () => {
+        await limited({ maxEvents: 4, maxBytes: 1024 * 1024 });
+        for (let i = 0; i < 4; i++) await ports.webhooks.append(key, sized(i));
+        const batch = await ports.webhooks.next(key, 'gw1', 2);
+        expect(batch.map((e) => (JSON.parse(e.json) as WebhookEvent).event)).toEqual(['e0', 'e1']);
+        for (let i = 4; i < 7; i++) await ports.webhooks.append(key, sized(i));
+        expect(dropped).toBe(3);
+        const next = await ports.webhooks.next(
+          key,
+          'gw1',
+          100,
+          batch.map((e) => e.id),
+        );
+        expect(next.map((e) => (JSON.parse(e.json) as WebhookEvent).event)).toEqual(['e3', 'e4', 'e5', 'e6']);
+        expect(await ports.webhooks.depth(key)).toBe(4);
+      });
     });
   });
 }

@@ -1,6 +1,7 @@
 import { AppError, CLOSE_CODES, kickConnections } from '@switchboard/core';
 import type { KickSelector, Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
+import { executeKick } from '../ws/kick';
 import { authenticate, channelField, optionalString } from './request';
 import type { Body } from './request';
 
@@ -8,6 +9,10 @@ import type { Body } from './request';
  * `POST /api/kick` kicks every connection of the key; `POST /api/v4/kick` takes `uuid`, `user`
  * and `channel` (docs/openapi.yaml). Targeted fields on the V3 path are refused: silently kicking everyone
  * instead would be dangerous. The kick reaches every node through the broker's control channel.
+ *
+ * The answer's `kicked` counts the sockets this gateway closed or removed the channel from: it
+ * kicks its own first, then tells every node. The control channel is publish/subscribe without
+ * replies, so the other gateways' kicks are not counted (docs/protocol.md, "Kicks").
  */
 export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
   const record = await authenticate(ctx, body);
@@ -34,6 +39,7 @@ export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body):
       ...(channel !== undefined ? { channel } : {}),
     };
   }
+  const kicked = executeKick(ctx, selector);
   await kickConnections(ctx.engine, selector);
-  return { success: true };
+  return { success: true, kicked };
 }

@@ -3,6 +3,7 @@ import {
   CHANNEL_NAME_RULE,
   isValidApiKey,
   isValidChannelName,
+  MAX_SECRET_LENGTH,
   secretMatches,
   UNKNOWN_KEY_SECRET,
 } from '@switchboard/core';
@@ -64,6 +65,8 @@ export function authenticate(ctx: GatewayContext, body: Body): ApiKeyRecord | Pr
   if (typeof key !== 'string') throw invalid('key', 'must be a string');
   if (secret === undefined || secret === null || secret === '') throw missing('secret');
   if (typeof secret !== 'string') throw invalid('secret', 'must be a string');
+  if (secret.length > MAX_SECRET_LENGTH)
+    throw invalid('secret', `must be at most ${MAX_SECRET_LENGTH} characters`);
   const peeked = isValidApiKey(key) ? ctx.keys.peek(key) : null;
   if (peeked !== undefined) return admitRequest(ctx, peeked, secret);
   return ctx.keys.get(key).then((record) => admitRequest(ctx, record, secret));

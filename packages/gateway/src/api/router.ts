@@ -1,4 +1,4 @@
-import { AppError, isValidApiKey } from '@switchboard/core';
+import { AppError } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { HttpReply, HttpRequest } from '../transport/types';
 import { health } from './health';
@@ -101,20 +101,20 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
   }
 
   /**
-   * Runs a handler under the failed-authentication limits: refused (429) while the body's key or
-   * the client address is over its limit; a 401 from the handler counts against both.
+   * Runs a handler under the failed-authentication limit: refused (429) while the client address
+   * is over it; a 401 from the handler counts against the address (never against the key, which
+   * is public: docs/security.md).
    */
   function authenticated(
     request: HttpRequest,
     handler: Handler,
     counted: (reply: HttpReply) => HttpReply,
   ): Answer {
-    let key: string | undefined;
     const address = (): string =>
       ctx.addresses.of(request.remoteAddress(), request.headers['x-forwarded-for']);
     const failed = (error: unknown): HttpReply => {
       if (error instanceof AppError && error.code === 'SB_UNAUTHORIZED') {
-        ctx.authFailures.failed(key, address());
+        ctx.authFailures.failed(address());
         ctx.meters.authFailure();
       }
       return counted(errorReply(error, ctx));
@@ -122,8 +122,7 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
     let answer: Promise<object>;
     try {
       const body = parseBody(request);
-      key = isValidApiKey(body['key']) ? body['key'] : undefined;
-      if (ctx.authFailures.tracking) ctx.authFailures.check(key, address());
+      if (ctx.authFailures.tracking) ctx.authFailures.check(address());
       answer = handler(ctx, body);
     } catch (error) {
       return failed(error);

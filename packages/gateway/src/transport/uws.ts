@@ -1,4 +1,5 @@
-import * as uWS from 'uWebSockets.js';
+import type * as uWS from '@btc-vision/uwebsockets.js';
+import { loadUws } from './uws-loader';
 import type { Conn, HttpReply, Transport, TransportHandlers, TransportOptions } from './types';
 
 /** uWS's HttpResponse methods we use (its typings leave them untyped). */
@@ -32,8 +33,25 @@ const STATUS_LINE: Record<number, string> = {
   503: '503 Service Unavailable',
 };
 
-/** The request headers handed to the HTTP handler (`HttpRequest.headers`). */
-const READ_HEADERS = ['content-length', 'x-forwarded-for'] as const;
+/** The request headers handed to the HTTP handler (`HttpRequest.headers`), `x-forwarded-for` aside. */
+const READ_HEADERS = ['content-length'] as const;
+
+/**
+ * Every `X-Forwarded-For` line of a request, joined with ", " in order as Node joins them; empty
+ * when there is none. `getHeader` returns the first line only, and HAProxy's `option forwardfor`
+ * appends its own line after any the client wrote: reading the first would let the client choose
+ * its address (docs/security.md, "Client addresses").
+ */
+function forwardedFor(req: uWS.HttpRequest): string {
+  let joined = '';
+  let seen = false;
+  req.forEach((name, value) => {
+    if (name !== 'x-forwarded-for') return;
+    joined = seen ? `${joined}, ${value}` : value;
+    seen = true;
+  });
+  return joined;
+}
 
 const NO_ENDPOINT: HttpReply = {
   status: 404,
@@ -47,6 +65,8 @@ function writeReply(res: Response, reply: HttpReply): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINE[reply.status] ?? String(reply.status));
     res.writeHeader('content-type', 'application/json');
+    // Browsers must not read a JSON answer as HTML or script (docs/security.md).
+    res.writeHeader('x-content-type-options', 'nosniff');
     if (reply.headers) for (const name in reply.headers) res.writeHeader(name, reply.headers[name]!);
     res.end(reply.body);
   });
@@ -62,9 +82,13 @@ interface Carrier<T> {
   readonly data: T;
 }
 
-/** The only module that imports uWebSockets.js. */
+/**
+ * The only module that imports uWebSockets.js (through `loadUws`, which throws the start-up
+ * failure when no native build loads for this Node.js).
+ */
 export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: TransportOptions): Transport {
-  const app = uWS.App();
+  const native = loadUws().uws;
+  const app = native.App();
   let listenSocket: uWS.us_listen_socket | undefined;
   /** The upgrade being completed by `upgradeLate`, while its `res.cork` runs. */
   let late: { ws: uWS.WebSocket<Carrier<T>> | undefined; closed: boolean } | undefined;
@@ -107,7 +131,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     idleTimeout: options.idleTimeoutSeconds,
     maxBackpressure: options.maxBackpressureBytes,
     sendPingsAutomatically: true,
-    compression: uWS.DISABLED,
+    compression: native.DISABLED,
     upgrade: (rawRes, req, context) => {
       const res = rawRes as unknown as Response;
       // uWS: everything needed from `req` must be copied before the first await.
@@ -116,7 +140,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         query: req.getQuery(),
         headers: { origin: req.getHeader('origin'), jwt: req.getHeader('jwt') },
         remoteAddress: () => Buffer.from(res.getRemoteAddressAsText()).toString('latin1'),
-        forwardedFor: req.getHeader('x-forwarded-for'),
+        forwardedFor: options.readForwardedFor ? forwardedFor(req) : '',
       };
       const refusal = handlers.refuseUpgrade(request);
       if (refusal) {
@@ -183,6 +207,8 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       const value = req.getHeader(name);
       if (value) headers[name] = value;
     }
+    const forwarded = options.readForwardedFor ? forwardedFor(req) : '';
+    if (forwarded) headers['x-forwarded-for'] = forwarded;
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
@@ -241,11 +267,11 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
             return;
           }
           listenSocket = socket;
-          resolve(uWS.us_socket_local_port(socket));
+          resolve(native.us_socket_local_port(socket));
         });
       }),
     stopListening: () => {
-      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      if (listenSocket) native.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
     },
     publish: (topic, message, isBinary) => {
@@ -253,7 +279,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     },
     numSubscribers: (topic) => app.numSubscribers(topic),
     close: () => {
-      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      if (listenSocket) native.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
       (app as unknown as { close(): void }).close();
     },

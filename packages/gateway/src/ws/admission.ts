@@ -69,17 +69,19 @@ export function buildSubscription(
 /**
  * Authorizes a channel for a key (docs/protocol.md, "JWT"): resolves the JWT `user` claim (which wins
  * over `queryUser`), or a rejection text when the channel is guarded and the token is missing
- * or invalid. A token presented on an unguarded channel must be valid too.
+ * or invalid. A token presented on an unguarded channel must be valid too. `requireExp`
+ * (`JWT_REQUIRE_EXP`): a token without `exp` is invalid.
  */
 export async function authorizeChannel(
   record: ApiKeyRecord,
   channel: string,
   token: string | undefined,
   queryUser: JsonValue | undefined,
+  requireExp: boolean,
 ): Promise<{ ok: true; user: JsonValue | undefined } | { ok: false }> {
   const guarded = isPrivateChannel(channel) || record.forceAuth;
   if (!token) return guarded ? { ok: false } : { ok: true, user: queryUser };
-  const check = await verifyChannelToken(token, record.secret, channel);
+  const check = await verifyChannelToken(token, record.secret, channel, requireExp);
   if (!check.ok) return { ok: false };
   return { ok: true, user: check.user !== undefined ? check.user : queryUser };
 }
@@ -146,7 +148,7 @@ function admitKnown(ctx: GatewayContext, c: Candidate): Admission {
     if (isPrivateChannel(channel) || record.forceAuth) return reject('AUTH_FAILED');
     return admitAuthorized(ctx, c, queryUser);
   }
-  return authorizeChannel(record, channel, token, queryUser).then((auth) =>
+  return authorizeChannel(record, channel, token, queryUser, ctx.config.jwtRequireExp).then((auth) =>
     auth.ok ? admitAuthorized(ctx, c, auth.user) : reject('AUTH_FAILED'),
   );
 }

@@ -17,7 +17,8 @@ export function executeKick(ctx: GatewayContext, selector: KickSelector): number
   const targeted = selector.uuid !== undefined || selector.user !== undefined;
   let affected = 0;
   for (const state of [...ctx.registry.ofKey(selector.key)]) {
-    if (targeted && state.protocol !== 'v4') continue;
+    // Closing already (the answering gateway kicks its own before the control channel repeats it).
+    if (state.closed || (targeted && state.protocol !== 'v4')) continue;
     const matched = [...state.subs.values()].filter((sub) => matches(sub, selector));
     if (matched.length === 0) continue;
     affected++;

@@ -95,7 +95,7 @@ async function subscribe(
   if (resume && isResumeProblem(resume)) return reply(resume.problem);
   (state.pending ??= new Set()).add(channel);
   try {
-    const auth = await authorizeChannel(state.record, channel, token, queryUser);
+    const auth = await authorizeChannel(state.record, channel, token, queryUser, ctx.config.jwtRequireExp);
     if (!auth.ok) return reply(AUTH_FAILED);
     const uuid = typeof fields['uuid'] === 'string' ? fields['uuid'] : undefined;
     const tooLong = identityProblem(uuid, auth.user);
