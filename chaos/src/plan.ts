@@ -96,7 +96,7 @@ const WEIGHTS: ReadonlyArray<readonly [FaultKind, number]> = [
 ];
 
 /** A failover: the sentinels' 1 s, the election, and the old primary back as a replica in sync. */
-const FAILOVER_ALLOWANCE_MS = 15_000;
+export const FAILOVER_ALLOWANCE_MS = 15_000;
 
 /**
  * `failover`: the run's Redis is a primary with a replica and sentinels, and the schedule draws
