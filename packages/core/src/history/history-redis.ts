@@ -3,7 +3,7 @@ import { wholeOrZero } from './history';
 import type { History, HistoryPage, HistoryQuery } from './history';
 import { newEpoch } from './epochs';
 import type { Topic } from '../types';
-import { guard } from '../redis/clients';
+import { guard, serverGeneration } from '../redis/clients';
 import type { RedisClient } from '../redis/clients';
 import { historyRead } from '../redis/history-scripts';
 import type { RedisKeys } from '../redis/keys';
@@ -22,10 +22,11 @@ export class RedisHistory implements History {
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
     const limit = wholeOrZero(query.limit);
     const first = query.since === undefined ? '' : String(wholeOrZero(query.since) + 1);
+    const list = this.keys.historyStream(topic);
     const reply = (await guard(this.client, () =>
       historyRead.run(
         this.client,
-        [this.keys.historyMeta(topic), this.keys.historyStream(topic)],
+        [this.keys.historyMeta(topic, serverGeneration(this.client, list)), list],
         [newEpoch(), '', first, limit],
       ),
     )) as [number, string, string[]];
