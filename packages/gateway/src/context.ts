@@ -1,3 +1,4 @@
+import type { Keepalive } from './connections/keepalive';
 import type { DialectHttpDeps } from './protocols/dialect';
 import type { Config, Engine, KickSelector, Logger, NodeId } from '@switchboard/core';
 import type { Transport } from './transport/types';
@@ -40,6 +41,8 @@ export interface GatewayContext {
   readonly streams: Streams;
   /** Checks the sockets of topics delivered to for the slow-consumer limit. */
   readonly slowConsumers: SlowConsumers;
+  /** Protocol-level server pings of the dialects that have them. */
+  readonly keepalive: Keepalive;
   /** Presence joins of connections still being admitted. */
   readonly earlyJoins: EarlyJoins;
   /** REST publications whose publish failed unconfirmed, delivered here if Redis makes them. */

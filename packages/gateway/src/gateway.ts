@@ -33,6 +33,7 @@ import { Registry } from './fanout/registry';
 import { closeConnection } from './fanout/send';
 import { SlowConsumers } from './fanout/slow-consumers';
 import { createSocketHandlers } from './connections/socket-handlers';
+import { Keepalive } from './connections/keepalive';
 import { createSocketIdAllocator, randomNodeNumber } from './protocols/pusher/socket-id';
 
 export interface GatewayDeps {
@@ -107,6 +108,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     streams,
     listGate,
     slowConsumers,
+    keepalive: new Keepalive({ config }),
     earlyJoins: new EarlyJoins(),
     unconfirmed: new UnconfirmedPublications(),
     status: { draining: false, admitting: 0 },
@@ -269,6 +271,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     drain,
     async close() {
       ctx.slowConsumers.stop();
+      ctx.keepalive.stop();
       membership.stop();
       for (const state of [...registry.all()]) closeConnection(state, 'SERVER_DRAINING');
       ctx.status.draining = true;

@@ -10,9 +10,11 @@ import { HISTORY_UNAVAILABLE } from '../streams/streams';
 import type { ClientAddresses, ConnectionRateLimit } from '../limits/rate-limit';
 import type { AdmissionDeps } from './admission';
 import type { ChannelDeps } from './channels';
+import type { Keepalive } from './keepalive';
 
 /** What the WebSocket lifecycle takes. */
 export interface SocketDeps extends AdmissionDeps, ChannelDeps {
+  readonly keepalive: Keepalive;
   readonly addresses: ClientAddresses;
   readonly connectionRate: ConnectionRateLimit;
 }
@@ -79,6 +81,7 @@ export function createSocketHandlers(
       }
       if (state.boot)
         sendTo(ctx, state, state.dialect.greet?.(state.id, ctx.config) ?? state.dialect.greeting);
+      if (state.dialect.keepalive) ctx.keepalive.add(state);
       const primary = state.subs.get(state.primary);
       if (!primary) return;
       const { resume } = state;
@@ -104,6 +107,7 @@ export function createSocketHandlers(
       state.conn = undefined;
       ctx.registry.remove(state);
       ctx.meters.connections[state.dialect.family]?.dec();
+      if (state.dialect.keepalive) ctx.keepalive.delete(state);
       releaseSocket(ctx, state);
       for (const sub of state.subs.values()) leaveChannel(ctx, state, sub);
     },

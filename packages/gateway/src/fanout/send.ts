@@ -25,8 +25,8 @@ export function sendTo(
  */
 export function closeConnection(
   state: ConnectionState,
-  reason: CloseReason,
-  text: string = CLOSE_CODES[reason].message,
+  reason: CloseReason | number,
+  text: string = typeof reason === 'number' ? '' : CLOSE_CODES[reason].message,
 ): void {
   const conn = state.conn;
   if (!conn || state.closed) return;

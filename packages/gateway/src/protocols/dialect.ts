@@ -58,6 +58,18 @@ export interface Dialect {
    * reason text. Absent: the catalog's code, and `closingError` before terminal codes (4500–4999).
    */
   readonly closeWith?: (reason: CloseReason | number, text: string) => DialectClose;
+  /**
+   * Server pings at the protocol level (connections/keepalive.ts): after `idleSeconds` without a
+   * frame from the client the server sends `ping`; without a frame within `pongSeconds` after it,
+   * the connection is closed with `timeoutCode` (through `closeWith`).
+   */
+  readonly keepalive?: {
+    idleSeconds(config: Config): number;
+    pongSeconds(config: Config): number;
+    readonly ping: string;
+    readonly timeoutCode: number;
+    readonly timeoutText: string;
+  };
 
   // ---- Client frames ----
 

@@ -637,6 +637,31 @@ describe('families', () => {
   });
 });
 
+describe('server pings', () => {
+  it('pings a silent socket after activity_timeout and closes it with 4201 when no pong follows', async () => {
+    const own = await startGateway({
+      env: { REDIS_URL: redis.url, PUSHER_ACTIVITY_TIMEOUT_SECONDS: '5', PUSHER_PONG_TIMEOUT_SECONDS: '1' },
+    });
+    try {
+      const silent = await raw(own, `/app/${app.key}?protocol=7`);
+      const answering = await raw(own, `/app/${app.key}?protocol=7`);
+      const greeting = await silent.nextEvent('pusher:connection_established');
+      expect(JSON.parse(greeting.json?.['data'] as string)).toMatchObject({ activity_timeout: 5 });
+      await answering.nextEvent('pusher:connection_established');
+      await silent.nextEvent('pusher:ping', 8000);
+      await answering.nextEvent('pusher:ping', 8000);
+      answering.send({ event: 'pusher:pong', data: {} });
+      const error = await silent.nextEvent('pusher:error', 5000);
+      expect(error.json?.['data']).toEqual({ code: 4201, message: 'Pong reply not received' });
+      expect((await silent.closed).code).toBe(4201);
+      answering.send({ event: 'pusher:ping', data: {} });
+      await answering.nextEvent('pusher:pong');
+    } finally {
+      await own.close();
+    }
+  }, 20_000);
+});
+
 describe('drain', () => {
   it('closes Pusher sockets with pusher:error 4200 and close code 4200', async () => {
     const own = await startGateway({ env: { REDIS_URL: redis.url } });

@@ -13,6 +13,7 @@ import {
   errorFrame,
   memberAdded,
   memberRemoved,
+  PING_FRAME,
   PONG_FRAME,
   presenceSubscriptionSucceeded,
   signinSuccess,
@@ -205,6 +206,13 @@ export const pusher: Dialect = {
   greet: (id, config) => connectionEstablished(id, config.pusher.activityTimeoutSeconds),
   socketIds: true,
   closeWith,
+  keepalive: {
+    idleSeconds: (config) => config.pusher.activityTimeoutSeconds,
+    pongSeconds: (config) => config.pusher.pongTimeoutSeconds,
+    ping: PING_FRAME,
+    timeoutCode: PUSHER_ERRORS.PONG_NOT_RECEIVED.code,
+    timeoutText: PUSHER_ERRORS.PONG_NOT_RECEIVED.message,
+  },
 
   text,
   binary: () => ({ type: 'error', text: 'Binary frames are not part of the Pusher protocol; frame dropped' }),
