@@ -443,6 +443,10 @@ describe('users', () => {
     const notes = [a, b].map((client) => new Promise((resolve) => client.user.bind('note', resolve)));
     await backend(one).sendToUser('ada', 'note', { hi: 1 });
     expect(await Promise.all(notes)).toEqual([{ hi: 1 }, { hi: 1 }]);
+    // A user's own channel is never listed.
+    const list = await backend(two).get({ path: '/channels' });
+    const listed = Object.keys(((await list.json()) as { channels: Record<string, unknown> }).channels);
+    expect(listed).not.toContain('#server-to-user-ada');
   });
 
   it('refuses #server-to-user-<id> to a socket not signed in as <id>', async () => {

@@ -127,7 +127,10 @@ async function serve(
       const query = parseChannelsQuery(params);
       if (isError(query)) return text(query);
       const counts = await ctx.engine.counts.list(record.key, 0, MAX_LISTED_CHANNELS);
-      const listed = counts.items.filter((item) => item.count > 0 && item.channel.startsWith(query.prefix));
+      // `#server-to-user-…` channels are a user's own, never listed (as on Pusher).
+      const listed = counts.items.filter(
+        (item) => item.count > 0 && item.channel.startsWith(query.prefix) && !item.channel.startsWith('#'),
+      );
       const users = query.userCount
         ? await Promise.all(listed.map((item) => userCount(ctx, record, item.channel)))
         : [];
