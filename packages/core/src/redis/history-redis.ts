@@ -17,16 +17,19 @@ export class RedisHistory implements History {
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
+    /** TTL of the stream a read starts (`HISTORY_TTL_SECONDS`) unless the query names one. */
+    private readonly defaultTtlSeconds = 120,
   ) {}
 
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
     const limit = wholeOrZero(query.limit);
     const first = query.since === undefined ? '' : String(wholeOrZero(query.since) + 1);
+    const ttl = wholeOrZero(query.ttlSeconds ?? 0) || this.defaultTtlSeconds;
     const reply = (await guard(this.client, () =>
       historyRead.run(
         this.client,
         [this.keys.historyMeta(topic), this.keys.historyStream(topic)],
-        [newEpoch(), '', first, limit],
+        [newEpoch(), ttl, first, limit],
       ),
     )) as [number, string, string[]];
     const [offset, epoch, wires] = reply;
