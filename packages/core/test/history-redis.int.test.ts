@@ -1,5 +1,6 @@
 import { Cluster } from 'ioredis';
 import { RedisBroker } from '../src/redis/broker-redis';
+import { serverGeneration } from '../src/redis/clients';
 import type { RedisClients } from '../src/redis/clients';
 import { RedisHistory } from '../src/redis/history-redis';
 import { onHistoryTrimmed } from '../src/redis/history-scripts';
@@ -38,7 +39,8 @@ describeEachRedis((backend) => {
       },
       holds: async (topic) => {
         const { command } = opened[0] as RedisClients;
-        return (await command.exists(keys.historyMeta(topic), keys.historyStream(topic))) > 0;
+        const list = keys.historyStream(topic);
+        return (await command.exists(keys.historyMeta(topic, serverGeneration(command, list)), list)) > 0;
       },
       close: async () => {
         await Promise.all(brokers.map((b) => b.close()));
@@ -77,6 +79,9 @@ function describeRedisStreams(backend: () => RedisBackend): void {
     });
 
     const pttl = (key: string) => clients.command.pttl(key);
+    /** The meta key the scripts use now, under the server's generation. */
+    const metaKey = (t: Topic) =>
+      keys.historyMeta(t, serverGeneration(clients.command, keys.historyStream(t)));
     const publish = (body: string, size = 5, ttlSeconds = 30) =>
       broker.publish(
         { topic, body, origin: 'n1', acceptedAt: 1_700_000_000_000, source: 'api' },
@@ -85,28 +90,28 @@ function describeRedisStreams(backend: () => RedisBackend): void {
 
     it("keeps both history keys under the publication's TTL, renewed by each publication", async () => {
       await publish('a', 5, 30);
-      for (const key of [keys.historyMeta(topic), keys.historyStream(topic)]) {
+      for (const key of [metaKey(topic), keys.historyStream(topic)]) {
         expect(await pttl(key)).toBeGreaterThan(25_000);
         expect(await pttl(key)).toBeLessThanOrEqual(30_000);
       }
       await publish('b', 5, 300);
-      expect(await pttl(keys.historyMeta(topic))).toBeGreaterThan(290_000);
+      expect(await pttl(metaKey(topic))).toBeGreaterThan(290_000);
       expect(await pttl(keys.historyStream(topic))).toBeGreaterThan(290_000);
     });
 
     it("gives the stream a read starts the query's TTL, else the configured one, and no list", async () => {
       await history.read(topic, { limit: 10 });
-      const ttl = await pttl(keys.historyMeta(topic));
+      const ttl = await pttl(metaKey(topic));
       expect(ttl).toBeGreaterThan(5_000);
       expect(ttl).toBeLessThanOrEqual(7_000);
       expect(await clients.command.exists(keys.historyStream(topic))).toBe(0);
       const other: Topic = { ...topic, channel: 'other' };
       await history.read(other, { limit: 10, ttlSeconds: 600 });
-      expect(await pttl(keys.historyMeta(other))).toBeGreaterThan(590_000);
+      expect(await pttl(metaKey(other))).toBeGreaterThan(590_000);
       // A read does not extend a stream's life: that is the publications' job.
       await publish('a', 5, 30);
       await history.read(topic, { limit: 10, ttlSeconds: 600 });
-      expect(await pttl(keys.historyMeta(topic))).toBeLessThanOrEqual(30_000);
+      expect(await pttl(metaKey(topic))).toBeLessThanOrEqual(30_000);
     });
 
     it('counts the bytes it holds, reports what the byte cap drops, and counts an older list once', async () => {
@@ -118,24 +123,24 @@ function describeRedisStreams(backend: () => RedisBackend): void {
       await capped('b'.repeat(100));
       const wires = await clients.command.lrange(keys.historyStream(topic), 0, -1);
       const bytes = (list: string[]) => list.reduce((sum, w) => sum + Buffer.byteLength(w), 0);
-      expect(Number(await clients.command.hget(keys.historyMeta(topic), 'b'))).toBe(bytes(wires));
+      expect(Number(await clients.command.hget(metaKey(topic), 'b'))).toBe(bytes(wires));
       expect(trimmed).toEqual([]);
       await capped('c'.repeat(100));
       expect(trimmed).toEqual([Buffer.byteLength(wires[0] as string)]);
       const kept = await clients.command.lrange(keys.historyStream(topic), 0, -1);
       expect(kept).toHaveLength(2);
-      expect(Number(await clients.command.hget(keys.historyMeta(topic), 'b'))).toBe(bytes(kept));
+      expect(Number(await clients.command.hget(metaKey(topic), 'b'))).toBe(bytes(kept));
       // A list stored by a version that did not count bytes: counted in full at the next publish.
-      await clients.command.hdel(keys.historyMeta(topic), 'b');
+      await clients.command.hdel(metaKey(topic), 'b');
       await capped('d'.repeat(10));
       const now = await clients.command.lrange(keys.historyStream(topic), 0, -1);
-      expect(Number(await clients.command.hget(keys.historyMeta(topic), 'b'))).toBe(bytes(now));
+      expect(Number(await clients.command.hget(metaKey(topic), 'b'))).toBe(bytes(now));
     });
 
     it('starts a new epoch and never serves the old entries when the meta alone is lost', async () => {
       const first = await publish('a');
       await publish('b');
-      await clients.command.del(keys.historyMeta(topic));
+      await clients.command.del(metaKey(topic));
       const next = await publish('c');
       expect(next).toEqual({ offset: 1, epoch: expect.any(String) });
       expect(next?.epoch).not.toBe(first?.epoch);

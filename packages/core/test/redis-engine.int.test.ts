@@ -7,6 +7,7 @@ import { createLogger } from '../src/logger';
 import type { ControlCommand, Publication } from '../src/broker/broker';
 import { createRedisEngine } from '../src/redis/redis-engine';
 import { redisKeys } from '../src/redis/keys';
+import { generationOf } from '../src/redis/connection-health';
 import type { Topic } from '../src/types';
 import { startRedis, startRedisCluster } from '../../testing/src/redis-server';
 import type { RedisClusterHandle, RedisServer } from '../../testing/src/redis-server';
@@ -136,7 +137,10 @@ describe('Redis engine through an outage', () => {
     const before = await h.history.read(room, { limit: 10 });
     expect(before).toEqual({ offset: 0, epoch: expect.any(String), publications: [] });
     const raw = new Redis(server.url);
-    const ttl = await raw.pttl(redisKeys(prefix).historyMeta(room)).finally(() => raw.disconnect());
+    const generation = generationOf(`${await raw.info('server')}\n${await raw.info('replication')}`) ?? '';
+    const ttl = await raw
+      .pttl(redisKeys(prefix).historyMeta(room, generation))
+      .finally(() => raw.disconnect());
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(9000);
     expect(await h.broker.publish({ topic: room, body: 'a', origin: 'node-h' }, config.history)).toEqual({

@@ -6,4 +6,5 @@ export * from './chromium';
 export * from './wait';
 export * from './haproxy';
 export * from './ports';
+export * from './tcp-proxy';
 export * from './raw-http';

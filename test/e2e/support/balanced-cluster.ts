@@ -22,6 +22,11 @@ export interface BalancedClusterOptions {
   readonly names: readonly string[];
   /** Gateway configuration on top of Redis, the key and the port. */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * How the gateways reach Redis instead of the cluster's own server (`REDIS_SENTINELS`… of a
+   * sentinel group, a `REDIS_URL` through a proxy); the own server then runs unused.
+   */
+  readonly redisEnv?: Readonly<Record<string, string>>;
   /** HAProxy's health-check interval (the shipped 2 s is slow for tests). */
   readonly checkIntervalMs?: number;
 }
@@ -86,9 +91,10 @@ export class BalancedCluster {
     readonly balancerPort: number,
     private haproxy: RunningHaproxy | undefined,
     env: Readonly<Record<string, string>>,
+    redisEnv: Readonly<Record<string, string>> = { REDIS_URL: redis.url },
   ) {
     this.env = {
-      REDIS_URL: redis.url,
+      ...redisEnv,
       REDIS_PREFIX: `bc${randomBytes(4).toString('hex')}`,
       SWITCHBOARD_KEYS: JSON.stringify([{ key: this.key.key, secret: this.key.secret, domains: [] }]),
       ...env,
@@ -109,6 +115,7 @@ export class BalancedCluster {
       balancerPort,
       undefined,
       options.env ?? {},
+      options.redisEnv,
     );
     try {
       await Promise.all(options.names.map((name) => cluster.startGateway(name)));

@@ -543,6 +543,8 @@ function redisTarget(config: Config): string {
   const redis = config.redis;
   if (!redis) return 'memory';
   if (redis.kind === 'cluster') return redis.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  if (redis.kind === 'sentinel')
+    return `master ${redis.name} of ${redis.sentinels.map((n) => `${n.host}:${n.port}`).join(',')}`;
   try {
     return new URL(redis.url).host;
   } catch {

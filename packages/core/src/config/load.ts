@@ -4,7 +4,17 @@ import type { Env, SeedKey } from './schema';
 import type { AuthFailureLimits } from '../auth/auth-failures';
 
 export type RedisTarget =
-  { kind: 'standalone'; url: string } | { kind: 'cluster'; nodes: { host: string; port: number }[] };
+  | { kind: 'standalone'; url: string }
+  | { kind: 'cluster'; nodes: { host: string; port: number }[] }
+  | {
+      /** A master named by Sentinel, followed through failovers (docs/operations.md). */
+      kind: 'sentinel';
+      sentinels: { host: string; port: number }[];
+      name: string;
+      sentinelPassword: string | undefined;
+      password: string | undefined;
+      tls: boolean;
+    };
 
 /** The frozen configuration every service receives. */
 export interface Config {
@@ -124,11 +134,20 @@ export function loadConfig(
     );
   }
   const e = parsed.data;
-  const redis: RedisTarget | undefined = e.REDIS_CLUSTER_NODES
-    ? { kind: 'cluster', nodes: e.REDIS_CLUSTER_NODES }
-    : e.REDIS_URL
-      ? { kind: 'standalone', url: e.REDIS_URL }
-      : undefined;
+  const redis: RedisTarget | undefined = e.REDIS_SENTINELS
+    ? {
+        kind: 'sentinel',
+        sentinels: e.REDIS_SENTINELS,
+        name: e.REDIS_SENTINEL_NAME,
+        sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
+        password: e.REDIS_PASSWORD,
+        tls: e.REDIS_SENTINEL_TLS,
+      }
+    : e.REDIS_CLUSTER_NODES
+      ? { kind: 'cluster', nodes: e.REDIS_CLUSTER_NODES }
+      : e.REDIS_URL
+        ? { kind: 'standalone', url: e.REDIS_URL }
+        : undefined;
   return deepFreeze({
     port: e.PORT,
     accountPort: e.ACCOUNT_PORT,

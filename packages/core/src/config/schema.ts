@@ -198,6 +198,16 @@ export const configSchema = z
       .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
       .optional(),
     REDIS_CLUSTER_NODES: clusterNodes.optional(),
+    /** Sentinels that name the master (`host:port,…`), instead of REDIS_URL (docs/operations.md). */
+    REDIS_SENTINELS: clusterNodes.optional(),
+    REDIS_SENTINEL_NAME: z.string().min(1).default('mymaster'),
+    REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
+    /** The password of the servers the sentinels name (their URL's password with REDIS_URL). */
+    REDIS_PASSWORD: z.string().min(1).optional(),
+    REDIS_SENTINEL_TLS: z
+      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
+      .transform((flag) => flag === '1' || flag === 'true')
+      .default('0'),
     REDIS_PREFIX: z
       .string()
       .regex(/^[A-Za-z0-9_.-]{1,32}$/, 'must be 1 to 32 characters of A-Z a-z 0-9 _ . -')
@@ -271,6 +281,13 @@ export const configSchema = z
         code: z.ZodIssueCode.custom,
         path: ['REDIS_CLUSTER_NODES'],
         message: 'set either REDIS_URL or REDIS_CLUSTER_NODES, not both',
+      });
+    }
+    if (env.REDIS_SENTINELS && (env.REDIS_URL || env.REDIS_CLUSTER_NODES)) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['REDIS_SENTINELS'],
+        message: 'set one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS',
       });
     }
     (env.SWITCHBOARD_KEYS ?? []).forEach((seed, index) => {
