@@ -90,18 +90,27 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
   const native = loadUws().uws;
   const app = native.App();
   let listenSocket: uWS.us_listen_socket | undefined;
-  /** The upgrade being completed by `upgradeLate`, while its `res.cork` runs. */
+  /** The upgrade being completed by `upgradeLate`, while uWS runs its `open`. */
   let late: { ws: uWS.WebSocket<Carrier<T>> | undefined; closed: boolean } | undefined;
+  /**
+   * An open socket, any, whose cork `upgradeLate` borrows; the next socket to open replaces it once
+   * it closed.
+   */
+  let anchor: uWS.WebSocket<Carrier<T>> | undefined;
 
   /**
-   * Completes an upgrade decided after uWS's upgrade handler returned. It has to go through
-   * `res.cork`, and uWebSockets.js 20.30's `cork` can close the new socket right after its `open`:
-   * upgrading shrinks the socket's memory in place, and `cork` then reads the HTTP response's
-   * "connection: close" flag from memory the WebSocket no longer owns (fixed upstream in
-   * uWebSockets fe7c01a; docs/architecture.md, "Upgrades that wait"). Whatever is allocated
-   * between the two can land there, so nothing of the gateway's runs inside that `cork`: the
-   * socket's `open` is held until it returned and then runs in the socket's own cork. A socket
-   * the bug closed never reaches `open`: it goes to `upgradeLost` instead.
+   * Completes an upgrade decided after uWS's upgrade handler returned, without letting uWS cork the
+   * upgrading socket. uWebSockets.js 20.30's and 20.57's `res.cork` can close the new socket right
+   * after its `open`: upgrading shrinks the socket's memory in place, and `cork`, once its callback
+   * returned, reads the HTTP response's "connection: close" flag from memory the WebSocket no
+   * longer owns (fixed upstream in uWebSockets fe7c01a; docs/architecture.md, "Upgrades that
+   * wait"). That read happens only when `res.cork` corked the socket itself, and it does not while
+   * another socket is corked: so the upgrade runs in `res.cork` (uWebSockets.js warns on stderr
+   * about every write made outside its callbacks) inside the cork of another open socket, the
+   * anchor. Its 101 is then written unbuffered, in a few small writes. With no socket open (the
+   * first upgrade of a fresh process), `res.upgrade` runs bare: as safe, with that warning once.
+   * The socket's `open` is held until the upgrade returned, then runs in the socket's own cork; a
+   * socket closed meanwhile (none was in the stress runs) goes to `upgradeLost`.
    */
   const upgradeLate = (
     res: Response,
@@ -112,9 +121,11 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     context: uWS.us_socket_context_t,
   ): void => {
     const upgrading: NonNullable<typeof late> = { ws: undefined, closed: false };
+    const upgrade = (): void => res.upgrade<Carrier<T>>({ data }, key, protocol, extensions, context);
     late = upgrading;
     try {
-      res.cork(() => res.upgrade<Carrier<T>>({ data }, key, protocol, extensions, context));
+      if (anchor) anchor.cork(() => res.cork(upgrade));
+      else upgrade();
     } finally {
       late = undefined;
     }
@@ -123,6 +134,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       handlers.upgradeLost(data);
       return;
     }
+    anchor ??= ws;
     ws.cork(() => handlers.open(ws as unknown as Conn, data));
   };
 
@@ -185,13 +197,18 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       );
     },
     open: (ws) => {
-      if (late) late.ws = ws;
-      else handlers.open(ws as unknown as Conn, ws.getUserData().data);
+      if (late) {
+        late.ws = ws;
+        return;
+      }
+      anchor ??= ws;
+      handlers.open(ws as unknown as Conn, ws.getUserData().data);
     },
     message: (ws, message, isBinary) =>
       handlers.message(ws as unknown as Conn, ws.getUserData().data, message, isBinary),
     drain: (ws) => handlers.drain(ws as unknown as Conn, ws.getUserData().data),
     close: (ws, code) => {
+      if (ws === anchor) anchor = undefined;
       if (late && late.ws === ws) late.closed = true;
       else handlers.close(ws as unknown as Conn, ws.getUserData().data, code);
     },
