@@ -92,25 +92,26 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
   let listenSocket: uWS.us_listen_socket | undefined;
   /** The upgrade being completed by `upgradeLate`, while uWS runs its `open`. */
   let late: { ws: uWS.WebSocket<Carrier<T>> | undefined; closed: boolean } | undefined;
-  /**
-   * An open socket, any, whose cork `upgradeLate` borrows; the next socket to open replaces it once
-   * it closed.
-   */
+  /** Every open socket (past `open`, before `close`): `upgradeLate` borrows the cork of one. */
+  const sockets = new Set<uWS.WebSocket<Carrier<T>>>();
+  /** The open socket whose cork `upgradeLate` borrows; another open one replaces it when it closes. */
   let anchor: uWS.WebSocket<Carrier<T>> | undefined;
 
   /**
-   * Completes an upgrade decided after uWS's upgrade handler returned, without letting uWS cork the
-   * upgrading socket. uWebSockets.js 20.30's and 20.57's `res.cork` can close the new socket right
-   * after its `open`: upgrading shrinks the socket's memory in place, and `cork`, once its callback
-   * returned, reads the HTTP response's "connection: close" flag from memory the WebSocket no
-   * longer owns (fixed upstream in uWebSockets fe7c01a; docs/architecture.md, "Upgrades that
-   * wait"). That read happens only when `res.cork` corked the socket itself, and it does not while
-   * another socket is corked: so the upgrade runs in `res.cork` (uWebSockets.js warns on stderr
-   * about every write made outside its callbacks) inside the cork of another open socket, the
-   * anchor. Its 101 is then written unbuffered, in a few small writes. With no socket open (the
-   * first upgrade of a fresh process), `res.upgrade` runs bare: as safe, with that warning once.
-   * The socket's `open` is held until the upgrade returned, then runs in the socket's own cork; a
-   * socket closed meanwhile (none was in the stress runs) goes to `upgradeLost`.
+   * Completes an upgrade decided after uWS's upgrade handler returned, never inside a cork of the
+   * upgrading socket itself. uWebSockets.js 20.30's and 20.57's `res.cork`, once its callback
+   * returned, reads the HTTP response's "connection: close" flag from the socket's memory: after an
+   * upgrade that memory was shrunk in place and the flag's bytes are no longer the WebSocket's, so
+   * whatever reused them can close the new socket right after its `101` (fixed upstream in
+   * uWebSockets fe7c01a; docs/architecture.md, "Upgrades that wait"). `res.cork` does that only
+   * when it corked the socket itself, which it does not while another socket is corked: so the
+   * upgrade runs in `res.cork` (uWebSockets.js prints a warning for every write made outside a
+   * cork callback or its own callbacks) inside the cork of another open socket, the anchor. The
+   * `101` is then written without buffering, in a few small writes. With no socket open (the first
+   * late upgrade of a fresh or idle process), `res.upgrade` runs bare: as safe, with that warning
+   * on stderr. The socket's `open` is held until the upgrade returned, then runs in the socket's
+   * own cork; a socket closed meanwhile goes to `upgradeLost` (kept as a safety net: none was,
+   * docs/operations.md).
    */
   const upgradeLate = (
     res: Response,
@@ -134,6 +135,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       handlers.upgradeLost(data);
       return;
     }
+    sockets.add(ws);
     anchor ??= ws;
     ws.cork(() => handlers.open(ws as unknown as Conn, data));
   };
@@ -201,6 +203,7 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         late.ws = ws;
         return;
       }
+      sockets.add(ws);
       anchor ??= ws;
       handlers.open(ws as unknown as Conn, ws.getUserData().data);
     },
@@ -208,7 +211,8 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       handlers.message(ws as unknown as Conn, ws.getUserData().data, message, isBinary),
     drain: (ws) => handlers.drain(ws as unknown as Conn, ws.getUserData().data),
     close: (ws, code) => {
-      if (ws === anchor) anchor = undefined;
+      sockets.delete(ws);
+      if (ws === anchor) anchor = sockets.values().next().value;
       if (late && late.ws === ws) late.closed = true;
       else handlers.close(ws as unknown as Conn, ws.getUserData().data, code);
     },
