@@ -23,7 +23,8 @@ import WebSocket from 'ws';
  * close" flag without "response pending"), so one of them lands in the memory a socket gave up
  * when it was upgraded. Under a `res.cork` that corked the upgrading socket, `open` runs between
  * the upgrade and the read of that flag, as the gateway's own `open` once did: with
- * `--window-churn 50` about every upgrade completed through a `setImmediate` is closed.
+ * `--window-churn 50` nearly every upgrade completed through a `setImmediate` was closed on that
+ * path, and none is on the transport's (the cork of another socket).
  */
 
 interface Options {
