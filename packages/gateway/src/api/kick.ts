@@ -1,4 +1,4 @@
-import { CLOSE_CODES, kickConnections } from '@switchboard/core';
+import { CLOSE_CODES, EngineUnavailableError, kickConnections } from '@switchboard/core';
 import type { KickSelector } from '@switchboard/core';
 import { authenticate, optionalString } from './request';
 import type { Body } from './request';
@@ -12,6 +12,10 @@ import type { ApiDeps } from './deps';
  * The answer's `kicked` counts the sockets this gateway closed or removed the channel from: it
  * kicks its own first, then tells every node. The control channel is publish/subscribe without
  * replies, so the other gateways' kicks are not counted (docs/protocol.md, "Kicks").
+ *
+ * While the engine is known to be unreachable the kick is refused before anything is closed: a
+ * 503 means the request was not carried out, and a kick done on this node only would leave the
+ * other nodes' matches connected without saying so.
  */
 export async function kick(
   ctx: ApiDeps,
@@ -21,6 +25,7 @@ export async function kick(
   const record = await authenticate(ctx, body);
   const reason = optionalString(body, 'reason') ?? CLOSE_CODES.KICKED.message;
   const selector = selectorOf(body, { key: record.key, reason });
+  if (!ctx.engine.isAvailable()) throw new EngineUnavailableError();
   const kicked = ctx.kickHere(selector);
   await kickConnections(ctx.engine, selector);
   return { success: true, kicked };
