@@ -73,6 +73,13 @@ interface Target {
   readonly url: URL;
 }
 
+/**
+ * An event of a channel whose name starts with '#' (a Pusher user's `#server-to-user-…` and
+ * `#watchlist-…` channels, which clients never name): no client or backend knows such a channel,
+ * so its events are not sent. Read from the stored JSON text, which has no spaces.
+ */
+const isInternal = (event: QueuedEvent): boolean => event.json.includes('"channel":"#');
+
 /** The id of a batch: the same for the same events, whoever delivers it and however often. */
 export function deliveryId(key: ApiKey, batch: readonly QueuedEvent[]): string {
   const first = batch[0]?.id ?? '';
@@ -258,7 +265,10 @@ export class WebhookDispatcher {
           await this.sleep(this.timing.pollMs);
           continue;
         }
-        if (await this.deliver(key, batch)) settled = batch.map((e) => e.id);
+        // Events of internal channels (names starting with '#': a Pusher user's own channels)
+        // are never sent; they are acknowledged with the batch.
+        const visible = batch.some(isInternal) ? batch.filter((e) => !isInternal(e)) : batch;
+        if (visible.length === 0 || (await this.deliver(key, visible))) settled = batch.map((e) => e.id);
         else renewedAt = 0;
       } catch (error) {
         this.log.debug({ err: error, key }, 'webhook queue unavailable; trying again');

@@ -5,6 +5,7 @@ import { authorizeChannel, buildSubscription, identityProblem } from './admissio
 import { enterChannel, leaveChannel } from './channels';
 import type { ConnectionState, Subscription } from './connection';
 import { relayClientMessage } from './relay';
+import { signInUser } from './users';
 import { sendFrameError, sendTo } from '../fanout/send';
 import { HISTORY_UNAVAILABLE } from '../streams/streams';
 import { isResumeProblem, parseResume } from '../streams/resume';
@@ -40,8 +41,13 @@ export function runCommand(
     case 'reply':
       return sendTo(ctx, state, command.frame);
     case 'signin':
+      if (state.signedIn !== undefined)
+        return sendFrameError(ctx, state, 'This connection is signed in already');
       state.signedIn = command.user;
-      return sendTo(ctx, state, command.frame);
+      signInUser(ctx, state, command.user, command.watchlist ?? [], command.frame).catch((error: unknown) => {
+        ctx.logger.warn({ err: error }, "a signed-in user's presence could not be written");
+      });
+      return;
     case 'subscribe': {
       const reply = replyWith(ctx, state, command.answer);
       subscribe(ctx, state, command.channel, command.request, reply).catch((error: unknown) => {

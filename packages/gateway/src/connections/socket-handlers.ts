@@ -2,6 +2,7 @@ import type { Conn, TransportHandlers } from '../transport/types';
 import { admit, releaseSocket } from './admission';
 import { enterChannel, leaveChannel } from './channels';
 import { handleClientFrame } from './client-frames';
+import { signOutUser } from './users';
 import { isRejection } from './connection';
 import type { SocketData } from './connection';
 import { closeConnection, closeOf, closeReasonText, sendTo } from '../fanout/send';
@@ -110,6 +111,7 @@ export function createSocketHandlers(
       if (state.dialect.keepalive) ctx.keepalive.delete(state);
       releaseSocket(ctx, state);
       for (const sub of state.subs.values()) leaveChannel(ctx, state, sub);
+      if (state.signedIn !== undefined) signOutUser(ctx, state);
     },
   };
 }

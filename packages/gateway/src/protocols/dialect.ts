@@ -110,6 +110,17 @@ export interface Dialect {
   // ---- Presence ----
 
   readonly presence: PresenceFrames;
+  /**
+   * Online users of a protocol with sign-in and watchlists (connections/users.ts): a user's own
+   * topic (`channel`), where its signed-in connections are present and its watchers listen, and
+   * the frames telling watchers that users came online or went offline (`presence.left` gives the
+   * offline frame when the cluster removes a dead node's entries).
+   */
+  readonly users?: {
+    channel(user: string): string;
+    online(users: readonly string[]): string;
+    offline(users: readonly string[]): string;
+  };
 
   // ---- Kicks ----
 
@@ -295,7 +306,13 @@ export type Command =
    * The connection signs in as `user` (its dialect verified the credentials): kicks of that
    * signed-in user match it (`KickSelector.signedIn`); `frame` answers the sender.
    */
-  | { readonly type: 'signin'; readonly user: string; readonly frame: string }
+  | {
+      readonly type: 'signin';
+      readonly user: string;
+      readonly frame: string;
+      /** Users whose coming online and going offline it is told (`Dialect.users`). */
+      readonly watchlist?: readonly string[];
+    }
   | {
       readonly type: 'subscribe';
       readonly channel: string;

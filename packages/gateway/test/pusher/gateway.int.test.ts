@@ -390,6 +390,29 @@ describe('presence channels', () => {
   });
 });
 
+describe('watchlists', () => {
+  it('tells a watcher, on any gateway, when a watched user comes online (its first socket) and goes offline (its last)', async () => {
+    const watcher = await signIn(one, 'wl-a', ['wl-b', 'wl-c']);
+    const firstTab = await signIn(two, 'wl-b');
+    const online = await watcher.nextEvent('pusher_internal:watchlist_events');
+    expect(watchlistEvent(online)).toEqual([{ name: 'online', user_ids: ['wl-b'] }]);
+    const secondTab = await signIn(one, 'wl-b');
+    firstTab.close();
+    await firstTab.closed;
+    // The second tab keeps wl-b online: the next event is its going offline after the last tab.
+    secondTab.close();
+    const offline = await watcher.nextEvent('pusher_internal:watchlist_events');
+    expect(watchlistEvent(offline)).toEqual([{ name: 'offline', user_ids: ['wl-b'] }]);
+
+    // A watcher signing in while a watched user is online is told at once.
+    const present = await signIn(two, 'wl-c');
+    void present;
+    const late = await signIn(two, 'wl-d', ['wl-c', 'wl-b']);
+    const initial = await late.nextEvent('pusher_internal:watchlist_events');
+    expect(watchlistEvent(initial)).toEqual([{ name: 'online', user_ids: ['wl-c'] }]);
+  });
+});
+
 describe('encrypted and cache channels', () => {
   it('passes ciphertext of a private-encrypted channel through, and refuses client events there', async () => {
     const client = await connect(two);
@@ -420,6 +443,23 @@ describe('encrypted and cache channels', () => {
     expect(await next(hit, 'score')).toEqual({ home: 2 });
   });
 });
+
+/** A raw socket signed in as `id` (watching `watchlist`), once its pusher:signin_success arrived. */
+async function signIn(gateway: TestGateway, id: string, watchlist?: string[]): Promise<TestClient> {
+  const client = await raw(gateway, `/app/${app.key}?protocol=7`);
+  const established = await client.nextEvent('pusher:connection_established');
+  const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
+  const { auth, user_data } = backend(gateway).authenticateUser(socketId, {
+    id,
+    ...(watchlist ? { watchlist } : {}),
+  });
+  client.send({ event: 'pusher:signin', data: { auth, user_data } });
+  await client.nextEvent('pusher:signin_success');
+  return client;
+}
+
+const watchlistEvent = (frame: { json: Record<string, unknown> | undefined }): unknown =>
+  (frame.json?.['data'] as { events: unknown }).events;
 
 describe('users', () => {
   it('signs in, and server-to-user events reach every socket of the user on any gateway', async () => {
@@ -458,15 +498,6 @@ describe('users', () => {
   });
 
   it('terminates a signed-in user’s connections on every gateway (4009), and only theirs', async () => {
-    const signIn = async (gateway: TestGateway, id: string): Promise<TestClient> => {
-      const client = await raw(gateway, `/app/${app.key}?protocol=7`);
-      const established = await client.nextEvent('pusher:connection_established');
-      const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
-      const { auth, user_data } = backend(gateway).authenticateUser(socketId, { id });
-      client.send({ event: 'pusher:signin', data: { auth, user_data } });
-      await client.nextEvent('pusher:signin_success');
-      return client;
-    };
     const [onOne, onTwo, other] = await Promise.all([
       signIn(one, 'zed'),
       signIn(two, 'zed'),

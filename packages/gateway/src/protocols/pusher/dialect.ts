@@ -17,6 +17,7 @@ import {
   PONG_FRAME,
   presenceSubscriptionSucceeded,
   signinSuccess,
+  watchlistEvents,
   subscriptionError,
   subscriptionSucceeded,
 } from './frames';
@@ -25,6 +26,9 @@ import { parseUserData, verifyUserAuth } from './auth';
 import type { PresenceMember } from './auth';
 import { handlePusherHttp } from './http-routes';
 import { clientEventProblem, authorizeSubscription } from './subscribe';
+
+/** The channels of users' online presence (`Dialect.users`). */
+const WATCHLIST_PREFIX = '#watchlist-';
 
 /** The topic family of Pusher channels: apart from the PieSocket families' (docs/pusher.md). */
 export const PUSHER_FAMILY = 'pusher';
@@ -157,7 +161,12 @@ function text(state: SocketView, frame: string, config: Config): Command | undef
       if (!verdict.ok) return frameProblem(`pusher:signin refused: ${verdict.message}`);
       const user = parseUserData(command.userData, config.pusher.identity);
       if (!user.ok) return frameProblem(`pusher:signin refused: ${user.message}`);
-      return { type: 'signin', user: user.value.id, frame: signinSuccess(command.userData) };
+      return {
+        type: 'signin',
+        user: user.value.id,
+        frame: signinSuccess(command.userData),
+        watchlist: user.value.watchlist,
+      };
     }
     case 'client-event': {
       const { channel } = command;
@@ -243,10 +252,21 @@ export const pusher: Dialect = {
         : undefined,
     rejoined: () => undefined,
     leaveCarriesRoster: false,
-    left: (topic, left) =>
-      left.lastOfIdentity
-        ? { body: memberRemoved(topic.channel, String(left.member.user)), stampable: false }
-        : undefined,
+    left: (topic, left) => {
+      if (!left.lastOfIdentity) return undefined;
+      const user = String(left.member.user);
+      if (topic.channel.startsWith(WATCHLIST_PREFIX))
+        return { body: watchlistEvents([{ name: 'offline', user_ids: [user] }]), stampable: false };
+      return { body: memberRemoved(topic.channel, user), stampable: false };
+    },
+  },
+
+  // A user's signed-in sockets are present in `#watchlist-<id>`, which its watchers listen to: no
+  // client can name such a channel (channels.ts), so none subscribes to it otherwise.
+  users: {
+    channel: (user) => `${WATCHLIST_PREFIX}${user}`,
+    online: (users) => watchlistEvents([{ name: 'online', user_ids: users }]),
+    offline: (users) => watchlistEvents([{ name: 'offline', user_ids: users }]),
   },
 
   kick: { targeted: false },
