@@ -78,12 +78,18 @@ function relay(
   });
   if (!state.closed) touchPresence(ctx, state, sub);
   if (options.to === undefined && !options.binary && state.record.webhook?.events?.includes('client_event')) {
-    emitClientEvent(ctx, state, sub, body);
+    emitClientEvent(ctx, state, sub, body, options.textData === true);
   }
 }
 
 /** A `client_event` webhook event for a relayed JSON message with a string `event`; others are not events. */
-function emitClientEvent(ctx: ChannelDeps, state: ConnectionState, sub: Subscription, body: string): void {
+function emitClientEvent(
+  ctx: ChannelDeps,
+  state: ConnectionState,
+  sub: Subscription,
+  body: string,
+  textData: boolean,
+): void {
   let message: unknown;
   try {
     message = JSON.parse(body);
@@ -91,8 +97,10 @@ function emitClientEvent(ctx: ChannelDeps, state: ConnectionState, sub: Subscrip
     return;
   }
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return;
-  const { event, data } = message as { event?: unknown; data?: unknown };
+  const { event } = message as { event?: unknown };
+  let { data } = message as { data?: unknown };
   if (typeof event !== 'string') return;
+  if (textData && data !== undefined && typeof data !== 'string') data = JSON.stringify(data);
   ctx.engine.webhooks
     .append(state.key, {
       name: 'client_event',

@@ -245,6 +245,11 @@ export interface RelayOptions {
   readonly binary?: boolean;
   /** The body is a JSON text that carries a binary frame as base64. */
   readonly systemBinary?: boolean;
+  /**
+   * The `client_event` webhook's `data` is a string: the message's own string `data`, else its
+   * JSON text (Pusher's webhook format); without it, `data` as the message has it.
+   */
+  readonly textData?: boolean;
 }
 
 /**

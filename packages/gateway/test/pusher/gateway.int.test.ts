@@ -636,6 +636,7 @@ describe('webhooks', () => {
       expect(received.find((e) => e.name === 'client_event')).toMatchObject({
         channel: 'private-hooks',
         event: 'client-hook',
+        data: '{"n":1}',
         socket_id: tab1.connection.socket_id,
       });
       expect(received.find((e) => e.name === 'cache_miss')).toEqual({

@@ -183,7 +183,7 @@ function text(state: SocketView, frame: string, config: Config): Command | undef
           command.dataJson,
           user === undefined || user === null ? undefined : String(user),
         ),
-        options: { stampable: false },
+        options: { stampable: false, textData: true },
         limit: { perSecond: config.pusher.clientEventsPerSecond, refusal: CLIENT_EVENT_RATE_LIMIT },
       };
     }
