@@ -281,6 +281,21 @@ describe('public channels and the HTTP API', () => {
   });
 });
 
+describe('failed authentication', () => {
+  it('counts bad signatures against the client address: refused with 429 past AUTH_FAILURES_PER_ADDRESS', async () => {
+    const own = await startGateway({ env: { REDIS_URL: redis.url, AUTH_FAILURES_PER_ADDRESS: '2' } });
+    try {
+      const wrong = backend(own, { secret: 'wrong' });
+      await expect(wrong.trigger('x', 'e', {})).rejects.toMatchObject({ status: 401 });
+      await expect(wrong.trigger('x', 'e', {})).rejects.toMatchObject({ status: 401 });
+      // The address is over its limit now: even a well-signed request is refused for a while.
+      await expect(backend(own).trigger('x', 'e', {})).rejects.toMatchObject({ status: 429 });
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('private channels and client events', () => {
   it('authorizes with the SDK’s authorizeChannel and refuses a wrong signature', async () => {
     const good = await connect(one);
