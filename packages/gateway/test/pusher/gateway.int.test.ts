@@ -296,6 +296,21 @@ describe('failed authentication', () => {
   });
 });
 
+describe('quotas', () => {
+  it('answers 403 once the key’s daily message quota is used up', async () => {
+    const limited = await createTestKey(one.engine, { limits: { messagesPerDay: 1 } });
+    const sdk = new Pusher({
+      appId: limited.key,
+      key: limited.key,
+      secret: limited.secret,
+      host: '127.0.0.1',
+      port: String(one.port),
+    });
+    await sdk.trigger('quota', 'e', {});
+    await expect(sdk.trigger('quota', 'e', {})).rejects.toMatchObject({ status: 403 });
+  });
+});
+
 describe('private channels and client events', () => {
   it('authorizes with the SDK’s authorizeChannel and refuses a wrong signature', async () => {
     const good = await connect(one);

@@ -6,8 +6,8 @@ import {
   kickConnections,
   publishMessage,
 } from '@switchboard/core';
-import type { ApiKeyRecord, KickSelector, Topic } from '@switchboard/core';
-import { takeApiRequest, takeRestPublish } from '../../limits/rate-limit';
+import type { ApiKeyRecord, KickSelector, QuotaRefusal, Topic } from '@switchboard/core';
+import { takeApiRequest, takePublish } from '../../limits/rate-limit';
 import type { HttpReply, HttpRequest } from '../../transport/types';
 import type { DialectHttpDeps } from '../dialect';
 import { channelEvent } from './frames';
@@ -50,9 +50,31 @@ const text = (error: PusherHttpError | { status: number; body: string }): HttpRe
 const isError = (value: unknown): value is PusherHttpError =>
   typeof value === 'object' && value !== null && 'status' in value && 'body' in value;
 
+/** A publish over the key's quota: the daily one answers 403 (Pusher's), the per-second one 429. */
+class QuotaRefused extends Error {
+  constructor(readonly refusal: QuotaRefusal) {
+    super(refusal.message);
+  }
+}
+
 /** An error thrown on the way (a quota, the engine) as Pusher's plain-text answer. */
 function thrown(ctx: DialectHttpDeps, error: unknown): HttpReply {
-  if (error instanceof AppError) return text({ status: error.status, body: error.message });
+  if (error instanceof QuotaRefused) {
+    const { refusal } = error;
+    return {
+      status: refusal.limit === 'messagesPerDay' ? 403 : 429,
+      contentType: PUSHER_HTTP_CONTENT_TYPE_ERROR,
+      headers: { 'retry-after': String(refusal.retryAfterSeconds) },
+      body: refusal.message,
+    };
+  }
+  if (error instanceof AppError)
+    return {
+      ...text({ status: error.status, body: error.message }),
+      ...(error.retryAfterSeconds === undefined
+        ? {}
+        : { headers: { 'retry-after': String(error.retryAfterSeconds) } }),
+    };
   if (error instanceof EngineUnavailableError)
     return text({ status: 503, body: 'Service temporarily unavailable, try again' });
   ctx.logger.error({ err: error }, 'Pusher HTTP API request failed');
@@ -193,8 +215,9 @@ const topicOf = (record: ApiKeyRecord, channel: string): Topic => ({
 async function trigger(ctx: DialectHttpDeps, record: ApiKeyRecord, event: TriggeredEvent): Promise<void> {
   await Promise.all(
     event.channels.map(async ({ name }) => {
-      const taking = takeRestPublish(ctx, record);
-      if (taking) await taking;
+      const taking = takePublish(ctx, record);
+      const refusal = taking ? await taking : undefined;
+      if (refusal) throw new QuotaRefused(refusal);
       const published = await publishMessage(ctx, {
         record,
         protocol: FAMILY,
