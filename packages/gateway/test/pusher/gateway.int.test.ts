@@ -471,6 +471,8 @@ describe('encrypted and cache channels', () => {
     const later = await connect(two);
     const hit = later.subscribe('cache-scores');
     expect(await next(hit, 'score')).toEqual({ home: 2 });
+    const info = await backend(one).get({ path: '/channels/cache-scores', params: { info: 'cache' } });
+    expect(await info.json()).toEqual({ occupied: true, cache: { data: '{"home":2}', ttl: 120 } });
   });
 });
 

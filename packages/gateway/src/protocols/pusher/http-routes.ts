@@ -2,6 +2,7 @@ import {
   AppError,
   EngineUnavailableError,
   appIdOf,
+  historyRetention,
   isValidApiKey,
   kickConnections,
   publishMessage,
@@ -27,7 +28,7 @@ import {
   usersAnswer,
 } from './http-api';
 import { serverToUserChannel } from './channels';
-import type { ChannelCounts, HttpApiLimits, PusherRoute, TriggeredEvent } from './http-api';
+import type { CachedEvent, ChannelCounts, HttpApiLimits, PusherRoute, TriggeredEvent } from './http-api';
 import { authKeyOf, parseQuery, unknownAuthKey, verifySignedRequest } from './http-auth';
 import { PUSHER_HTTP_CONTENT_TYPE_ERROR } from './http-errors';
 import type { PusherHttpError } from './http-errors';
@@ -173,7 +174,8 @@ async function serve(
       const counts = await countsOf(ctx, record, [
         { channels: [query.channel], info: query.userCount ? ['user_count'] : [] },
       ]);
-      return ok(channelAnswer(query, counts.get(query.channel.name)));
+      const cached = query.cache ? await cachedEvent(ctx, record, query.channel.name) : undefined;
+      return ok(channelAnswer(query, counts.get(query.channel.name), cached));
     }
     case 'channel_users': {
       const channel = parseUsersChannel(route.channel);
@@ -256,6 +258,29 @@ async function countsOf(
       });
     }
   return counts;
+}
+
+/**
+ * A cache channel's cached event: its latest publication in history (docs/pusher.md, "Cache
+ * channels replay from history"); `ttl` is the history's time to live, an upper bound.
+ */
+async function cachedEvent(
+  ctx: DialectHttpDeps,
+  record: ApiKeyRecord,
+  channel: string,
+): Promise<CachedEvent | undefined> {
+  const page = await ctx.engine.history.read(topicOf(record, channel), { limit: 1 });
+  const last = page.publications[0];
+  if (!last) return undefined;
+  let frame: { event?: unknown; data?: unknown };
+  try {
+    frame = JSON.parse(last.body) as { event?: unknown; data?: unknown };
+  } catch {
+    return undefined;
+  }
+  if (typeof frame.event !== 'string') return undefined;
+  const data = typeof frame.data === 'string' ? frame.data : JSON.stringify(frame.data ?? null);
+  return { event: frame.event, data, ttl: historyRetention(record, ctx.config).ttlSeconds };
 }
 
 const userCount = (ctx: DialectHttpDeps, record: ApiKeyRecord, channel: string): Promise<number> =>
