@@ -103,6 +103,7 @@ describe('docs/openapi.yaml: cluster API', () => {
       publications: [{ offset: 1, message: '{"event":"e","data":1}' }],
     });
     await post('/api/v4/history', { ...creds(), channel: 'room-4', limit: 1 });
+    await post('/api/pusher/history', { ...creds(), channel: 'room-p', limit: 1 });
     const one = await post('/api/members', { ...creds(), channel: 'room-1' });
     expect(one.body).toMatchObject({ members: [{ uuid: 'u2' }, { uuid: 'u1', user: 'alice' }] });
     const all = await post('/api/members', creds());
@@ -139,6 +140,7 @@ describe('docs/openapi.yaml: cluster API', () => {
       '/api/v4/members': { channel: 'room-4' },
       '/api/history': { channel: 'room-1' },
       '/api/v4/history': { channel: 'room-4' },
+      '/api/pusher/history': { channel: 'room-p' },
       '/api/kick': {},
       '/api/v4/kick': {},
     };
@@ -166,6 +168,7 @@ describe('docs/openapi.yaml: cluster API', () => {
       '/api/v4/members',
       '/api/history',
       '/api/v4/history',
+      '/api/pusher/history',
       '/api/kick',
       '/api/v4/kick',
     ]) {

@@ -247,6 +247,7 @@ describe('public channels and the HTTP API', () => {
       channels: { 'counted-x': { subscription_count: 2 }, 'counted-y': { subscription_count: 1 } },
     });
     const channel = await sdk.get({ path: '/channels/counted-x', params: { info: 'subscription_count' } });
+
     expect(await channel.json()).toEqual({ occupied: true, subscription_count: 2 });
     const empty = await sdk.get({ path: '/channels/nobody-here' });
     expect(await empty.json()).toEqual({ occupied: false });
@@ -293,6 +294,35 @@ describe('failed authentication', () => {
     } finally {
       await own.close();
     }
+  });
+});
+
+describe('history', () => {
+  it('keeps Pusher channels’ events with offsets, readable through POST /api/pusher/history', async () => {
+    await backend(one).trigger('kept', 'first', { n: 1 });
+    await backend(two).trigger('kept', 'second', { n: 2 });
+    const read = await post(
+      one,
+      '/api/pusher/history',
+      JSON.stringify({ key: app.key, secret: app.secret, channel: 'kept' }),
+    );
+    expect(read.status).toBe(200);
+    const page = JSON.parse(read.body) as {
+      offset: number;
+      publications: { offset: number; message: string }[];
+    };
+    expect(page.offset).toBe(2);
+    expect(page.publications.map((p) => JSON.parse(p.message) as unknown)).toEqual([
+      { event: 'first', channel: 'kept', data: '{"n":1}' },
+      { event: 'second', channel: 'kept', data: '{"n":2}' },
+    ]);
+    // The V4 topic of the same name is another one.
+    const v4 = await post(
+      one,
+      '/api/v4/history',
+      JSON.stringify({ key: app.key, secret: app.secret, channel: 'kept' }),
+    );
+    expect((JSON.parse(v4.body) as { offset: number }).offset).toBe(0);
   });
 });
 

@@ -25,6 +25,7 @@ import type { RosterMember } from './frames';
 import { parseUserData, verifyUserAuth } from './auth';
 import type { PresenceMember } from './auth';
 import { handlePusherHttp } from './http-routes';
+import { history } from '../../api/history';
 import { clientEventProblem, authorizeSubscription } from './subscribe';
 
 /** The channels of users' online presence (`Dialect.users`). */
@@ -271,6 +272,7 @@ export const pusher: Dialect = {
 
   kick: { targeted: false },
 
-  routes: {},
+  // Pusher's own API is `http`; the cluster API reads its channels' history like the others'.
+  routes: { '/api/pusher/history': (ctx, body) => history(ctx, PUSHER_FAMILY, body) },
   http: { prefix: '/apps/', handle: handlePusherHttp },
 };
