@@ -1,12 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { startHaproxy } from '@switchboard/testing/dist/haproxy';
-import type { HaproxyServerState, RunningHaproxy } from '@switchboard/testing/dist/haproxy';
-import { fixedFreePort } from '@switchboard/testing/dist/ports';
-import { startSwitchboardProcess } from '@switchboard/testing/dist/process';
-import type { SwitchboardProcess } from '@switchboard/testing/dist/process';
-import { startRedis } from '@switchboard/testing/dist/redis-server';
-import type { RedisServer } from '@switchboard/testing/dist/redis-server';
-import { waitFor } from '@switchboard/testing/dist/wait';
+import {
+  fixedFreePort,
+  startHaproxy,
+  startRedis,
+  startSwitchboardProcess,
+  waitFor,
+} from '@switchboard/harness';
+import type {
+  HaproxyServerState,
+  RedisServer,
+  RunningHaproxy,
+  SwitchboardProcess,
+} from '@switchboard/harness';
 import { GATEWAYS } from './plan';
 import type { Gateway } from './plan';
 

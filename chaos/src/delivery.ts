@@ -1,4 +1,4 @@
-import { ranges } from '@switchboard/testing/dist/wait';
+import { ranges } from '@switchboard/harness';
 import type { Ack } from './publisher';
 import type { AppTrack, ChannelTrack, PositionEntry, Standing } from './fleet';
 

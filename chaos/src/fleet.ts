@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import { Waiters } from '@switchboard/testing/dist/wait';
+import { Waiters } from '@switchboard/harness';
 import { Switchboard } from '@switchboard/client';
 import type { ChaosCluster } from './cluster';
 import type { ClientSpec, Protocol } from './plan';

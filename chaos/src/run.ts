@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os';
 import Redis from 'ioredis';
-import { waitFor } from '@switchboard/testing/dist/wait';
+import { waitFor } from '@switchboard/harness';
 import { ChaosCluster, CLUSTER_TIMING } from './cluster';
 import type { Incarnation } from './cluster';
 import { appProblems, deliveryProblems, describePositions, epochRanking } from './delivery';

@@ -28,8 +28,8 @@ import {
   readDotEnv,
 } from './support/compose';
 import { contextCopySources, execForm, isDockerIgnored, parseDockerfile } from './support/dockerfile';
-import { haproxyBinary, startHaproxy } from './support/haproxy';
-import type { RunningHaproxy } from './support/haproxy';
+import { haproxyBinary, startHaproxy } from '@switchboard/harness';
+import type { RunningHaproxy } from '@switchboard/harness';
 import { NODE_FLAGS } from '../../packages/cli/src/node-flags';
 import WebSocket, { WebSocketServer } from 'ws';
 

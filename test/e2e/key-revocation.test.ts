@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, postJson, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestGateway } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import { connectClient, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestGateway } from '@switchboard/testing';
 import { runKeys } from '../../packages/cli/src/commands/keys';
 
 /**

@@ -1,4 +1,4 @@
-import { ranges } from '@switchboard/testing';
+import { ranges } from '@switchboard/harness';
 import { BalancedCluster, within } from './support/balanced-cluster';
 import type { Waiters } from './support/balanced-cluster';
 import { RecoveringFleet } from './support/recovering-client';

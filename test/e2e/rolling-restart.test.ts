@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { UPGRADE_LOST } from '@switchboard/gateway';
-import { startSwitchboardProcess } from '@switchboard/testing';
-import type { SwitchboardProcess } from '@switchboard/testing';
+import { startSwitchboardProcess } from '@switchboard/harness';
+import type { SwitchboardProcess } from '@switchboard/harness';
 import { BalancedCluster, request, Waiters, within } from './support/balanced-cluster';
 
 /**

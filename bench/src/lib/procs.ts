@@ -4,8 +4,8 @@ import Redis from 'ioredis';
 import { existsSync, readFileSync, readdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
-import type { RedisServer } from '@switchboard/testing/dist/redis-server';
+import { freePort, startRedis } from '@switchboard/harness';
+import type { RedisServer } from '@switchboard/harness';
 
 export const ROOT = join(__dirname, '..', '..', '..');
 /** Where the product under test lives (a checkout with built packages); `--product-dir` changes it. */

@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
+import { freePort, startRedis } from '@switchboard/harness';
 import WebSocket from 'ws';
 import {
   CEILING,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startRedis } from '@switchboard/testing/dist/redis-server';
+import { startRedis } from '@switchboard/harness';
 import { product } from '../lib/procs';
 import { openProductEngine } from '../lib/product';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createEngine, createLogger, loadConfig } from '@switchboard/core';
 import type { ApiKeyRecord, ControlCommand, Engine } from '@switchboard/core';
-import { startRedis, startRedisCluster } from '@switchboard/testing';
-import type { RedisClusterHandle, RedisServer } from '@switchboard/testing';
+import { startRedis, startRedisCluster } from '@switchboard/harness';
+import type { RedisClusterHandle, RedisServer } from '@switchboard/harness';
 import { runKeys } from '../src/commands/keys';
 import { startAccountApiProcess } from '../src/commands/account-api';
 import { captured, tempDataDir } from './run-captured';

@@ -9,7 +9,7 @@ import { createLogger } from '../src/logger';
 import { createMetrics } from '../src/metrics/metrics';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher';
 import { MemoryWebhookQueue } from '../src/webhooks/webhooks-memory';
-import { waitUntil } from './support/wait';
+import { waitFor } from '@switchboard/harness';
 
 interface Request {
   headers: IncomingHttpHeaders;
@@ -65,7 +65,7 @@ describe('WebhookDispatcher', () => {
     const record = { ...generateKeyRecord(), webhook: { url: `http://127.0.0.1:${port}/hooks` } };
     await keys.put(record);
     for (let i = 0; i < 250; i += 1) queue.emit(record.key, { name: 'channel_occupied', channel: `c${i}` });
-    await waitUntil('three requests', () => requests.length === 3);
+    await waitFor('three requests', () => requests.length === 3);
     const bodies = requests.map(
       (r) => JSON.parse(r.body) as { time_ms: number; events: Array<{ channel: string }> },
     );
@@ -97,7 +97,7 @@ describe('WebhookDispatcher', () => {
     const record = { ...generateKeyRecord(), webhook: { url: `http://127.0.0.1:${port}/gone` } };
     await keys.put(record);
     queue.emit(record.key, { name: 'member_added', channel: 'room', user_id: 'alice' });
-    await waitUntil('a failure logged', () =>
+    await waitFor('a failure logged', () =>
       lines.some((l) => l['msg'] === 'webhook delivery failed; retrying' && l['key'] === record.key),
     );
     const line = lines.find((l) => l['key'] === record.key)!;
@@ -135,9 +135,7 @@ describe('WebhookDispatcher', () => {
     });
     dropping.start();
     try {
-      await waitUntil('the drop logged', () =>
-        lines.some((l) => l['key'] === record.key && l['level'] === 50),
-      );
+      await waitFor('the drop logged', () => lines.some((l) => l['key'] === record.key && l['level'] === 50));
       expect(lines.find((l) => l['key'] === record.key && l['level'] === 50)).toMatchObject({
         msg: 'webhook batch dropped: no 2xx answer within WEBHOOK_RETRY_SECONDS',
         events: 1,

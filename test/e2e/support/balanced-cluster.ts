@@ -1,11 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { startRedis, startSwitchboardProcess } from '@switchboard/testing';
-import type { RedisServer, SwitchboardProcess } from '@switchboard/testing';
-import { requireHaproxy, startHaproxy } from './haproxy';
-import type { HaproxyServerState, RunningHaproxy } from './haproxy';
-import { fixedFreePort } from './ports';
-import { testKey, waitUntil } from '../support-nodes';
+import {
+  fixedFreePort,
+  requireHaproxy,
+  startHaproxy,
+  startRedis,
+  startSwitchboardProcess,
+  waitFor,
+} from '@switchboard/harness';
+import type {
+  HaproxyServerState,
+  RedisServer,
+  RunningHaproxy,
+  SwitchboardProcess,
+} from '@switchboard/harness';
+import { testKey } from '../support-nodes';
 
 /**
  * The docker-compose topology without containers: one Redis, gateway processes on fixed ports
@@ -185,12 +194,12 @@ export class BalancedCluster {
   /** Health 200 on the node itself, then HAProxy's check passes too: new clients may land on it. */
   async waitUntilInRotation(name: string): Promise<void> {
     const port = this.ports[name]!;
-    await waitUntil(async () => (await healthStatus(port)) === 200, 10_000, `${name} /api/health 200`);
+    await waitFor(`${name} /api/health 200`, async () => (await healthStatus(port)) === 200, 10_000);
     let seen: HaproxyServerState | string | undefined;
-    await waitUntil(
+    await waitFor(
+      `haproxy sees ${name} UP`,
       async () => hasStatus((seen = await this.serverOrWhyNot(name)), 'UP'),
       10_000,
-      `haproxy sees ${name} UP`,
     ).catch((error: Error) => {
       // L7TOUT: the check got no answer at all (uWS does not answer HTTP/1.0 or a request without Host).
       throw new Error(`${error.message}; haproxy reports ${JSON.stringify(seen)}`);
@@ -199,10 +208,10 @@ export class BalancedCluster {
 
   /** Waits until HAProxy has noticed that `name` is gone (so a later "UP" is a new process's). */
   async waitUntilOutOfRotation(name: string): Promise<void> {
-    await waitUntil(
+    await waitFor(
+      `haproxy marks ${name} DOWN`,
       async () => hasStatus(await this.serverOrWhyNot(name), 'DOWN'),
       5000,
-      `haproxy marks ${name} DOWN`,
     );
   }
 
@@ -225,4 +234,4 @@ export class BalancedCluster {
   }
 }
 
-export { Waiters } from '@switchboard/testing';
+export { Waiters } from '@switchboard/harness';
