@@ -4,7 +4,7 @@ import { startRedis } from '@switchboard/harness';
 import { connectClient, postJson, startGateway } from '@switchboard/testing';
 import type { RedisServer } from '@switchboard/harness';
 import type { TestGateway } from '@switchboard/testing';
-import { runKeys } from '../../packages/cli/src/commands/keys';
+import { runKeys } from '@switchboard/cli';
 
 /**
  * `switchboard keys …` against the cluster's Redis reaches gateways that cache key records for a

@@ -4,7 +4,13 @@ export * from './setup-error';
 export * from './logger';
 export * from './config/load';
 export type { Env, SeedKey } from './config/schema';
-export { MAX_HISTORY_SIZE, MAX_HISTORY_TTL_SECONDS, isWebhookUrl, webhookConfig } from './config/schema';
+export {
+  configSchema,
+  MAX_HISTORY_SIZE,
+  MAX_HISTORY_TTL_SECONDS,
+  isWebhookUrl,
+  webhookConfig,
+} from './config/schema';
 export * from './protocol/channel-name';
 export * from './protocol/api-key';
 export * from './protocol/domain';
