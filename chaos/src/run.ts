@@ -71,7 +71,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       .join(', ');
   out(`plan: ${plan.initialClients.length} clients, ${plan.events.length} events (${counts(plan.events)})`);
 
-  const cluster = await ChaosCluster.start(say);
+  const cluster = await ChaosCluster.launch(say);
   const fleet = new Fleet(cluster);
   let publisher: Publisher | undefined;
   let redis: Redis | undefined;

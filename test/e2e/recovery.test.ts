@@ -1,8 +1,5 @@
-import { ranges } from '@switchboard/harness';
-import { BalancedCluster, within } from './support/balanced-cluster';
-import type { Waiters } from './support/balanced-cluster';
-import { RecoveringFleet } from './support/recovering-client';
-import type { ChannelLog, PositionEntry, RecoveringClient } from './support/recovering-client';
+import { BalancedCluster, ranges, RecoveringFleet, within } from '@switchboard/harness';
+import type { ChannelLog, PositionEntry, RecoveringClient, Waiters } from '@switchboard/harness';
 
 /**
  * Delivery guarantees end to end (docs/protocol.md, "History and recovery"): Redis, three gateway

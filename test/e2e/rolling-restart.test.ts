@@ -1,9 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { UPGRADE_LOST } from '@switchboard/gateway';
-import { startSwitchboardProcess } from '@switchboard/harness';
+import { BalancedCluster, request, startSwitchboardProcess, Waiters, within } from '@switchboard/harness';
 import type { SwitchboardProcess } from '@switchboard/harness';
-import { BalancedCluster, request, Waiters, within } from './support/balanced-cluster';
 
 /**
  * The docker-compose topology without containers (issue 5): Redis, three gateway processes on

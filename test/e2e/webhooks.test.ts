@@ -2,12 +2,11 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { DEFAULT_DISPATCHER_TIMING, createMemoryState, createMetrics } from '@switchboard/core';
 import type { ApiKeyRecord, WebhookConfig } from '@switchboard/core';
-import { startRedis, waitFor } from '@switchboard/harness';
+import { startRedis, waitFor, WebhookReceiver } from '@switchboard/harness';
 import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
-import type { RedisServer } from '@switchboard/harness';
+import type { ReceivedHook, RedisServer, WebhookEvent, WebhookVerifier } from '@switchboard/harness';
 import type { TestClient, TestGateway } from '@switchboard/testing';
-import { WebhookReceiver } from './support/webhook-receiver';
-import type { ReceivedHook } from './support/webhook-receiver';
+import Pusher from 'pusher';
 import { startNodeProcess, testKey } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
@@ -37,8 +36,19 @@ afterAll(async () => {
 
 const prefix = (): string => `w${randomBytes(4).toString('hex')}`;
 
+/** Verifies a request with the official Pusher SDK's webhook helper (key and HMAC-SHA256 of the raw body). */
+function pusherVerifier(key: ApiKeyRecord): WebhookVerifier {
+  // `cluster` only completes the options: verifying a webhook makes no request.
+  const pusher = new Pusher({ appId: '1', key: key.key, secret: key.secret, cluster: 'mt1' });
+  return (headers, rawBody) => {
+    const webhook = pusher.webhook({ headers: headers as Record<string, string>, rawBody });
+    const valid = webhook.isValid();
+    return { valid, events: valid ? (webhook.getEvents() as unknown as WebhookEvent[]) : [] };
+  };
+}
+
 async function receiverFor(key: ApiKeyRecord): Promise<WebhookReceiver> {
-  const receiver = new WebhookReceiver(key.key, key.secret);
+  const receiver = new WebhookReceiver({ verify: pusherVerifier(key) });
   receivers.push(receiver);
   await receiver.up();
   return receiver;

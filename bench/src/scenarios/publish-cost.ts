@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { ClientFleet, Publisher } from '../lib/fleet';
-import { commandTimes } from '../lib/recovering-client';
+import { commandTimes } from '../lib/redis-info';
 import { cpuSeconds, startSystem } from '../lib/procs';
 import type { SystemName } from '../lib/procs';
 import { step } from './load';

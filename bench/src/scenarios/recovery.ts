@@ -2,8 +2,9 @@ import Redis from 'ioredis';
 import { Worker } from '../lib/fleet';
 import { nowUs } from '../lib/payload';
 import { HOST, KEY, SECRET, cpuSeconds, startSystem } from '../lib/procs';
-import { RecoveringClient, callsBetween, commandCalls } from '../lib/recovering-client';
-import type { ResumeStatus } from '../lib/recovering-client';
+import { ResumeRecorder } from '@switchboard/harness';
+import type { ResumeStatus } from '@switchboard/harness';
+import { callsBetween, commandCalls } from '../lib/redis-info';
 import type { RecoveryConnectReport } from '../workers/recovery-client';
 
 /** Issue 12's target: every client has every publication this long after the drain began. */
@@ -74,7 +75,7 @@ export async function recoveryScenario(o: RecoveryOptions): Promise<RecoveryResu
   const workers = Array.from({ length: o.workers }, () => new Worker('recovery-client.js'));
   const redis = new Redis(system.redis!.url);
   const status = async (first: number, last: number): Promise<ResumeStatus> =>
-    RecoveringClient.merge(
+    ResumeRecorder.merge(
       (
         await Promise.all(
           workers.map((w) => w.request<{ status: ResumeStatus }>({ cmd: 'status', first, last }, 10_000)),

@@ -8,3 +8,7 @@ export * from './wait';
 export * from './haproxy';
 export * from './ports';
 export * from './raw-http';
+export * from './webhook-receiver';
+export * from './balanced-cluster';
+export * from './recovering-client';
+export * from './resume-recorder';
