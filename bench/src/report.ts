@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import type { Meta, Results, ThroughputShape } from './run';
+import type { Meta, Results, ThroughputShape } from './results';
 import type { SystemName } from './lib/procs';
 import type { Step } from './scenarios/load';
 import { TARGET_SHARE } from './scenarios/throughput';

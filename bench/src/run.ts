@@ -10,8 +10,8 @@ import { fleetDefaults } from './lib/fleet';
 import { connectDefaults } from './lib/native-fleet';
 import { gitCommit, machine } from './lib/machine';
 import { resultsDir as resultsDirOf } from './lib/results-dir';
-import type { Machine } from './lib/machine';
-import { ROOT, onRedis, product, serverRuntime, stopDescendants } from './lib/procs';
+import { runMain } from '@switchboard/harness';
+import { ROOT, onRedis, product, serverRuntime } from './lib/procs';
 import type { SystemName } from './lib/procs';
 import { connectCostRun, medianConnectCostRun } from './scenarios/connect-cost';
 import type { ConnectCostRun } from './scenarios/connect-cost';
@@ -21,118 +21,14 @@ import { presenceScenario } from './scenarios/presence';
 import type { PresenceResult } from './scenarios/presence';
 import { profileScenario } from './scenarios/profile';
 import { publishCostScenario } from './scenarios/publish-cost';
-import type { CostRun, CostVariant } from './scenarios/publish-cost';
+import type { CostVariant } from './scenarios/publish-cost';
 import { recoveryScenario } from './scenarios/recovery';
 import type { RecoveryResult } from './scenarios/recovery';
 import { scaleScenario } from './scenarios/scale';
-import type { ScaleResult } from './scenarios/scale';
-import type { ProfileResult } from './scenarios/profile';
 import { TARGET_SHARE, throughputCase } from './scenarios/throughput';
 import type { ThroughputCase } from './scenarios/throughput';
 import { writeReport } from './report';
-
-export interface Meta {
-  command: string;
-  startedAt: string;
-  finishedAt: string;
-  seconds: number;
-  machine: Machine;
-  loadAverageAtEnd: number[];
-  productCommit: string;
-  productDir: string;
-  options: Options;
-  /** The servers' Node.js when it is not this process's (`--runtime`). */
-  serverNode?: string;
-}
-
-export interface ThroughputShape {
-  label: string;
-  channels: number;
-  subscribersPerChannel: number;
-  /** Every system, every run; `median` is the run with the median maximum. */
-  runs: Partial<Record<SystemName, ThroughputCase[]>>;
-  median: Partial<Record<SystemName, ThroughputCase>>;
-}
-
-export interface Results {
-  /**
-   * Fan-out and many channels with the servers on another Node.js (`--runtime node24`), keyed by
-   * runtime; docs/benchmarks.md sets them beside this file's own (Node.js of the machine) rows.
-   */
-  runtimes?: Record<
-    string,
-    {
-      fanout?: { meta: Meta; shapes: ThroughputShape[] };
-      channels?: { meta: Meta; shapes: ThroughputShape[] };
-    }
-  >;
-  fanout?: { meta: Meta; shapes: ThroughputShape[] };
-  channels?: { meta: Meta; shapes: ThroughputShape[] };
-  presence?: { meta: Meta; runs: PresenceResult[]; median: PresenceResult };
-  memory?: { meta: Meta; cases: MemoryCase[] };
-  profile?: { meta: Meta; result: ProfileResult };
-  'publish-cost'?: {
-    meta: Meta;
-    channels: number;
-    subscribersPerChannel: number;
-    rate: number;
-    seconds: number;
-    /** Absent in results from before it was recorded (then 3 s). */
-    warmupSeconds?: number;
-    /**
-     * Pairs per variant of the paired measurement: `runs` then holds one entry per pair, the
-     * ceiling's case and one variant's measured over the same `seconds`.
-     * Absent in results from before pairs (then each entry is a run of its own: the variants one
-     * after the other, each measured for `seconds`).
-     */
-    rounds?: number;
-    runs: CostRun[];
-  };
-  recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
-  scale?: { meta: Meta; result: ScaleResult };
-  'connect-cost'?: { meta: Meta; connections: number; runs: ConnectCostRun[]; median?: ConnectCostRun };
-}
-
-export interface Options {
-  scenarios: string[];
-  durationS: number;
-  stepS: number;
-  refine: number;
-  runs: number;
-  sizes: number[];
-  channels: number;
-  idle: number;
-  presencePerNode: number;
-  members: number;
-  workers: number;
-  maxP99Ms: number;
-  systems: SystemName[];
-  profileRate: number;
-  profileSeconds: number;
-  /** publish-cost: publishes per second, seconds measured. */
-  costRate: number;
-  costSeconds: number;
-  /** publish-cost: seconds at the same rate before the measurement (JIT, connections, first publishes). */
-  costWarmupSeconds: number;
-  costRounds: number;
-  costVariants: CostVariant[];
-  /** publish-cost: Node flags for the server processes (to profile them). */
-  costNodeFlags?: string;
-  recoveryClients: number;
-  recoveryPublications: number;
-  /** scale: sockets in all, the servers they are spread over, publishes timed. */
-  scaleConnections: number;
-  scaleNodes: number;
-  scalePublishes: number;
-  /** connect-cost: plain V3 connections opened and closed per system and run. */
-  connectConnections: number;
-  docs: boolean;
-  /** Tiny sizes for trying the harness: results go to bench/results/tmp, docs are left alone. */
-  quick: boolean;
-  client: 'raw' | 'ws';
-  /** `node22`, `node24`: the servers on that Node.js in a Debian 13 root (fan-out and channels only). */
-  runtime?: string;
-}
+import type { Meta, Options, Results, ThroughputShape } from './results';
 
 // Each Switchboard system right after its ceiling: a pair sees the same machine, and Switchboard
 // is also measured at the ceiling's rates (the target share of its maximum, its half maximum).
@@ -676,26 +572,4 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-let interrupted = false;
-
-// Ctrl-C, or SIGTERM to `npm run bench`: nothing the harness started may outlive it. Then the
-// harness ends by the same signal, so npm and shells see how it ended.
-const onSignal = (signal: NodeJS.Signals): void => {
-  if (interrupted) return;
-  interrupted = true;
-  console.error(`bench: ${signal}; stopping the processes it started`);
-  void stopDescendants().then(() => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.kill(process.pid, signal);
-  });
-};
-process.on('SIGINT', onSignal);
-process.on('SIGTERM', onSignal);
-
-main().catch((error: unknown) => {
-  // Once interrupted, failures of the scenario whose processes are being stopped are expected.
-  if (interrupted) return;
-  console.error(error);
-  process.exit(1);
-});
+runMain('bench', main, 1);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resultsDir } from '../src/lib/results-dir';
 import { targets, writeReport } from '../src/report';
-import type { Meta, Results } from '../src/run';
+import type { Meta, Results } from '../src/results';
 import { costVerdict } from '../src/scenarios/publish-cost';
 import type { CostRun, CostVariant } from '../src/scenarios/publish-cost';
 import type { Step } from '../src/scenarios/load';

@@ -1,5 +1,5 @@
 import { targets } from '../src/report';
-import type { Results, ThroughputShape } from '../src/run';
+import type { Results, ThroughputShape } from '../src/results';
 import { lossReason } from '../src/scenarios/load';
 import type { Step } from '../src/scenarios/load';
 import { sustainedMax } from '../src/scenarios/throughput';

@@ -12,3 +12,4 @@ export * from './webhook-receiver';
 export * from './balanced-cluster';
 export * from './recovering-client';
 export * from './resume-recorder';
+export * from './descendants';
