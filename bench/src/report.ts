@@ -1,5 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Meta, Results, ThroughputShape } from './results';
+import { int, ms, pct, ratio } from './lib/format';
+import { SCRIPT_CALLS } from './lib/redis-info';
 import type { SystemName } from './lib/procs';
 import type { Step } from './scenarios/load';
 import { TARGET_SHARE } from './scenarios/throughput';
@@ -9,10 +11,10 @@ import { COST_TARGET, costRatios, costVerdict } from './scenarios/publish-cost';
 import type { CostCase, CostVariant } from './scenarios/publish-cost';
 import { CONNECT_CHANNEL_SIZE, CONNECT_COST_TARGET } from './scenarios/connect-cost';
 import type { ConnectCostSide } from './scenarios/connect-cost';
-import { RECOVERY_TARGET_SECONDS } from './scenarios/recovery';
-import type { RecoveryResult } from './scenarios/recovery';
-import { SCALE_TARGETS } from './scenarios/scale';
-import type { ScaleSystem } from './scenarios/scale';
+import { RECOVERY_TARGET_SECONDS } from './scenarios/recovery/run';
+import { recoverySection } from './scenarios/recovery/report';
+import { SCALE_TARGETS } from './scenarios/scale/run';
+import { scaleSection } from './scenarios/scale/report';
 
 const CEILING_OF: Partial<Record<SystemName, SystemName>> = {
   'switchboard-redis': 'ceiling-redis',
@@ -36,11 +38,6 @@ const COLOR: Record<SystemName, string> = {
   'ceiling-redis-script': '#a0aec0',
 };
 
-const int = (n: number | undefined): string =>
-  n === undefined ? '–' : Math.round(n).toLocaleString('en-US');
-const ms = (n: number | undefined): string => (n === undefined ? '–' : n < 10 ? n.toFixed(2) : n.toFixed(1));
-const pct = (n: number | undefined): string =>
-  n === undefined || !Number.isFinite(n) ? '–' : `${(n * 100).toFixed(0)}%`;
 const cpu = (s: Step | undefined): string => (s?.serverCpuMsPer1000 ? s.serverCpuMsPer1000.toFixed(2) : '–');
 const marks = (steps: Step[]): string => steps.map((s) => `${s.rate}${s.pass ? '✓' : '✗'}`).join(' → ');
 const lossText = (s: Step | undefined): string =>
@@ -101,10 +98,6 @@ export interface Target {
   measured: string;
   met: boolean | undefined;
   gap: string;
-}
-
-function ratio(a: number | undefined, b: number | undefined): number | undefined {
-  return a !== undefined && b ? a / b : undefined;
 }
 
 interface Pair {
@@ -605,90 +598,6 @@ function historySection(r: Results): string[] {
   }
   lines.push('');
   return lines;
-}
-
-const SCRIPT_CALLS = ['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro'];
-
-/** Script calls per recovering client: each is one command, its inner commands count apart. */
-function scriptsPerClient(m: RecoveryResult): string {
-  const count = (calls: Record<string, number>): number =>
-    SCRIPT_CALLS.reduce((sum, c) => sum + (calls[c] ?? 0), 0);
-  return ((count(m.redisCalls) - count(m.baselineCalls)) / m.clients).toFixed(2);
-}
-
-function recoverySection(r: Results): string[] {
-  const rec = r.recovery;
-  if (!rec) return [];
-  const m = rec.median;
-  const s = m.status;
-  const totalCalls = (calls: Record<string, number>): number =>
-    Object.values(calls).reduce((a, b) => a + b, 0);
-  const commands = Object.keys({ ...m.redisCalls, ...m.baselineCalls }).sort(
-    (a, b) => (m.redisCalls[b] ?? 0) - (m.redisCalls[a] ?? 0),
-  );
-  return [
-    '## Recovery',
-    '',
-    `${int(m.clients)} V3 clients opted in (\`recover=1\`) on channel \`${m.channel}\` of gateway A, 2 gateways + Redis. Each follows the recovery flow of docs/protocol.md (packages/harness/src/resume-recorder.ts, Node clients on raw sockets in ${rec.meta.options.workers} processes): it remembers the epoch of its latest \`system::position\` and the offset of its latest publication, and on a close from 4000 to 4499 reconnects at once (no backoff) to gateway B with \`since\` and \`epoch\`. First ${int(m.publications)} publications go out through B's REST with every client connected (the baseline: live delivery, and Redis' commands for the publications alone); then A gets SIGTERM (its drain closes every socket with 4000) and ${int(m.publications)} more go out through B, one every 5 ms, starting at the SIGTERM. Timed from the SIGTERM until every client had every one of them (arrival times taken by the clients on the shared monotonic clock). Redis commands: \`INFO commandstats\` on the redis-server (commands run by scripts included) over the drain phase, minus the baseline's for the same number of publications, divided by the clients.`,
-    '',
-    '| Measure | Value |',
-    '|---|---|',
-    `| every client has every publication, after the SIGTERM | ${m.completeSeconds !== undefined ? `${m.completeSeconds.toFixed(2)} s` : `⚠ not reached (${int(s?.complete)}/${int(m.clients)})`} (target < ${RECOVERY_TARGET_SECONDS} s)${rec.runs.length > 1 ? `; runs: ${rec.runs.map((x) => (x.completeSeconds !== undefined ? `${x.completeSeconds.toFixed(2)} s` : 'incomplete')).join(', ')}` : ''} |`,
-    `| the publishes (through B, paced) took | ${m.publishSeconds.toFixed(2)} s; complete ${m.afterLastPublishSeconds?.toFixed(2) ?? '–'} s after the last one was answered |`,
-    `| reconnects; resumed \`recovered: true\` / \`false\` | ${int(s?.reconnects)}; ${int(s?.recovered)} / ${int(s?.unrecovered)} |`,
-    `| first reconnect → last resumed position frame | ${m.resumeSpreadSeconds !== undefined ? `${m.resumeSpreadSeconds.toFixed(2)} s` : '–'} |`,
-    `| duplicates, out-of-order publications, epoch changes | ${int(s?.duplicates)}, ${int(s?.outOfOrder)}, ${int(s?.epochChanges)} |`,
-    `| Redis commands over the drain phase / baseline for the same publications | ${int(totalCalls(m.redisCalls))} / ${int(totalCalls(m.baselineCalls))} |`,
-    `| **Redis commands per recovering client** | **${m.redisCallsPerClient?.toFixed(2) ?? '–'}** (of which script calls, EVAL/EVALSHA: ${scriptsPerClient(m)}) |`,
-    `| CPU over the drain phase: gateway B / Redis / the client processes | ${m.cpu ? `${m.cpu.gatewayB.toFixed(2)} s / ${m.cpu.redis.toFixed(2)} s / ${m.cpu.clients?.toFixed(2) ?? '–'} s` : '–'} |`,
-    '',
-    `Commands (drain phase / baseline): ${commands.map((c) => `${c} ${int(m.redisCalls[c] ?? 0)} / ${int(m.baselineCalls[c] ?? 0)}`).join(' · ')}${m.error ? `\n\n⚠ ${m.error}` : ''}`,
-    '',
-  ];
-}
-
-function scaleSection(r: Results): string[] {
-  const scale = r.scale?.result;
-  if (!scale) return [];
-  const of = (name: ScaleSystem['system']): ScaleSystem | undefined =>
-    scale.systems.find((x) => x.system === name);
-  const sb = of('switchboard-redis');
-  const ceiling = of('ceiling-redis');
-  const cell = (x: ScaleSystem | undefined, f: (x: ScaleSystem) => string): string => (x ? f(x) : '–');
-  const q = (a: number | undefined, b: number | undefined): string => ratio(a, b)?.toFixed(2) ?? '–';
-  // The last delivery cannot come before the CPU the publish needs, spread over every CPU.
-  const cpus = r.scale?.meta.machine.nproc ?? 1;
-  const floor = (x: ScaleSystem): string =>
-    x.publish?.cpu ? `${int(((x.publish.cpu.servers + x.publish.cpu.clients) * 1000) / cpus)} ms` : '–';
-  const cpuCell = (x: ScaleSystem): string =>
-    x.publish?.cpu
-      ? `${int(x.publish.cpu.servers * 1000)} ms / ${x.publish.serverCpuUsPerDelivery.toFixed(2)} µs / ${x.publish.netServerCpuUsPerDelivery?.toFixed(2) ?? '–'} µs (${int(x.publish.cpu.clients * 1000)} ms)`
-      : '–';
-  const layout =
-    scale.nodes > scale.requestedNodes
-      ? `${scale.nodes} servers instead of ${scale.requestedNodes}: one process here can open at most ${int(scale.reachableFdLimit)} files (its hard limit; raising it needs CAP_SYS_RESOURCE, and the harness never changes the machine's settings), so ${int(scale.connections)} sockets need ${scale.nodes} processes of about ${int(scale.connections / scale.nodes)}`
-      : `${scale.nodes} servers of ${int(scale.connections / scale.nodes)} sockets each`;
-  return [
-    '## Scale',
-    '',
-    `${int(scale.connections)} WebSocket connections open at once on this machine, all on one channel, spread over ${layout}, + Redis. Opened by ${scale.clients} \`connect-load\` processes, each binding its sockets to ${scale.sourcesPerClient} source addresses of its own in 127.0.0.0/8 so the ephemeral ports (about 28,000 per source address and destination) never run out. Then ${sb?.publishes.length ?? 0} publishes to the channel, one at a time, each timed from the publish request to its arrival on every socket; then a members page on a channel of ${int(scale.members)} members. Switchboard (V4 sockets, \`POST /api/v4/publish\`, history on) right after the Redis-hop ceiling in the same run: \`npm run bench -- --scenario scale\` (about 3 minutes; not in the default run).`,
-    '',
-    '| Measure | Switchboard | Ceiling (raw uWS + Redis hop) | Ratio |',
-    '|---|---|---|---|',
-    `| Connect all: open / seconds / per second | ${cell(sb, (x) => `${int(x.connect.ok)} / ${ms(x.connect.seconds)} s / ${int(x.connect.perSecond)}/s`)} | ${cell(ceiling, (x) => `${int(x.connect.ok)} / ${ms(x.connect.seconds)} s / ${int(x.connect.perSecond)}/s`)} | ${q(sb?.connect.seconds, ceiling?.connect.seconds)}× the time |`,
-    `| CPU s over the connect: servers / Redis / clients | ${cell(sb, (x) => `${x.connect.cpu.servers.toFixed(1)} / ${x.connect.cpu.redis.toFixed(1)} / ${x.connect.cpu.clients.toFixed(1)}`)} | ${cell(ceiling, (x) => `${x.connect.cpu.servers.toFixed(1)} / ${x.connect.cpu.redis.toFixed(1)} / ${x.connect.cpu.clients.toFixed(1)}`)} | ${q(sb?.connect.cpu.servers, ceiling?.connect.cpu.servers)}× server CPU |`,
-    `| RSS per connection (all servers' growth / connections) | ${cell(sb, (x) => `${x.rssKiBPerConnection.toFixed(2)} KiB (${x.rss.map((n) => `${(n.beforeKiB / 1024).toFixed(0)}→${(n.afterKiB / 1024).toFixed(0)}`).join(', ')} MiB)`)} | ${cell(ceiling, (x) => `${x.rssKiBPerConnection.toFixed(2)} KiB (${x.rss.map((n) => `${(n.beforeKiB / 1024).toFixed(0)}→${(n.afterKiB / 1024).toFixed(0)}`).join(', ')} MiB)`)} | ${q(sb?.rssKiBPerConnection, ceiling?.rssKiBPerConnection)}× |`,
-    `| One publish to all: delivered / p50 / p99 / max (median publish by p99) | ${cell(sb, (x) => (x.publish ? `${int(x.publish.seen)}/${int(x.publish.open)} / ${ms(x.publish.p50Ms)} / ${ms(x.publish.p99Ms)} / ${ms(x.publish.maxMs)} ms` : '–'))} | ${cell(ceiling, (x) => (x.publish ? `${int(x.publish.seen)}/${int(x.publish.open)} / ${ms(x.publish.p50Ms)} / ${ms(x.publish.p99Ms)} / ${ms(x.publish.maxMs)} ms` : '–'))} | ${q(sb?.publish?.p99Ms, ceiling?.publish?.p99Ms)}× p99 |`,
-    `| Server CPU during the median publish: ms / µs per delivery / less idle (clients' CPU) | ${cell(sb, cpuCell)} | ${cell(ceiling, cpuCell)} | ${q(sb?.publish?.netServerCpuUsPerDelivery, ceiling?.publish?.netServerCpuUsPerDelivery)}× net server CPU |`,
-    `| CPU floor of the median publish: (servers + clients CPU) / ${cpus} CPUs | ${cell(sb, (x) => floor(x))} | ${cell(ceiling, (x) => floor(x))} | – |`,
-    `| Every publish: p99 (ms) | ${cell(sb, (x) => x.publishes.map((p) => ms(p.p99Ms)).join(', '))} | ${cell(ceiling, (x) => x.publishes.map((p) => ms(p.p99Ms)).join(', '))} | – |`,
-    `| Members page (page 1, limit 100) on ${int(scale.members)} members: median / p95 | ${cell(sb, (x) => (x.members ? `${ms(x.members.medianMs)} / ${ms(x.members.p95Ms)} ms (count ${int(x.members.count)}; filled in ${ms(x.members.fillSeconds)} s)` : '–'))} | ${cell(ceiling, (x) => (x.members ? `${ms(x.members.medianMs)} / ${ms(x.members.p95Ms)} ms (one ZRANGE of 100)` : '–'))} | ${q(sb?.members?.medianMs, ceiling?.members?.medianMs)}× the time |`,
-    `| Presence join into that channel (a real V4 socket, connect to its member list): median / max | ${cell(sb, (x) => (x.members?.joins ? `${ms(x.members.joins.medianMs)} / ${ms(x.members.joins.maxMs)} ms (${x.members.joins.joined} of ${x.members.joins.count} joined)` : '–'))} | – | – |`,
-    `| Errors | ${cell(sb, (x) => (x.errors.length ? x.errors.join('; ').slice(0, 300) : 'none'))} | ${cell(ceiling, (x) => (x.errors.length ? x.errors.join('; ').slice(0, 300) : 'none'))} | – |`,
-    '',
-    `Publish to delivery is taken on one clock: the harness reads CLOCK_MONOTONIC just before it sends the HTTP publish, and each \`connect-load\` process records, per socket, when the first frame holding the publish's marker arrived (same clock); the percentiles are over every socket. "Less idle" takes off what the servers spend with every socket open and nothing published (pings, timers; measured over 2 s before the publishes) for as long as the publish took. The CPU floor is the least time the publish could take on this machine with its CPU use, every core busy with nothing else: on a 2-core machine it is most of the latency, and the same for the ceiling, since loopback TCP runs the receiver's input in the sender's send. The ${int(scale.members)}-member presence channel holds ${int(scale.members - (sb?.members?.joins?.count ?? 0))} members written through the product's own presence store (the Lua script a gateway runs on a join; the fill time is shown) and ${sb?.members?.joins?.count ?? 0} real V4 sockets with \`presence=1\` that join last, one at a time, each timed to its \`system::member_list\`: joining all ${int(scale.members)} through sockets would send each \`member_joined\` to every member already there, ~50 million frames, which measures the clients more than the gateway (the presence section measures join rates). The product runs with its defaults: no connection limits (\`MAX_CONNECTIONS_PER_NODE\`, \`MAX_CONNECTIONS_PER_KEY\`, \`NEW_CONNECTIONS_PER_SECOND_PER_IP\` are 0, unlimited), the product's Node flags, each server process's open-file limit raised by the harness (\`ulimit -n\`) to its share of sockets + 1,024 (a quarter of the reachable limit when that is small).`,
-    '',
-  ];
 }
 
 function throughputTable(shapes: ThroughputShape[]): string[] {

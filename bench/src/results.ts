@@ -8,8 +8,8 @@ import type { MemoryCase } from './scenarios/memory';
 import type { PresenceResult } from './scenarios/presence';
 import type { ProfileResult } from './scenarios/profile';
 import type { CostRun, CostVariant } from './scenarios/publish-cost';
-import type { RecoveryResult } from './scenarios/recovery';
-import type { ScaleResult } from './scenarios/scale';
+import type { RecoveryResult } from './scenarios/recovery/run';
+import type { ScaleResult } from './scenarios/scale/run';
 import type { ThroughputCase } from './scenarios/throughput';
 
 export interface Meta {

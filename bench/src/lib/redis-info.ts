@@ -1,5 +1,8 @@
 // Readings of Redis' `INFO commandstats`, for the scenarios that count Redis' work per operation.
 
+/** The commands that run a script (each counts once; the commands inside it count apart). */
+export const SCRIPT_CALLS = ['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro'];
+
 /** `INFO commandstats` as calls per command (`cmdstat_evalsha:calls=3,…` → evalsha: 3). */
 export function commandCalls(info: string): Record<string, number> {
   const calls: Record<string, number> = {};

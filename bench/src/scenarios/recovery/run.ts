@@ -1,11 +1,11 @@
 import Redis from 'ioredis';
-import { Worker } from '../lib/fleet';
-import { nowUs } from '../lib/payload';
-import { HOST, KEY, SECRET, cpuSeconds, startSystem } from '../lib/procs';
+import { Worker } from '../../lib/fleet';
+import { nowUs } from '../../lib/payload';
+import { HOST, KEY, SECRET, cpuSeconds, startSystem } from '../../lib/procs';
 import { ResumeRecorder } from '@switchboard/harness';
 import type { ResumeStatus } from '@switchboard/harness';
-import { callsBetween, commandCalls } from '../lib/redis-info';
-import type { RecoveryConnectReport } from '../workers/recovery-client';
+import { callsBetween, commandCalls } from '../../lib/redis-info';
+import type { RecoveryConnectReport } from '../../workers/recovery-client';
 
 /** Issue 12's target: every client has every publication this long after the drain began. */
 export const RECOVERY_TARGET_SECONDS = 2;
