@@ -1,33 +1,20 @@
 import { writeFileSync } from 'node:fs';
-import type { Meta, Results, ThroughputShape } from './results';
-import { int, ms, pct, ratio } from './lib/format';
-import { SCRIPT_CALLS } from './lib/redis-info';
+import type { Meta, Results, Target, ThroughputShape } from './results';
+import { LABEL, cpu, int, lossText, marks, ms, pct, ratio } from './lib/format';
 import type { SystemName } from './lib/procs';
 import type { Step } from './scenarios/load';
 import { TARGET_SHARE } from './scenarios/throughput';
 import type { ThroughputCase } from './scenarios/throughput';
 import type { ConnectRate, PresenceResult, WebhookDelivery } from './scenarios/presence';
-import { COST_TARGET, costRatios, costVerdict } from './scenarios/publish-cost';
-import type { CostCase, CostVariant } from './scenarios/publish-cost';
-import { CONNECT_CHANNEL_SIZE, CONNECT_COST_TARGET } from './scenarios/connect-cost';
-import type { ConnectCostSide } from './scenarios/connect-cost';
-import { RECOVERY_TARGET_SECONDS } from './scenarios/recovery/run';
-import { recoverySection } from './scenarios/recovery/report';
-import { SCALE_TARGETS } from './scenarios/scale/run';
-import { scaleSection } from './scenarios/scale/report';
+import { connectCostSection, connectCostTargets } from './scenarios/connect-cost/report';
+import { costSection, publishCostTargets } from './scenarios/publish-cost/report';
+import { recoverySection, recoveryTargets } from './scenarios/recovery/report';
+import { scaleSection, scaleTargets } from './scenarios/scale/report';
 
 const CEILING_OF: Partial<Record<SystemName, SystemName>> = {
   'switchboard-redis': 'ceiling-redis',
   'switchboard-redis-history-off': 'ceiling-redis',
   'switchboard-memory': 'ceiling-uws',
-};
-const LABEL: Record<SystemName, string> = {
-  'switchboard-redis': 'Switchboard, 2 nodes + Redis',
-  'switchboard-redis-history-off': 'Switchboard, 2 nodes + Redis, history off (`HISTORY_SIZE=0`)',
-  'switchboard-memory': 'Switchboard, 1 node, memory engine',
-  'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes',
-  'ceiling-uws': 'Ceiling: raw uWS, 1 process',
-  'ceiling-redis-script': "Ceiling with Switchboard's publish script, 2 processes",
 };
 const COLOR: Record<SystemName, string> = {
   'switchboard-redis': '#2b6cb0',
@@ -37,11 +24,6 @@ const COLOR: Record<SystemName, string> = {
   'ceiling-uws': '#cbd5e0',
   'ceiling-redis-script': '#a0aec0',
 };
-
-const cpu = (s: Step | undefined): string => (s?.serverCpuMsPer1000 ? s.serverCpuMsPer1000.toFixed(2) : '–');
-const marks = (steps: Step[]): string => steps.map((s) => `${s.rate}${s.pass ? '✓' : '✗'}`).join(' → ');
-const lossText = (s: Step | undefined): string =>
-  s ? (s.loss === 0 ? '0' : `${(s.loss * 100).toFixed(3)}%`) : '–';
 
 /**
  * Fan-out and many channels with the servers on another Node.js (`--runtime`), beside the same
@@ -90,14 +72,6 @@ function runtimesSection(r: Results): string[] {
   }
   out.push('');
   return out;
-}
-
-export interface Target {
-  name: string;
-  goal: string;
-  measured: string;
-  met: boolean | undefined;
-  gap: string;
 }
 
 interface Pair {
@@ -290,107 +264,10 @@ export function targets(r: Results): Target[] {
       gap: met ? '–' : `${ms(p.members.medianMs - 5)} ms`,
     });
   }
-  const cost = r['publish-cost'];
-  if (cost) {
-    const v = costVerdict(cost.runs);
-    const floor = costVerdict(cost.runs, 'script-floor');
-    const x = (q: number | undefined): string => (q === undefined ? '–' : `${q.toFixed(2)}×`);
-    const mid = medianCostPair(cost.runs, 'history-on');
-    const on = mid && caseOf(mid, 'history-on')?.step;
-    const ceiling = mid && caseOf(mid, 'ceiling')?.step;
-    out.push({
-      name: `Publish cost, ${int(cost.channels)} channels × ${cost.subscribersPerChannel} subscribers at ${int(cost.rate)} publishes/s over REST, 2 nodes + Redis, history on`,
-      goal: `server + Redis CPU per 1,000 deliveries and p99 each ≤ ${COST_TARGET}× the Redis-hop ceiling's`,
-      measured:
-        v.cpu === undefined
-          ? 'no complete run'
-          : `CPU ${x(v.cpu)}, p99 ${x(v.p99)} (median of ${v.ratios.length} ${cost.rounds === undefined ? 'back-to-back runs' : 'pairs with the ceiling'}: CPU ${v.ratios.map((q) => x(q.cpu)).join(', ')}; p99 ${v.ratios.map((q) => x(q.p99)).join(', ')})${on && ceiling ? `; median ${cost.rounds === undefined ? 'run' : 'pair'}: ${cpu(on)} vs ${cpu(ceiling)} ms, p99 ${ms(on.p99Ms)} vs ${ms(ceiling.p99Ms)} ms` : ''}${floor.cpu === undefined ? '' : `; the ceiling server making the same publish script call instead of \`PUBLISH\`: CPU ${x(floor.cpu)}, p99 ${x(floor.p99)}`}`,
-      met: v.met,
-      gap:
-        v.met === false
-          ? [
-              (v.cpu ?? 0) > COST_TARGET ? `CPU ${x(v.cpu)}` : '',
-              (v.p99 ?? 0) > COST_TARGET ? `p99 ${x(v.p99)}` : '',
-            ]
-              .filter(Boolean)
-              .join(', ') + ` (target ${COST_TARGET}×)`
-          : '–',
-    });
-  }
-  const conn = r['connect-cost'];
-  if (conn) {
-    const mid = conn.median;
-    const rated = conn.runs.filter((run) => run.ratio);
-    const q = mid?.ratio?.total;
-    const met = q === undefined ? undefined : q <= CONNECT_COST_TARGET;
-    const x = (n: number | undefined): string => (n === undefined ? '–' : `${n.toFixed(2)}×`);
-    out.push({
-      name: 'Connection cost, plain V3, 2 nodes + Redis',
-      goal: `server + Redis CPU per 1,000 connections (open + close) ≤ ${CONNECT_COST_TARGET}× the Redis-hop ceiling's`,
-      measured:
-        mid?.switchboard && mid.ceiling
-          ? `${x(q)}: ${ms(mid.switchboard.totalMsPer1000)} vs ${ms(mid.ceiling.totalMsPer1000)} ms per 1,000 (open ${x(mid.ratio?.connect)}, close ${x(mid.ratio?.close)}; the first storm after the start, V8 compiling included: ${x(mid.ratio?.first)})${rated.length > 1 ? ` (median of ${rated.length} back-to-back runs: ${rated.map((run) => x(run.ratio?.total)).join(', ')})` : ''}`
-          : `no complete run${conn.runs[0]?.error ? `: ${conn.runs[0].error.slice(0, 100)}` : ''}`,
-      met,
-      gap: met === false ? `${x(q)} (target ${CONNECT_COST_TARGET}×)` : met ? '–' : 'not measured',
-    });
-  }
-  const rec = r.recovery?.median;
-  if (rec) {
-    const met =
-      rec.completeSeconds === undefined || rec.error ? false : rec.completeSeconds < RECOVERY_TARGET_SECONDS;
-    out.push({
-      name: `Recovery, ${int(rec.clients)} opted-in clients drained off a gateway while ${int(rec.publications)} publications go out`,
-      goal: `every client has every publication < ${RECOVERY_TARGET_SECONDS} s after the drain began`,
-      measured:
-        rec.completeSeconds !== undefined
-          ? `${rec.completeSeconds.toFixed(2)} s (${int(rec.status?.complete)}/${int(rec.clients)} clients, ${int(rec.status?.duplicates)} duplicates, ${int(rec.status?.outOfOrder)} out of order); ${rec.redisCallsPerClient?.toFixed(1) ?? '–'} Redis commands per recovering client`
-          : `not every client had every publication (${int(rec.status?.complete)}/${int(rec.clients)})${rec.error ? `: ${rec.error.slice(0, 100)}` : ''}`,
-      met,
-      gap: met
-        ? '–'
-        : rec.completeSeconds !== undefined
-          ? `${(rec.completeSeconds - RECOVERY_TARGET_SECONDS).toFixed(2)} s`
-          : 'incomplete',
-    });
-  }
-  const scale = r.scale?.result;
-  const sb = scale?.systems.find((x) => x.system === 'switchboard-redis');
-  if (scale && sb) {
-    const at = `${int(sb.connections)} connections on ${scale.nodes} nodes + Redis`;
-    const rssMet =
-      sb.connect.ok > 0 ? sb.rssKiBPerConnection <= SCALE_TARGETS.rssKiBPerConnection : undefined;
-    out.push({
-      name: `Scale: RSS per connection, ${at}`,
-      goal: `≤ ${SCALE_TARGETS.rssKiBPerConnection} KiB`,
-      measured: `${sb.rssKiBPerConnection.toFixed(2)} KiB (${int(sb.connect.ok)} open)`,
-      met: rssMet,
-      gap:
-        rssMet === false
-          ? `${(sb.rssKiBPerConnection - SCALE_TARGETS.rssKiBPerConnection).toFixed(2)} KiB`
-          : '–',
-    });
-    const pub = sb.publish;
-    const ceilingPub = scale.systems.find((x) => x.system === 'ceiling-redis')?.publish;
-    const pubMet = pub ? pub.p99Ms < SCALE_TARGETS.publishP99Ms && pub.seen === pub.open : undefined;
-    out.push({
-      name: `Scale: one publish delivered to every socket, ${at}`,
-      goal: `p99 < ${SCALE_TARGETS.publishP99Ms} ms from publish to delivery`,
-      measured: pub
-        ? `p50 ${ms(pub.p50Ms)} ms, p99 ${ms(pub.p99Ms)} ms to ${int(pub.seen)}/${int(pub.open)} sockets (median of ${sb.publishes.length} publishes by p99: ${sb.publishes.map((x) => ms(x.p99Ms)).join(', ')} ms); the ceiling in the same run: p99 ${ms(ceilingPub?.p99Ms)} ms`
-        : 'no publish',
-      met: pubMet,
-      gap: pubMet === false && pub ? `${ms(pub.p99Ms - SCALE_TARGETS.publishP99Ms)} ms` : '–',
-    });
-    const clean = sb.errors.length === 0 && sb.connect.ok === sb.connections;
-    out.push({
-      name: `Scale: no errors, ${at}`,
-      goal: 'every connection opens and stays open, every publish reaches every socket, no error logged',
-      measured: clean ? 'none' : sb.errors.join('; ').slice(0, 300),
-      met: clean,
-      gap: clean ? '–' : `${sb.errors.length} kinds of error`,
-    });
-  }
+  out.push(...publishCostTargets(r));
+  out.push(...connectCostTargets(r));
+  out.push(...recoveryTargets(r));
+  out.push(...scaleTargets(r));
   const first = r.fanout?.shapes[0];
   if (first) {
     // p99 over a short window is ruled by the longest stall in it (mostly the client processes,
@@ -413,157 +290,6 @@ export function targets(r: Results): Target[] {
   return out;
 }
 
-const caseOf = (run: { cases: CostCase[] }, variant: CostVariant): CostCase | undefined =>
-  run.cases.find((c) => c.variant === variant);
-
-/** The pair (or, in older results, the run) whose CPU ratio of `variant` is the median one. */
-function medianCostPair(
-  runs: { cases: CostCase[] }[],
-  variant: CostVariant,
-): { cases: CostCase[] } | undefined {
-  const rated = runs
-    .map((run) => ({ run, q: costRatios(run, variant)?.cpu }))
-    .filter((x): x is { run: { cases: CostCase[] }; q: number } => x.q !== undefined)
-    .sort((a, b) => a.q - b.q);
-  return rated[Math.floor((rated.length - 1) / 2)]?.run ?? runs.find((run) => caseOf(run, variant));
-}
-
-const COST_LABEL: Record<CostVariant, string> = {
-  ceiling: 'Ceiling: raw uWS + Redis hop (`PUBLISH`), 2 processes',
-  'script-floor': "Ceiling server running Switchboard's publish script instead of `PUBLISH`",
-  'history-on': 'Switchboard, history on (default, `HISTORY_SIZE=100`)',
-  'history-off': 'Switchboard, history off (`HISTORY_SIZE=0`)',
-  'history-on-opted-in': 'Switchboard, history on, every subscriber opted in (`recover=1`)',
-};
-
-function connectCostSection(r: Results): string[] {
-  const conn = r['connect-cost'];
-  if (!conn) return [];
-  const mid = conn.median ?? conn.runs[0];
-  const row = (label: string, side: ConnectCostSide | undefined, of?: ConnectCostSide): string => {
-    if (!side) return `| ${label} | – | – | – | – | – | – |`;
-    const times = (a: number, b: number | undefined): string =>
-      of && b ? ` (${(a / b).toFixed(2)}×)` : of ? '' : ' (ceiling)';
-    const phase = (p: ConnectCostSide['connect'], base: number | undefined): string =>
-      `${ms(p.msPer1000)} = ${ms((p.cpu.servers * 1e6) / Math.max(side.ok, 1))} + ${ms((p.cpu.redis * 1e6) / Math.max(side.ok, 1))}${times(p.msPer1000, base)}`;
-    return `| ${label} | ${int(side.ok)}${side.failed ? ` (${int(side.failed)} failed)` : ''}${side.uncounted ? ` (${int(side.uncounted)} never counted: refused after the 101?)` : ''} in ${ms(side.openSeconds)} s | ${phase(side.connect, of?.connect.msPer1000)} | ${phase(side.close, of?.close.msPer1000)} | ${ms(side.totalMsPer1000)}${times(side.totalMsPer1000, of?.totalMsPer1000)} | ${side.first ? `${ms(side.first.totalMsPer1000)}${times(side.first.totalMsPer1000, of?.first?.totalMsPer1000)}` : '–'} | ${ms((side.connect.cpu.clients * 1e6) / Math.max(side.ok, 1))} |`;
-  };
-  const lines = [
-    '## Connection cost',
-    '',
-    `${int(conn.connections)} plain V3 connections (no presence, no recovery, no JWT: \`/v3/<channel>?api_key=…\`), in channels of ${CONNECT_CHANNEL_SIZE} spread over both nodes (so each node subscribes each channel in Redis, as the ceiling does), opened by \`bench/native/connect-load.c\` at 400 in flight, then all closed at once. Each run measures the Redis-hop ceiling, then Switchboard, each with two such storms: the first right after the servers started, which also pays V8 compiling the connection path (once per process: a gateway compiles many more functions than the ceiling, about 0.2 s of CPU per node, so its share per connection depends on the storm's size), then the measured one, on which the target is judged. CPU is utime + stime of the two server processes and redis-server from \`/proc/<pid>/stat\`; a phase runs from its first connect (or close) until Redis shows its work done: every channel subscribed and, on Switchboard, every connection counted (open), or every channel unsubscribed and the count back to 0 (close), polled every 10 ms. The servers' idle work during a phase (timers) counts too. A reconnect storm after a rolling restart is this, once for every client: the target is judged on open + close.`,
-    '',
-    '| System | Opened | Open: server + Redis CPU per 1,000 (ms) = servers + Redis | Close: same | Open + close | First storm after the start: open + close | Client CPU per 1,000 opens (ms) |',
-    '|---|---|---|---|---|---|---|',
-    row(LABEL['ceiling-redis'], mid?.ceiling),
-    row(LABEL['switchboard-redis'], mid?.switchboard, mid?.ceiling),
-    '',
-  ];
-  if (conn.runs.length > 1)
-    lines.push(
-      `Every run (open / close / open + close / the first storm's open + close, × the same run's ceiling): ${conn.runs
-        .map((run) =>
-          run.ratio
-            ? `${run.ratio.connect.toFixed(2)} / ${run.ratio.close.toFixed(2)} / ${run.ratio.total.toFixed(2)} / ${run.ratio.first?.toFixed(2) ?? '–'}`
-            : `⚠ ${run.error?.slice(0, 80) ?? 'incomplete'}`,
-        )
-        .join('; ')}; the table shows the run with the median open + close ratio.`,
-      '',
-    );
-  lines.push(
-    "What a connection costs Switchboard beyond the ceiling's upgrade and per-channel `SUBSCRIBE`: admission (the key's record from the node's cache, Origin, channel name, limits), the connection's state and registry entries, the channel's count change (one script call per API key and event-loop turn for all the connections of the turn: 78 `EVALSHA` for 10,000 opens, 4 for their closes), the metrics; on the first storm after a start also V8 compiling all that (`perf` on a gateway during 10,000 connections that followed only 1,000: about 30% of its CPU was TurboFan in V8's worker threads, some 70 functions optimized, against a few on a second storm). Admission completes inside uWS's upgrade handler, without a promise, when it needs no round trip (the key cached, no JWT, no per-key connection limit, the channel already subscribed on the node: here few do, as a channel's 10 clients arrive together and wait for its first `SUBSCRIBE`); a plain subscription is entered and left without a promise; the connection state reaches uWS as the one property of the upgrade's user data (uWS copies each property onto its socket object). Measured on 2026-11-23, 5 runs each, before and after those changes: open + close 1.86× → 1.54× the ceiling (medians; open 2.39× → 1.91×, close 1.26× → 1.09×), and on the first storm after the start 2.28× → 1.72×.",
-    '',
-  );
-  if (mid?.error) lines.push(`⚠ ${mid.error}`, '');
-  return lines;
-}
-
-/** How the publish-cost figures were taken: in pairs with the ceiling, or (older results) runs one after the other. */
-function measuredHow(cost: NonNullable<Results['publish-cost']>): string {
-  const warmup = `a warm-up of ${cost.warmupSeconds ?? 3} s at the same rate (long enough for every system to settle: a gateway that starts the load needs about 20 s at this rate before its CPU per delivery stops falling, the ceiling's servers about 5; see \`--cost-warmup\`)`;
-  if (cost.rounds === undefined)
-    return `Each run measures every row for ${cost.seconds} s after ${warmup}, one after the other, the ceiling first; the table shows the run with the median CPU ratio, the ratios of every run below it.`;
-  const on = costVerdict(cost.runs).ratios.map((q) => q.cpu);
-  const spread =
-    on.length > 1
-      ? ` (here history on's ranged from ${Math.min(...on).toFixed(2)}× to ${Math.max(...on).toFixed(2)}×)`
-      : '';
-  return `The ceiling stays up throughout; every other row's system is started in turn (each with its own Redis, subscribers and publisher), given ${warmup} together with the ceiling, then measured ${cost.rounds} times for ${cost.seconds} s at the same time as the ceiling, both under the same load over the same seconds (each after 1 s of it, not recorded), and stopped; so neither side of a pair comes to it from idling. On a shared virtual machine the same work's CPU time moves by a fifth or more within minutes and even seconds, so rows measured one after the other compare a system with the machine's mood (docs/architecture.md, "What a REST publish costs at a low rate"); measured in pairs, both systems see the same machine, and a row's ratios stay close together${spread}. Each pair is judged against its own ceiling, the target on the median over pairs. Both systems share the machine's 2 cores while they are measured, which makes p99 noisier than CPU. Each row of the table is its median pair (by CPU ratio), with the ceiling measured in the same seconds; the ceiling's row is the one paired with history on. The ratios of every pair are listed below it.`;
-}
-
-function costSection(r: Results): string[] {
-  const cost = r['publish-cost'];
-  if (!cost) return [];
-  const variants = [...new Set(cost.runs.flatMap((run) => run.cases.map((c) => c.variant)))];
-  const rows = variants.map((variant) => {
-    const pair =
-      variant === 'ceiling'
-        ? (medianCostPair(cost.runs, 'history-on') ?? cost.runs.find((run) => caseOf(run, 'ceiling')))
-        : medianCostPair(cost.runs, variant);
-    return { variant, case: pair && caseOf(pair, variant), ceiling: pair && caseOf(pair, 'ceiling')?.step };
-  });
-  const lines = [
-    '## Publish cost at a fixed rate',
-    '',
-    `${int(cost.channels)} channels × ${cost.subscribersPerChannel} subscribers (one per node), ${int(cost.rate)} publishes/s over REST (V3 \`POST /api/publish\`, round-robin over the channels and the 2 nodes): every publish costs a REST request, a key lookup, the engine's publish (the history script on Switchboard, one \`PUBLISH\` on the ceiling) and a log append, and is delivered to only 2 sockets, so CPU per delivery is the publish path's cost. CPU is the gateways' (or ceiling servers') and redis-server's utime + stime from \`/proc/<pid>/stat\` over the measurement and its settling. ${measuredHow(cost)} The second row is no target but a floor: the ceiling's server making Switchboard's publish script call instead of its \`PUBLISH\` (the same keys, arguments and log record; the offset answered; subscribers get the body after the script's header), with nothing else around it. Its ratio is what storing each publication in its topic's history and the message log costs with the least JavaScript possible; the distance between it and Switchboard's row is the gateway's own work (routing, validation, the key, metrics, per-node delivery bookkeeping).`,
-    '',
-    '| System | CPU per 1,000 deliveries (ms): total = gateways + Redis | × ceiling, of the ceiling measured with it (ms) | p50 / p95 / p99 (ms) | p99 × ceiling, of its p99 (ms) | delivered, loss | idle before the load: gateways + Redis CPU (ms per s) |',
-    '|---|---|---|---|---|---|---|',
-  ];
-  for (const row of rows) {
-    const c = row.case;
-    const st = c?.step;
-    if (!c || !st) {
-      lines.push(`| ${COST_LABEL[row.variant]} | ⚠ ${c?.error?.slice(0, 120) ?? 'not measured'} | | | | | |`);
-      continue;
-    }
-    const { ceiling } = row;
-    const per = (seconds: number): string => (st.received ? ((seconds * 1e6) / st.received).toFixed(0) : '–');
-    const isCeiling = c.variant === 'ceiling';
-    const times = (a: number, b: number | undefined): string => `${ratio(a, b)?.toFixed(2) ?? '–'}×`;
-    lines.push(
-      `| ${COST_LABEL[c.variant]} | ${cpu(st)} = ${per(st.cpu.servers)} + ${per(st.cpu.redis)} | ${isCeiling ? '(ceiling)' : `${times(st.serverCpuMsPer1000, ceiling?.serverCpuMsPer1000)} of ${ceiling ? cpu(ceiling) : '–'}`} | ${ms(st.p50Ms)} / ${ms(st.p95Ms)} / ${ms(st.p99Ms)} | ${isCeiling ? '(ceiling)' : `${times(st.p99Ms, ceiling?.p99Ms)} of ${ceiling ? ms(ceiling.p99Ms) : '–'}`} | ${int(st.received)}, ${lossText(st)}${st.pass ? '' : ` (⚠ ${st.why ?? ''})`} | ${c.idle ? `${c.idle.servers.toFixed(1)} + ${c.idle.redis.toFixed(1)}` : '–'} |`,
-    );
-  }
-  lines.push('');
-  const timed = rows.map((row) => row.case).filter((c): c is CostCase => !!c?.redis && !!c.step?.publishRate);
-  if (timed.length)
-    lines.push(
-      `Redis' own time per publish in each row's ${cost.rounds === undefined ? 'median run' : 'median pair'} (\`INFO commandstats\` over the measurement: µs inside each command, divided by the publishes; a script's time includes the commands it runs, listed after it; Redis' CPU above also counts reading, writing and its event loop):`,
-      '',
-      ...timed.map((c) => {
-        const publishes = c.step!.expected / cost.subscribersPerChannel || 1;
-        const entries = Object.entries(c.redis!).sort((a, b) => b[1].usec - a[1].usec);
-        const scripts = entries.filter(([k]) => SCRIPT_CALLS.includes(k));
-        const own = (scripts.length ? scripts : entries).reduce((sum, [, t]) => sum + t.usec, 0);
-        return `- ${COST_LABEL[c.variant]}: ${(own / publishes).toFixed(1)} µs${scripts.length ? ' in scripts' : ''} (${entries.map(([k, t]) => `${k} ${(t.calls / publishes).toFixed(2)}× ${(t.usec / t.calls).toFixed(1)} µs`).join(', ')})`;
-      }),
-      '',
-    );
-  if (cost.runs.length > 1)
-    lines.push(
-      cost.rounds === undefined
-        ? "Per run (CPU ratio / p99 ratio to the same run's ceiling):"
-        : 'Per pair, in the order measured (CPU ratio / p99 ratio to the ceiling measured in the same seconds):',
-      '',
-      ...variants
-        .filter((v) => v !== 'ceiling')
-        .map(
-          (v) =>
-            `- ${COST_LABEL[v]}: ${cost.runs
-              .filter((run) => caseOf(run, v))
-              .map((run) => {
-                const q = costRatios(run, v);
-                return q ? `${q.cpu.toFixed(2)}× / ${q.p99.toFixed(2)}×` : '–';
-              })
-              .join(', ')}`,
-        ),
-      '',
-    );
-  return lines;
-}
-
-/** History on vs off, side by side, from the throughput scenarios. */
 function historySection(r: Results): string[] {
   const shapes = [...(r.fanout?.shapes ?? []), ...(r.channels?.shapes ?? [])].filter(
     (shape) => shape.median['switchboard-redis-history-off'],

@@ -3,11 +3,11 @@
 
 import type { Machine } from './lib/machine';
 import type { SystemName } from './lib/procs';
-import type { ConnectCostRun } from './scenarios/connect-cost';
+import type { ConnectCostRun } from './scenarios/connect-cost/run';
 import type { MemoryCase } from './scenarios/memory';
 import type { PresenceResult } from './scenarios/presence';
 import type { ProfileResult } from './scenarios/profile';
-import type { CostRun, CostVariant } from './scenarios/publish-cost';
+import type { CostRun, CostVariant } from './scenarios/publish-cost/run';
 import type { RecoveryResult } from './scenarios/recovery/run';
 import type { ScaleResult } from './scenarios/scale/run';
 import type { ThroughputCase } from './scenarios/throughput';
@@ -113,4 +113,13 @@ export interface Options {
   client: 'raw' | 'ws';
   /** `node22`, `node24`: the servers on that Node.js in a Debian 13 root (fan-out and channels only). */
   runtime?: string;
+}
+
+/** One row of the report's verdict table: a target, what was measured, whether it was met. */
+export interface Target {
+  name: string;
+  goal: string;
+  measured: string;
+  met: boolean | undefined;
+  gap: string;
 }

@@ -1,7 +1,7 @@
 // The recovery scenario's section of docs/benchmarks.md.
 import { int } from '../../lib/format';
 import { SCRIPT_CALLS } from '../../lib/redis-info';
-import type { Results } from '../../results';
+import type { Results, Target } from '../../results';
 import { RECOVERY_TARGET_SECONDS } from './run';
 import type { RecoveryResult } from './run';
 
@@ -41,4 +41,29 @@ export function recoverySection(r: Results): string[] {
     `Commands (drain phase / baseline): ${commands.map((c) => `${c} ${int(m.redisCalls[c] ?? 0)} / ${int(m.baselineCalls[c] ?? 0)}`).join(' · ')}${m.error ? `\n\n⚠ ${m.error}` : ''}`,
     '',
   ];
+}
+
+/** The recovery scenario's rows of the verdict table. */
+export function recoveryTargets(r: Results): Target[] {
+  const out: Target[] = [];
+  const rec = r.recovery?.median;
+  if (rec) {
+    const met =
+      rec.completeSeconds === undefined || rec.error ? false : rec.completeSeconds < RECOVERY_TARGET_SECONDS;
+    out.push({
+      name: `Recovery, ${int(rec.clients)} opted-in clients drained off a gateway while ${int(rec.publications)} publications go out`,
+      goal: `every client has every publication < ${RECOVERY_TARGET_SECONDS} s after the drain began`,
+      measured:
+        rec.completeSeconds !== undefined
+          ? `${rec.completeSeconds.toFixed(2)} s (${int(rec.status?.complete)}/${int(rec.clients)} clients, ${int(rec.status?.duplicates)} duplicates, ${int(rec.status?.outOfOrder)} out of order); ${rec.redisCallsPerClient?.toFixed(1) ?? '–'} Redis commands per recovering client`
+          : `not every client had every publication (${int(rec.status?.complete)}/${int(rec.clients)})${rec.error ? `: ${rec.error.slice(0, 100)}` : ''}`,
+      met,
+      gap: met
+        ? '–'
+        : rec.completeSeconds !== undefined
+          ? `${(rec.completeSeconds - RECOVERY_TARGET_SECONDS).toFixed(2)} s`
+          : 'incomplete',
+    });
+  }
+  return out;
 }

@@ -1,6 +1,7 @@
 // The scale scenario's section of docs/benchmarks.md.
 import { int, ms, ratio } from '../../lib/format';
-import type { Results } from '../../results';
+import type { Results, Target } from '../../results';
+import { SCALE_TARGETS } from './run';
 import type { ScaleSystem } from './run';
 
 export function scaleSection(r: Results): string[] {
@@ -45,4 +46,47 @@ export function scaleSection(r: Results): string[] {
     `Publish to delivery is taken on one clock: the harness reads CLOCK_MONOTONIC just before it sends the HTTP publish, and each \`connect-load\` process records, per socket, when the first frame holding the publish's marker arrived (same clock); the percentiles are over every socket. "Less idle" takes off what the servers spend with every socket open and nothing published (pings, timers; measured over 2 s before the publishes) for as long as the publish took. The CPU floor is the least time the publish could take on this machine with its CPU use, every core busy with nothing else: on a 2-core machine it is most of the latency, and the same for the ceiling, since loopback TCP runs the receiver's input in the sender's send. The ${int(scale.members)}-member presence channel holds ${int(scale.members - (sb?.members?.joins?.count ?? 0))} members written through the product's own presence store (the Lua script a gateway runs on a join; the fill time is shown) and ${sb?.members?.joins?.count ?? 0} real V4 sockets with \`presence=1\` that join last, one at a time, each timed to its \`system::member_list\`: joining all ${int(scale.members)} through sockets would send each \`member_joined\` to every member already there, ~50 million frames, which measures the clients more than the gateway (the presence section measures join rates). The product runs with its defaults: no connection limits (\`MAX_CONNECTIONS_PER_NODE\`, \`MAX_CONNECTIONS_PER_KEY\`, \`NEW_CONNECTIONS_PER_SECOND_PER_IP\` are 0, unlimited), the product's Node flags, each server process's open-file limit raised by the harness (\`ulimit -n\`) to its share of sockets + 1,024 (a quarter of the reachable limit when that is small).`,
     '',
   ];
+}
+
+/** The scale scenario's rows of the verdict table. */
+export function scaleTargets(r: Results): Target[] {
+  const out: Target[] = [];
+  const scale = r.scale?.result;
+  const sb = scale?.systems.find((x) => x.system === 'switchboard-redis');
+  if (scale && sb) {
+    const at = `${int(sb.connections)} connections on ${scale.nodes} nodes + Redis`;
+    const rssMet =
+      sb.connect.ok > 0 ? sb.rssKiBPerConnection <= SCALE_TARGETS.rssKiBPerConnection : undefined;
+    out.push({
+      name: `Scale: RSS per connection, ${at}`,
+      goal: `≤ ${SCALE_TARGETS.rssKiBPerConnection} KiB`,
+      measured: `${sb.rssKiBPerConnection.toFixed(2)} KiB (${int(sb.connect.ok)} open)`,
+      met: rssMet,
+      gap:
+        rssMet === false
+          ? `${(sb.rssKiBPerConnection - SCALE_TARGETS.rssKiBPerConnection).toFixed(2)} KiB`
+          : '–',
+    });
+    const pub = sb.publish;
+    const ceilingPub = scale.systems.find((x) => x.system === 'ceiling-redis')?.publish;
+    const pubMet = pub ? pub.p99Ms < SCALE_TARGETS.publishP99Ms && pub.seen === pub.open : undefined;
+    out.push({
+      name: `Scale: one publish delivered to every socket, ${at}`,
+      goal: `p99 < ${SCALE_TARGETS.publishP99Ms} ms from publish to delivery`,
+      measured: pub
+        ? `p50 ${ms(pub.p50Ms)} ms, p99 ${ms(pub.p99Ms)} ms to ${int(pub.seen)}/${int(pub.open)} sockets (median of ${sb.publishes.length} publishes by p99: ${sb.publishes.map((x) => ms(x.p99Ms)).join(', ')} ms); the ceiling in the same run: p99 ${ms(ceilingPub?.p99Ms)} ms`
+        : 'no publish',
+      met: pubMet,
+      gap: pubMet === false && pub ? `${ms(pub.p99Ms - SCALE_TARGETS.publishP99Ms)} ms` : '–',
+    });
+    const clean = sb.errors.length === 0 && sb.connect.ok === sb.connections;
+    out.push({
+      name: `Scale: no errors, ${at}`,
+      goal: 'every connection opens and stays open, every publish reaches every socket, no error logged',
+      measured: clean ? 'none' : sb.errors.join('; ').slice(0, 300),
+      met: clean,
+      gap: clean ? '–' : `${sb.errors.length} kinds of error`,
+    });
+  }
+  return out;
 }
