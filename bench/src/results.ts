@@ -4,9 +4,9 @@
 import type { Machine } from './lib/machine';
 import type { SystemName } from './lib/procs';
 import type { ConnectCostRun } from './scenarios/connect-cost/run';
-import type { MemoryCase } from './scenarios/memory';
-import type { PresenceResult } from './scenarios/presence';
-import type { ProfileResult } from './scenarios/profile';
+import type { MemoryCase } from './scenarios/memory/run';
+import type { PresenceResult } from './scenarios/presence/run';
+import type { ProfileResult } from './scenarios/profile/run';
 import type { CostRun, CostVariant } from './scenarios/publish-cost/run';
 import type { RecoveryResult } from './scenarios/recovery/run';
 import type { ScaleResult } from './scenarios/scale/run';

@@ -17,7 +17,7 @@ import {
   startSystem,
 } from '../../lib/procs';
 import type { System } from '../../lib/procs';
-import { median, p95, timeRequests } from '../presence';
+import { median, p95, timeRequests } from '../presence/run';
 
 /** The scale scenario's targets (issue 16). */
 export const SCALE_TARGETS = { rssKiBPerConnection: 2, publishP99Ms: 300 };

@@ -1,14 +1,14 @@
 import Redis from 'ioredis';
-import { ClientFleet } from '../lib/fleet';
-import { connectFleet } from '../lib/native-fleet';
-import type { ConnectFleet } from '../lib/native-fleet';
-import { KeepAliveConnection, postRequest } from '../lib/http';
-import { fillPresence } from '../lib/product';
+import { ClientFleet } from '../../lib/fleet';
+import { connectFleet } from '../../lib/native-fleet';
+import type { ConnectFleet } from '../../lib/native-fleet';
+import { KeepAliveConnection, postRequest } from '../../lib/http';
+import { fillPresence } from '../../lib/product';
 import { cpus } from 'node:os';
-import { cpuOf, cpuSince } from '../lib/cpu';
-import type { CpuUse } from '../lib/cpu';
-import { HOST, KEY, REDIS_PREFIX, SECRET, pinToCpus, startSystem } from '../lib/procs';
-import type { System } from '../lib/procs';
+import { cpuOf, cpuSince } from '../../lib/cpu';
+import type { CpuUse } from '../../lib/cpu';
+import { HOST, KEY, REDIS_PREFIX, SECRET, pinToCpus, startSystem } from '../../lib/procs';
+import type { System } from '../../lib/procs';
 import { WebhookReceiver } from '@switchboard/harness';
 
 export interface ConnectRate {

@@ -1,6 +1,6 @@
-import { ClientFleet } from '../lib/fleet';
-import { rssKiB, startSystem } from '../lib/procs';
-import type { SystemName } from '../lib/procs';
+import { ClientFleet } from '../../lib/fleet';
+import { rssKiB, startSystem } from '../../lib/procs';
+import type { SystemName } from '../../lib/procs';
 
 export interface MemoryCase {
   system: SystemName;
