@@ -10,7 +10,7 @@ import type { ProfileResult } from './scenarios/profile/run';
 import type { CostRun, CostVariant } from './scenarios/publish-cost/run';
 import type { RecoveryResult } from './scenarios/recovery/run';
 import type { ScaleResult } from './scenarios/scale/run';
-import type { ThroughputCase } from './scenarios/throughput';
+import type { ThroughputCase } from './scenarios/throughput/run';
 
 export interface Meta {
   command: string;

@@ -25,8 +25,8 @@ import type { CostVariant } from './scenarios/publish-cost/run';
 import { recoveryScenario } from './scenarios/recovery/run';
 import type { RecoveryResult } from './scenarios/recovery/run';
 import { scaleScenario } from './scenarios/scale/run';
-import { TARGET_SHARE, throughputCase } from './scenarios/throughput';
-import type { ThroughputCase } from './scenarios/throughput';
+import { TARGET_SHARE, throughputCase } from './scenarios/throughput/run';
+import type { ThroughputCase } from './scenarios/throughput/run';
 import { writeReport } from './report';
 import type { Meta, Options, Results, ThroughputShape } from './results';
 
