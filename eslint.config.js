@@ -3,7 +3,7 @@ const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 
 module.exports = tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**', 'bench/results/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'coverage/**', 'bench/results/**', 'bench/.cache/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -13,6 +13,7 @@ import {
 } from './scenarios/throughput/report';
 import { presenceSection, presenceTargets } from './scenarios/presence/report';
 import { profileSection } from './scenarios/profile/report';
+import { pusherSection } from './scenarios/pusher/report';
 import { recoverySection, recoveryTargets } from './scenarios/recovery/report';
 import { scaleSection, scaleTargets } from './scenarios/scale/report';
 
@@ -54,7 +55,8 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     r.presence?.meta ??
     r.memory?.meta ??
     r.profile?.meta ??
-    r.scale?.meta;
+    r.scale?.meta ??
+    r.pusher?.meta;
   const m = anyMeta?.machine;
   const t = targets(r);
   const lines: string[] = [
@@ -81,6 +83,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     ...metaLines('recovery', r.recovery?.meta),
     ...metaLines('scale', r.scale?.meta),
     ...metaLines('connection cost', r['connect-cost']?.meta),
+    ...metaLines('Pusher protocol', r.pusher?.meta),
     '',
     'Default run (about 13 minutes): `npm run bench`. One scenario: `npm run bench -- --scenario publish-cost --cost-rounds 10`. Longer: `npm run bench -- --scenario fanout --duration 20 --runs 3`. 100,000 connections (not in the default run): `npm run bench -- --scenario scale`.',
     '',
@@ -105,7 +108,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     ...connectCostSection(r),
     ...scaleSection(r),
   );
-  lines.push(...presenceSection(r), ...memorySection(r), ...profileSection(r));
+  lines.push(...presenceSection(r), ...memorySection(r), ...pusherSection(r.pusher), ...profileSection(r));
   lines.push(
     '## Method',
     '',
@@ -124,7 +127,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '## Options',
     '',
     '```',
-    '--scenario a,b     fanout, channels, publish-cost, recovery, connect-cost, presence, memory, profile, scale, or all (default: all but profile and scale)',
+    '--scenario a,b     fanout, channels, publish-cost, recovery, connect-cost, presence, memory, profile, scale, pusher, or all (default: all but profile, scale and pusher)',
     '--duration S       seconds of each recorded measurement (default 1.25)',
     '--step S           seconds of each rate-search step (default 1)',
     '--refine N         bisection steps after the doubling (default 2)',
@@ -148,6 +151,8 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--scale-connections N, --scale-nodes N, --scale-publishes N   scale: sockets, servers, publishes timed (default 100000, 2, 3)',
     '--connect-connections N   connect-cost: plain V3 connections opened and closed per system and run (default 10000)',
     "--profile-rate N, --profile-seconds S   the profile scenario's load (default 300/s for 10 s)",
+    '--pusher-presence N   pusher: presence joins per system and run (default 4000)',
+    '--pusher-systems a,b   pusher: ceiling-redis, soketi, switchboard-pusher (default all three; soketi installs into bench/.cache on first use)',
     '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
     '--no-docs          a trial: leave docs/benchmarks.md and bench/results/ as they are (results go to bench/results/tmp/)',
     '--report-only      rewrite docs/benchmarks.md from bench/results/latest.json, run nothing',

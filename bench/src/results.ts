@@ -6,6 +6,7 @@ import type { SystemName } from './lib/procs';
 import type { ConnectCostRun } from './scenarios/connect-cost/run';
 import type { MemoryCase } from './scenarios/memory/run';
 import type { PresenceResult } from './scenarios/presence/run';
+import type { PusherResults } from './scenarios/pusher/run';
 import type { ProfileResult } from './scenarios/profile/run';
 import type { CostRun, CostVariant } from './scenarios/publish-cost/run';
 import type { RecoveryResult } from './scenarios/recovery/run';
@@ -72,6 +73,7 @@ export interface Results {
   recovery?: { meta: Meta; runs: RecoveryResult[]; median: RecoveryResult };
   scale?: { meta: Meta; result: ScaleResult };
   'connect-cost'?: { meta: Meta; connections: number; runs: ConnectCostRun[]; median?: ConnectCostRun };
+  pusher?: { meta: Meta } & PusherResults;
 }
 
 export interface Options {
@@ -113,6 +115,10 @@ export interface Options {
   client: 'raw' | 'ws';
   /** `node22`, `node24`: the servers on that Node.js in a Debian 13 root (fan-out and channels only). */
   runtime?: string;
+  /** pusher: the systems measured (the Redis-hop ceiling, Soketi, Switchboard over Pusher). */
+  pusherSystems?: SystemName[];
+  /** pusher: presence joins per system and run (0: none). */
+  pusherPresence: number;
 }
 
 /** One row of the report's verdict table: a target, what was measured, whether it was met. */

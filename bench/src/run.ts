@@ -18,6 +18,7 @@ import type { ConnectCostRun } from './scenarios/connect-cost/run';
 import { memoryCase } from './scenarios/memory/run';
 import type { MemoryCase } from './scenarios/memory/run';
 import { presenceScenario } from './scenarios/presence/run';
+import { PUSHER_SYSTEMS, pusherScenario } from './scenarios/pusher/run';
 import type { PresenceResult } from './scenarios/presence/run';
 import { profileScenario } from './scenarios/profile/run';
 import { publishCostScenario } from './scenarios/publish-cost/run';
@@ -49,7 +50,7 @@ const DEFAULT_SCENARIOS = [
   'memory',
 ];
 /** Scenarios run only when named (`--scenario scale`): each takes several minutes. */
-const EXTRA_SCENARIOS = ['profile', 'scale'];
+const EXTRA_SCENARIOS = ['profile', 'scale', 'pusher'];
 const COST_VARIANTS: CostVariant[] = [
   'ceiling',
   'script-floor',
@@ -89,6 +90,7 @@ function parseArgs(argv: string[]): Options {
     docs: true,
     quick: false,
     client: 'raw',
+    pusherPresence: 4000,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -189,6 +191,14 @@ function parseArgs(argv: string[]): Options {
       case '--connect-connections':
         o.connectConnections = Math.floor(num());
         break;
+      case '--pusher-systems':
+        o.pusherSystems = value().split(',') as SystemName[];
+        for (const v of o.pusherSystems)
+          if (!PUSHER_SYSTEMS.includes(v)) throw new Error(`--pusher-systems: unknown ${v}`);
+        break;
+      case '--pusher-presence':
+        o.pusherPresence = Math.floor(num());
+        break;
       case '--product-dir':
         product.dir = resolve(value());
         break;
@@ -232,6 +242,7 @@ function parseArgs(argv: string[]): Options {
           recoveryPublications: 20,
           scaleConnections: 2000,
           connectConnections: 1000,
+          pusherPresence: 200,
           refine: 1,
           quick: true,
           docs: false,
@@ -398,6 +409,22 @@ async function main(): Promise<void> {
     } else if (scenario === 'fanout' || scenario === 'channels') {
       const shapes = await throughputShapes(scenario, o);
       save(scenario, { meta: meta(), shapes });
+    } else if (scenario === 'pusher') {
+      const pusher = await pusherScenario({
+        systems: o.pusherSystems ?? PUSHER_SYSTEMS,
+        fanoutSubscribers: o.sizes[0] ?? 1000,
+        channels: o.channels,
+        runs: o.runs,
+        workers: o.workers,
+        durationMs: o.durationS * 1000,
+        stepMs: o.stepS * 1000,
+        refine: o.refine,
+        maxP99Ms: o.maxP99Ms,
+        idle: o.idle,
+        presenceJoins: o.pusherPresence,
+        log,
+      });
+      save('pusher', { meta: meta(), ...pusher });
     } else if (scenario === 'publish-cost') {
       const channels = o.quick ? o.channels : 2000;
       log(

@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { BalancedCluster, fixedFreePort, startSwitchboardProcess } from '@switchboard/harness';
-import type { ClusterGround, SwitchboardProcess } from '@switchboard/harness';
+import {
+  BalancedCluster,
+  fixedFreePort,
+  startRedisSentinelGroup,
+  startSwitchboardProcess,
+  startTcpProxy,
+  waitFor,
+} from '@switchboard/harness';
+import type { ClusterGround, RedisServer, SwitchboardProcess } from '@switchboard/harness';
 import { GATEWAYS } from './plan';
 import type { Gateway } from './plan';
 
@@ -12,6 +19,72 @@ import type { Gateway } from './plan';
  * port so it can be restarted. Every process is kept with what the schedule did to it, so the
  * end of the run can tell a crash from a kill.
  */
+
+/** Redis that can fail over: `failover` SIGKILLs the primary and resolves once a replica serves. */
+export interface FailoverRedis extends RedisServer {
+  failover(): Promise<number>;
+}
+
+/**
+ * A primary, a replica and three sentinels behind one endpoint that follows the sentinels'
+ * master (as a managed Redis's does), so every process, the run's own checks included, keeps
+ * one `REDIS_URL`. A failover SIGKILLs the master; the sentinels promote the replica; the old
+ * master is started again (empty) and the sentinels make it the new master's replica, ready for
+ * the next failover. `kill`/`restart` (the schedule's Redis restart) act on the master of the
+ * moment.
+ */
+async function startFailoverRedis(): Promise<FailoverRedis> {
+  const group = await startRedisSentinelGroup();
+  const proxy = await startTcpProxy(group.primary.port);
+  let master = group.primary;
+  let killed: RedisServer | undefined;
+  const servers = [group.primary, group.replica];
+  const follow = setInterval(() => {
+    void group.masterPort().then((port) => {
+      const named = servers.find((server) => server.port === port);
+      if (named && named !== master) {
+        master = named;
+        proxy.retarget(named.port);
+      }
+    });
+  }, 100);
+  follow.unref();
+  const inSync = (server: RedisServer): Promise<void> =>
+    waitFor(`the replica on :${server.port} in sync`, () => group.inSync(server.port), 20_000, 100);
+  return {
+    get url() {
+      return `redis://127.0.0.1:${proxy.port}`;
+    },
+    port: proxy.port,
+    get pid() {
+      return master.pid;
+    },
+    kill: async () => {
+      killed = master;
+      await master.kill();
+    },
+    restart: async () => {
+      await (killed ?? master).restart();
+      killed = undefined;
+    },
+    stop: async () => {
+      clearInterval(follow);
+      await proxy.close();
+      await group.stop();
+    },
+    freeze: () => master.freeze(),
+    thaw: () => master.thaw(),
+    failover: async () => {
+      const victim = master;
+      const survivor = servers.find((server) => server !== victim)!;
+      await inSync(survivor);
+      await victim.kill();
+      await waitFor(`the sentinels promote :${survivor.port}`, async () => master === survivor, 30_000, 50);
+      await victim.restart();
+      return survivor.port;
+    },
+  };
+}
 
 export const CLUSTER_TIMING = {
   /** The gateways' DRAIN_GRACE_MS. */
@@ -83,9 +156,16 @@ export class ChaosCluster extends BalancedCluster {
     );
   }
 
-  static async launch(log: (line: string) => void): Promise<ChaosCluster> {
+  static async launch(
+    log: (line: string) => void,
+    options: { failover?: boolean } = {},
+  ): Promise<ChaosCluster> {
     const metricsPorts = {} as Record<Gateway, number>;
-    const ground = await BalancedCluster.ground({ names: GATEWAYS, redisOnFixedPort: true });
+    const ground = await BalancedCluster.ground({
+      names: GATEWAYS,
+      redisOnFixedPort: true,
+      ...(options.failover ? { startRedis: startFailoverRedis } : {}),
+    });
     for (const name of GATEWAYS) metricsPorts[name] = await fixedFreePort();
     const cluster = new ChaosCluster(ground, metricsPorts, await fixedFreePort(), log);
     await cluster.open();
@@ -186,6 +266,21 @@ export class ChaosCluster extends BalancedCluster {
     this.redisBack = new Promise((resolve) => (this.redisBackResolve = resolve));
     this.redisRestarts++;
     await this.redis.kill();
+  }
+
+  /** Failover runs: the primary SIGKILLed, its replica promoted; resolves with the new master's port. */
+  async failoverRedis(): Promise<number> {
+    const redis = this.redis as RedisServer | FailoverRedis;
+    if (!('failover' in redis)) throw new Error('this run has no replica to fail over to');
+    this.redisBack = new Promise((resolve) => (this.redisBackResolve = resolve));
+    try {
+      return await redis.failover();
+    } finally {
+      const resolve = this.redisBackResolve;
+      this.redisBack = undefined;
+      this.redisBackResolve = undefined;
+      resolve?.();
+    }
   }
 
   /** Redis started again on its port, empty. */

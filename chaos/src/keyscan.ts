@@ -168,8 +168,8 @@ export async function scanKeys(cluster: ChaosCluster, redis: Redis, truth: Truth
       },
     },
     {
-      pattern: '<prefix>:history:{<key>|<protocol>|<channel>}:meta|stream',
-      re: new RegExp(`^${p}:history:\\{${k}\\|(v3|v4)\\|(.+)\\}:(meta|stream)$`),
+      pattern: '<prefix>:history:{<key>|<protocol>|<channel>}:meta:<generation>|stream',
+      re: new RegExp(`^${p}:history:\\{${k}\\|(v3|v4)\\|(.+)\\}:(meta|stream)(?::[A-Za-z0-9_-]+)?$`),
       type: '',
       explain: async ([, protocol, channel, part], key) => {
         const topic = `${protocol}|${channel}`;

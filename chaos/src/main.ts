@@ -2,12 +2,14 @@ import { freshSeed } from './random';
 import { runChaos } from './run';
 
 /**
- * `npm run chaos [-- --seed N] [--duration SECONDS]`: one chaos run (docs/reliability.md), three
- * minutes by default with a fresh seed. Exits 0 when every check passed, 1 otherwise.
+ * `npm run chaos [-- --seed N] [--duration SECONDS] [--failover]`: one chaos run
+ * (docs/reliability.md), three minutes by default with a fresh seed; `--failover` puts Redis
+ * behind Sentinel and adds failovers to the schedule. Exits 0 when every check passed, 1 otherwise.
  */
 
-function parseArgs(argv: readonly string[]): { seed: number; durationMs: number } {
+function parseArgs(argv: readonly string[]): { seed: number; durationMs: number; failover: boolean } {
   let seed: number | undefined;
+  let failover = false;
   let seconds = 180;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -19,19 +21,20 @@ function parseArgs(argv: readonly string[]): { seed: number; durationMs: number 
     };
     if (name === '--seed') seed = Number(value());
     else if (name === '--duration') seconds = Number(value());
+    else if (name === '--failover') failover = true;
     else if (name === '--help' || name === '-h') {
-      console.log('usage: npm run chaos -- [--seed N] [--duration SECONDS (default 180)]');
+      console.log('usage: npm run chaos -- [--seed N] [--duration SECONDS (default 180)] [--failover]');
       process.exit(0);
-    } else throw new Error(`unknown argument ${arg} (expected --seed N, --duration SECONDS)`);
+    } else throw new Error(`unknown argument ${arg} (expected --seed N, --duration SECONDS, --failover)`);
   }
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed > 2 ** 32 - 1))
     throw new Error('--seed must be an integer from 0 to 4294967295');
   if (!Number.isFinite(seconds) || seconds < 10) throw new Error('--duration must be at least 10 (seconds)');
-  return { seed: seed ?? freshSeed(), durationMs: Math.round(seconds * 1000) };
+  return { seed: seed ?? freshSeed(), durationMs: Math.round(seconds * 1000), failover };
 }
 
 async function main(): Promise<void> {
-  let args: { seed: number; durationMs: number };
+  let args: { seed: number; durationMs: number; failover: boolean };
   try {
     args = parseArgs(process.argv.slice(2));
   } catch (error) {

@@ -58,6 +58,8 @@ export type ChaosEvent =
       readonly killAfterMs: number | undefined;
     }
   | { readonly at: number; readonly kind: 'restart-redis'; readonly downMs: number }
+  /** Failover runs only: SIGKILL the primary, Sentinel promotes its replica. */
+  | { readonly at: number; readonly kind: 'failover-redis' }
   | {
       readonly at: number;
       readonly kind: 'churn';
@@ -93,7 +95,24 @@ const WEIGHTS: ReadonlyArray<readonly [FaultKind, number]> = [
   ['churn', 3.5],
 ];
 
-export function planChaos(seed: number, durationMs: number, timing: PlanTiming): ChaosPlan {
+/** A failover: the sentinels' 1 s, the election, and the old primary back as a replica in sync. */
+export const FAILOVER_ALLOWANCE_MS = 15_000;
+
+/**
+ * `failover`: the run's Redis is a primary with a replica and sentinels, and the schedule draws
+ * `failover-redis` where it would draw `restart-redis` (a run without it draws exactly the plans
+ * it always did for a seed). A restart of the master alone is no fault of that topology: the
+ * sentinels may promote the replica meanwhile and briefly know two masters.
+ */
+export function planChaos(
+  seed: number,
+  durationMs: number,
+  timing: PlanTiming,
+  options: { readonly failover?: boolean } = {},
+): ChaosPlan {
+  const weights: ReadonlyArray<readonly [FaultKind, number]> = options.failover
+    ? WEIGHTS.map(([kind, weight]) => [kind === 'restart-redis' ? 'failover-redis' : kind, weight] as const)
+    : WEIGHTS;
   const rng = new Random(seed);
   let counter = 0;
   const newClient = (): ClientSpec => {
@@ -119,11 +138,11 @@ export function planChaos(seed: number, durationMs: number, timing: PlanTiming):
   let redisBusyUntil = 0;
   // Every kind once early (in a shuffled order), then by weight: a short run still has them all.
   const deck = rng.sample(
-    WEIGHTS.map(([kind]) => kind),
-    WEIGHTS.length,
+    weights.map(([kind]) => kind),
+    weights.length,
   );
   for (let at = rng.int(2000, 4000); at < durationMs; at += rng.int(1500, 4500)) {
-    const wanted = deck.shift() ?? rng.weighted(WEIGHTS);
+    const wanted = deck.shift() ?? rng.weighted(weights);
     const free = GATEWAYS.filter((g) => busyUntil.get(g)! <= at);
     const down = GATEWAYS.length - free.length;
     let event: ChaosEvent | undefined;
@@ -150,6 +169,13 @@ export function planChaos(seed: number, durationMs: number, timing: PlanTiming):
       const end = at + downMs + timing.restartAllowanceMs;
       if (end <= durationMs) {
         event = { at, kind: wanted, downMs };
+        redisBusyUntil = end;
+      }
+    }
+    if (wanted === 'failover-redis' && redisBusyUntil <= at) {
+      const end = at + FAILOVER_ALLOWANCE_MS;
+      if (end <= durationMs) {
+        event = { at, kind: wanted };
         redisBusyUntil = end;
       }
     }
@@ -186,6 +212,8 @@ export function describeEvent(event: ChaosEvent): string {
       }, restart ${event.downMs} ms after it exits`;
     case 'restart-redis':
       return `Redis SIGKILL, restarted empty after ${event.downMs} ms`;
+    case 'failover-redis':
+      return 'Redis primary SIGKILL, Sentinel promotes its replica; the old primary returns as a replica';
     case 'churn':
       return `churn: close ${event.close.join(' ') || 'none'}; open ${event.open.map(describeClient).join(' ') || 'none'}`;
   }

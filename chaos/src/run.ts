@@ -24,6 +24,8 @@ export interface ChaosOptions {
   readonly durationMs: number;
   /** Per topic, one publish every this many ms (five topics: 170 ms is about 30 publishes a second). */
   readonly publishIntervalMs?: number;
+  /** Redis is a primary with a replica and sentinels, and the schedule fails it over (`--failover`). */
+  readonly failover?: boolean;
   /** Where the run's lines go (default: stdout). */
   readonly log?: (line: string) => void;
 }
@@ -61,17 +63,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     `chaos seed=${seed} duration=${durationMs / 1000}s ` +
       `(replay: npm run chaos -- --seed ${seed} --duration ${durationMs / 1000})`,
   );
-  const plan = planChaos(seed, durationMs, {
-    drainGraceMs: CLUSTER_TIMING.drainGraceMs,
-    restartAllowanceMs: RESTART_ALLOWANCE_MS,
-  });
+  const plan = planChaos(
+    seed,
+    durationMs,
+    {
+      drainGraceMs: CLUSTER_TIMING.drainGraceMs,
+      restartAllowanceMs: RESTART_ALLOWANCE_MS,
+    },
+    { failover: options.failover ?? false },
+  );
   const counts = (list: readonly ChaosEvent[]): string =>
-    (['kill-gateway', 'term-gateway', 'restart-redis', 'churn'] as const)
+    (['kill-gateway', 'term-gateway', 'restart-redis', 'failover-redis', 'churn'] as const)
       .map((kind) => `${list.filter((e) => e.kind === kind).length} ${kind}`)
       .join(', ');
   out(`plan: ${plan.initialClients.length} clients, ${plan.events.length} events (${counts(plan.events)})`);
 
-  const cluster = await ChaosCluster.launch(say);
+  const cluster = await ChaosCluster.launch(say, { failover: options.failover ?? false });
   const fleet = new Fleet(cluster);
   let publisher: Publisher | undefined;
   let redis: Redis | undefined;
@@ -79,6 +86,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     'kill-gateway': 0,
     'term-gateway': 0,
     'restart-redis': 0,
+    'failover-redis': 0,
     churn: 0,
   };
   const skipped: string[] = [];
@@ -138,6 +146,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           await delay(event.downMs);
           await cluster.startRedisAgain();
           return say('Redis back (empty)');
+        }
+        case 'failover-redis': {
+          if (!cluster.redisUp) {
+            skipped.push(`${describeEvent(event)} (Redis still down)`);
+            return say(`skipped: ${describeEvent(event)}: Redis is still down`);
+          }
+          say(describeEvent(event));
+          executed[event.kind]++;
+          const started = Date.now();
+          const port = await cluster.failoverRedis();
+          return say(`Redis failed over to :${port} in ${Date.now() - started} ms`);
         }
         case 'churn': {
           executed.churn++;
@@ -243,7 +262,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const summary = [
       `seed=${seed} duration=${durationMs / 1000}s: ${ok ? 'PASSED' : 'FAILED'}`,
       `faults: ${executed['kill-gateway']} gateway SIGKILLs, ${executed['term-gateway']} gateway SIGTERMs, ` +
-        `${executed['restart-redis']} Redis restarts, ${executed.churn} churns (${fleet.clients.length} clients in all, ` +
+        `${executed['restart-redis']} Redis restarts, ${executed['failover-redis']} Redis failovers, ${executed.churn} churns (${fleet.clients.length} clients in all, ` +
         `${fleet.active.length} at the end); ${skipped.length} skipped; ${cluster.refusedStarts} gateway starts refused while Redis was down`,
       `publications: ${publisher.attempts} sent, ${publisher.acknowledged} acknowledged; not acknowledged: ${
         [...publisher.failures].map(([why, n]) => `${n} × ${why}`).join('; ') || 'none'

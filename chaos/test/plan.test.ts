@@ -1,4 +1,4 @@
-import { GATEWAYS, planChaos } from '../src/plan';
+import { FAILOVER_ALLOWANCE_MS, GATEWAYS, planChaos } from '../src/plan';
 import type { ChaosEvent } from '../src/plan';
 import { Random } from '../src/random';
 
@@ -13,12 +13,30 @@ function end(event: ChaosEvent): number {
       return event.at + timing.drainGraceMs + event.downMs + timing.restartAllowanceMs;
     case 'restart-redis':
       return event.at + event.downMs + timing.restartAllowanceMs;
+    case 'failover-redis':
+      return event.at + FAILOVER_ALLOWANCE_MS;
     case 'churn':
       return event.at;
   }
 }
 
 describe('the chaos plan', () => {
+  it('of a failover run draws failovers, one at a time, where a plain run draws Redis restarts', () => {
+    for (let seed = 1; seed <= 50; seed++) {
+      const plain = planChaos(seed, 60_000, timing);
+      const failover = planChaos(seed, 60_000, timing, { failover: true });
+      const kinds = new Set(failover.events.map((event) => event.kind));
+      expect(kinds.has('restart-redis')).toBe(false);
+      expect(kinds.has('failover-redis')).toBe(true);
+      expect(failover.initialClients).toEqual(plain.initialClients);
+      const failovers = failover.events.filter((event) => event.kind === 'failover-redis');
+      for (const [i, event] of failovers.entries()) {
+        expect(end(event)).toBeLessThanOrEqual(60_000);
+        if (i > 0) expect(event.at).toBeGreaterThanOrEqual(end(failovers[i - 1]!));
+      }
+    }
+  });
+
   it('is a function of the seed: the same seed replays the same schedule, another seed gives another', () => {
     expect(planChaos(1234, 180_000, timing)).toEqual(planChaos(1234, 180_000, timing));
     expect(planChaos(1235, 180_000, timing).events).not.toEqual(planChaos(1234, 180_000, timing).events);

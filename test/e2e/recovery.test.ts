@@ -1,4 +1,15 @@
-import { BalancedCluster, ranges, RecoveringFleet, within } from '@switchboard/harness';
+import { Redis } from 'ioredis';
+import { redisKeys } from '@switchboard/core';
+import {
+  BalancedCluster,
+  ranges,
+  RecoveringFleet,
+  startRedisCluster,
+  startRedisSentinelGroup,
+  startTcpProxy,
+  waitFor,
+  within,
+} from '@switchboard/harness';
 import type { ChannelLog, PositionEntry, RecoveringClient, Waiters } from '@switchboard/harness';
 
 /**
@@ -13,6 +24,9 @@ import type { ChannelLog, PositionEntry, RecoveringClient, Waiters } from '@swit
  *   `recovered: true`.
  * - Redis restarted empty (history lost): no silent loss. A publication a subscription did not
  *   receive is covered by a `recovered: false` position (see `silentLossProblems`).
+ * - A Redis failover that loses acknowledged publications (Sentinel, and one `REDIS_URL` that
+ *   follows the promotion as a managed Redis does): the same, and no (epoch, offset) is given to
+ *   two publications.
  *
  * Needs `haproxy` (Debian package `haproxy`; .ci/run installs it). Without it the suite fails.
  */
@@ -528,3 +542,224 @@ it('Redis restarted empty: every subscription gets every acknowledged publicatio
   );
   expect(notTold).toEqual([]);
 });
+
+/**
+ * A primary, a replica and three sentinels; two gateways of their own behind HAProxy (the suite's
+ * cluster is set aside meanwhile). The replica is cut off (its link killed on the primary, the
+ * process stopped so it cannot resync), the publisher's next publications are acknowledged by the
+ * primary alone, the primary is SIGKILLed and the sentinels promote the replica, which never saw
+ * them (a marker key written last shows it).
+ */
+async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> {
+  const group = await startRedisSentinelGroup();
+  const proxy = mode === 'single-url' ? await startTcpProxy(group.primary.port) : undefined;
+  const suiteCluster = cluster;
+  let own: BalancedCluster | undefined;
+  try {
+    own = await BalancedCluster.start({
+      names: ['fo1', 'fo2'],
+      redisEnv: proxy
+        ? { REDIS_URL: `redis://127.0.0.1:${proxy.port}` }
+        : { REDIS_SENTINELS: group.sentinelsEnv, REDIS_SENTINEL_NAME: group.name },
+      env: { HISTORY_SIZE: '1000', HEARTBEAT_INTERVAL_MS: '500' },
+      checkIntervalMs: 150,
+    });
+    cluster = own;
+    const run = await startRun(`failover-${mode}`);
+    const firstEpochs = new Map(
+      run.targets.map((t) => [t.channel, run.publisher.acked(t.channel)[0]!.epoch]),
+    );
+    // One client of each kind loses its network and resumes after the failover, from the old epoch.
+    const offline = run.fleet.clients.filter((client) => client.spec.name.endsWith('-0'));
+    const primary = new Redis(group.primary.port, '127.0.0.1');
+    try {
+      expect(await primary.call('WAIT', '1', '5000')).toBe(1);
+      for (const client of offline) client.goOffline();
+      group.replica.freeze();
+      await primary.call('CLIENT', 'KILL', 'TYPE', 'replica');
+      await run.publisher.progress(PHASE_PUBLISHES, 'while the replica is cut off');
+      await primary.set('burst-marker', '1');
+    } finally {
+      primary.disconnect();
+    }
+    await group.primary.kill();
+    group.replica.thaw();
+    await waitFor(
+      'the sentinels promote the replica',
+      async () => (await group.masterPort()) === group.replica.port,
+      30_000,
+    );
+    proxy?.retarget(group.replica.port);
+    const replica = new Redis(group.replica.port, '127.0.0.1');
+    try {
+      expect(await replica.get('burst-marker')).toBeNull();
+      for (const client of offline) client.goOnline();
+      for (const name of own.names) await own.waitUntilInRotation(name);
+      const newEpoch = (ack: Ack, channel: string): boolean => ack.epoch !== firstEpochs.get(channel);
+      await run.publisher.progress(PHASE_PUBLISHES, 'after the failover, in a new epoch', newEpoch);
+      await run.fleet.until(() => run.fleet.allLive, 15_000, 'after the failover: every subscription live');
+      // The connection counts on the new master converge to the subscriptions open now.
+      const counted = redisKeys(own.env.REDIS_PREFIX!).countsTotal(own.key.key);
+      const open = (): number =>
+        run.fleet.clients.filter((client) => client.open).reduce((sum, client) => sum + client.logs.size, 0);
+      let total = '';
+      await waitFor(
+        'the connection count equal to the open subscriptions',
+        async () => (total = (await replica.get(counted)) ?? '0') === String(open()),
+        15_000,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}: counted ${total}, open ${open()}`);
+      });
+    } finally {
+      replica.disconnect();
+    }
+    const finals = await finishRun(run);
+    report(run, `failover (${mode})`);
+    // Those that were offline resumed from the old epoch: they were told, whatever else happened.
+    const notTold = offline.flatMap((client) =>
+      [...client.logs.values()]
+        .filter(
+          (log) =>
+            !log.positions.some(
+              (p) => p.recovered === false && p.since?.epoch === firstEpochs.get(log.channel),
+            ),
+        )
+        .map((log) => `${subject(client, log)} [positions: ${log.describePositions()}]`),
+    );
+    expect(notTold).toEqual([]);
+    for (const [channel, final] of finals) expect(final.epoch).not.toBe(firstEpochs.get(channel));
+    // Every acknowledged publication received exactly once or covered by a recovered: false, and
+    // no two publications under one (epoch, offset) (they would count as one received twice).
+    const problems = everySubscription(run).flatMap(([client, log]) =>
+      silentLossProblems(client, log, run.publisher.acked(log.channel)),
+    );
+    expect(problems).toEqual([]);
+    expect(run.fleet.clients.flatMap((client) => client.finalCloses)).toEqual([]);
+  } finally {
+    cluster = suiteCluster;
+    await own?.stop();
+    await proxy?.close();
+    await group.stop();
+  }
+}
+
+it('Redis failover through Sentinel that loses acknowledged publications: no position given twice, no silent loss', async () => {
+  await failoverScenario('sentinel');
+}, 90_000);
+
+it('Redis failover behind one REDIS_URL that follows the promotion (a managed Redis): the same', async () => {
+  await failoverScenario('single-url');
+}, 90_000);
+
+/**
+ * The same through a master failover of a Redis Cluster of three masters with one replica each:
+ * the master of the V4 channel's slot loses its replica's link, acknowledges a burst alone, is
+ * SIGKILLed, and the cluster promotes the replica. Topics of the other masters go on in their
+ * epochs; the failed master's topics start new ones.
+ */
+it('Redis Cluster master failover that loses acknowledged publications: no position given twice, no silent loss', async () => {
+  const redisCluster = await startRedisCluster({ replicas: 1 });
+  const suiteCluster = cluster;
+  let own: BalancedCluster | undefined;
+  const node = (port: number): Redis =>
+    new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+  try {
+    own = await BalancedCluster.start({
+      names: ['fo1', 'fo2'],
+      redisEnv: { REDIS_CLUSTER_NODES: redisCluster.nodesEnv },
+      env: { HISTORY_SIZE: '1000', HEARTBEAT_INTERVAL_MS: '500' },
+      checkIntervalMs: 150,
+    });
+    cluster = own;
+    const run = await startRun('failover-cluster');
+    const firstEpochs = new Map(
+      run.targets.map((t) => [t.channel, run.publisher.acked(t.channel)[0]!.epoch]),
+    );
+    const keys = redisKeys(own.env.REDIS_PREFIX!);
+    const v4 = run.targets[1]!.channel;
+    const any = node(redisCluster.nodes[0]!.port);
+    await any.connect();
+    const slotOf = async (channel: string, protocol: 'v3' | 'v4'): Promise<number> =>
+      Number(
+        await any.call('CLUSTER', 'KEYSLOT', keys.historyStream({ key: own!.key.key, protocol, channel })),
+      );
+    const rows = ((await any.call('CLUSTER', 'NODES')) as string)
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '));
+    const owns = (row: string[], slot: number): boolean =>
+      row.slice(8).some((range) => {
+        const [from, to = from] = range.split('-').map(Number);
+        return slot >= from! && slot <= to!;
+      });
+    const slot = await slotOf(v4, 'v4');
+    const owner = rows.find((row) => row[2]!.includes('master') && owns(row, slot))!;
+    const portOf = (row: string[]): number => Number(row[1]!.split('@')[0]!.split(':')[1]);
+    let replicaRow: string[] | undefined;
+    await waitFor(
+      'the replica of the channel’s master known',
+      async () => {
+        const table = ((await any.call('CLUSTER', 'NODES')) as string).trim().split('\n');
+        replicaRow = table.map((line) => line.split(' ')).find((row) => row[3] === owner[0]);
+        return replicaRow !== undefined;
+      },
+      15_000,
+    );
+    // The topics whose history lives on the master that fails.
+    const failing = new Set<string>();
+    for (const target of run.targets) {
+      const protocol = target.publish.includes('/v4/') ? 'v4' : 'v3';
+      if (owns(owner, await slotOf(target.channel, protocol))) failing.add(target.channel);
+    }
+    any.disconnect();
+    const masterPort = portOf(owner);
+    const replicaPort = portOf(replicaRow!);
+    const master = node(masterPort);
+    const replica = node(replicaPort);
+    replica.on('error', () => undefined);
+    try {
+      await master.connect();
+      await replica.connect();
+      await waitFor(
+        'the replica in sync',
+        async () => ((await replica.info('replication')) as string).includes('master_link_status:up'),
+        15_000,
+      );
+      expect(await master.call('WAIT', '1', '5000')).toBe(1);
+      redisCluster.signal(replicaPort, 'SIGSTOP');
+      await master.call('CLIENT', 'KILL', 'TYPE', 'replica');
+      await run.publisher.progress(PHASE_PUBLISHES, 'while the replica is cut off');
+      const marker = `marker{${own.key.key}|v4|${v4}}`;
+      await master.set(marker, '1');
+      master.disconnect();
+      redisCluster.signal(masterPort, 'SIGKILL');
+      redisCluster.signal(replicaPort, 'SIGCONT');
+      await waitFor(
+        'the cluster promotes the replica',
+        async () => ((await replica.info('replication').catch(() => '')) as string).includes('role:master'),
+        30_000,
+      );
+      expect(await replica.call('GET', marker)).toBeNull();
+    } finally {
+      master.disconnect();
+      replica.disconnect();
+    }
+    for (const name of own.names) await own.waitUntilInRotation(name);
+    const newEpoch = (ack: Ack, channel: string): boolean =>
+      !failing.has(channel) || ack.epoch !== firstEpochs.get(channel);
+    await run.publisher.progress(PHASE_PUBLISHES, 'after the failover', newEpoch);
+    await run.fleet.until(() => run.fleet.allLive, 15_000, 'after the failover: every subscription live');
+    const finals = await finishRun(run);
+    report(run, 'Redis Cluster master failover', `; topics on the failed master: ${[...failing].join(', ')}`);
+    for (const channel of failing) expect(finals.get(channel)!.epoch).not.toBe(firstEpochs.get(channel));
+    const problems = everySubscription(run).flatMap(([client, log]) =>
+      silentLossProblems(client, log, run.publisher.acked(log.channel)),
+    );
+    expect(problems).toEqual([]);
+    expect(run.fleet.clients.flatMap((client) => client.finalCloses)).toEqual([]);
+  } finally {
+    cluster = suiteCluster;
+    await own?.stop();
+    await redisCluster.stop();
+  }
+}, 90_000);

@@ -167,6 +167,19 @@ describe('other start-up failures', () => {
     ]);
   });
 
+  it('a sentinel list none of which answers (REDIS_SENTINELS)', async () => {
+    const sentinels = `${HOST}:${await freePort()},${HOST}:${await freePort()}`;
+    const { code, stderr } = await failedStart('gateway', {
+      PORT: String(await freePort()),
+      REDIS_SENTINELS: sentinels,
+      REDIS_SENTINEL_NAME: 'main',
+    });
+    expect(code).toBe(1);
+    expect(stderr).toEqual([
+      `Redis master main (REDIS_SENTINEL_NAME) of the sentinels at ${sentinels} (REDIS_SENTINELS) is unreachable: start them, or set REDIS_SENTINELS to sentinels that answer`,
+    ]);
+  });
+
   it('LOG_LEVEL=debug adds the stack trace after the line', async () => {
     const taken = await occupiedPort();
     const env = { PORT: String(taken), SWITCHBOARD_DATA_DIR: dataDir(), LOG_LEVEL: 'debug' };

@@ -94,8 +94,10 @@ export class ClientFleet {
   constructor(
     count: number,
     private readonly client: ClientKind = fleetDefaults.client,
+    /** The client process: `client.js`, or `pusher-client.js` for Pusher-protocol subscribers. */
+    script = 'client.js',
   ) {
-    this.workers = Array.from({ length: count }, () => new Worker('client.js'));
+    this.workers = Array.from({ length: count }, () => new Worker(script));
   }
 
   private all<T>(command: ClientCommand, timeoutMs: number): Promise<T[]> {

@@ -30,4 +30,6 @@ export const LABEL: Record<SystemName, string> = {
   'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes',
   'ceiling-uws': 'Ceiling: raw uWS, 1 process',
   'ceiling-redis-script': "Ceiling with Switchboard's publish script, 2 processes",
+  soketi: 'Soketi 1.6.1, 2 nodes + Redis adapter (Pusher protocol)',
+  'switchboard-pusher': 'Switchboard, 2 nodes + Redis (Pusher protocol)',
 };

@@ -28,11 +28,14 @@ export class KeepAliveConnection {
     return new Promise((resolve, reject) => {
       const socket = connect(this.port, this.host, () => resolve());
       socket.setNoDelay(true);
+      // A reopened connection ignores what its previous socket reports.
       socket.once('error', (error) => {
         reject(error);
-        this.fail(error);
+        if (this.socket === socket) this.fail(error);
       });
-      socket.on('close', () => this.fail(new Error('connection closed')));
+      socket.on('close', () => {
+        if (this.socket === socket) this.fail(new Error('connection closed'));
+      });
       socket.on('data', (chunk: Buffer) => this.onData(chunk));
       this.socket = socket;
     });
@@ -57,6 +60,12 @@ export class KeepAliveConnection {
     const status = Number(head.slice(9, 12));
     const body = this.buffer.toString('utf8', end + 4, end + 4 + length);
     this.buffer = this.buffer.subarray(end + 4 + length);
+    // `Connection: close` (Soketi answers every HTTP API request so): not reusable; `open()` again.
+    if (/\r\nconnection:\s*close/i.test(head)) {
+      this.socket?.destroy();
+      this.socket = undefined;
+      this.buffer = Buffer.alloc(0);
+    }
     const pending = this.pending;
     this.pending = undefined;
     this.busy = false;

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startRedis } from '@switchboard/harness';
 import type { RedisServer } from '@switchboard/harness';
+import { startSoketiNodes } from './soketi';
 
 export const ROOT = join(__dirname, '..', '..', '..');
 /** Where the product under test lives (a checkout with built packages); `--product-dir` changes it. */
@@ -99,20 +100,31 @@ export function fdLimitOf(pid: number): number {
 export async function startNode(
   args: string[],
   env: Record<string, string>,
-  options: { nodeOptions?: string; timeoutMs?: number; healthPath?: string; fdLimit?: number } = {},
+  options: {
+    nodeOptions?: string;
+    timeoutMs?: number;
+    healthPath?: string;
+    fdLimit?: number;
+    /** Another Node binary (Soketi runs on its own Node 18). */
+    execPath?: string;
+    cwd?: string;
+  } = {},
 ): Promise<ServerProcess> {
   const port = Number(env['PORT'] ?? (await freePort()));
   // Node flags such as --cpu-prof are not allowed in NODE_OPTIONS: they go on the command line.
   const nodeFlags = options.nodeOptions ? options.nodeOptions.split(' ').filter(Boolean) : [];
-  // chroot and env exec in turn: the pid is the server's, for CPU readings and pinning.
-  const launcher = serverRuntime.root
-    ? ['chroot', serverRuntime.root, '/usr/bin/env', '-C', ROOT, serverRuntime.node!]
-    : [process.execPath];
+  // chroot and env exec in turn: the pid is the server's, for CPU readings and pinning. A system
+  // with its own Node.js (Soketi on Node 18) names it in `execPath`.
+  const launcher = options.execPath
+    ? [options.execPath]
+    : serverRuntime.root
+      ? ['chroot', serverRuntime.root, '/usr/bin/env', '-C', ROOT, serverRuntime.node!]
+      : [process.execPath];
   const quoted = [...launcher, ...nodeFlags, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   // 65,536 by default (the soak holds 10,000+ sockets per gateway), or what the scenario asks;
   // the hard limit where the machine allows no more.
   const child = spawn('bash', ['-c', `${fdLimitPrefix(options.fdLimit ?? 65_536)}exec ${quoted}`], {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     env: {
       PATH: process.env['PATH'] ?? '',
       HOME: process.env['HOME'] ?? '',
@@ -206,7 +218,26 @@ export type SystemName =
   | 'switchboard-memory'
   | 'ceiling-uws'
   | 'ceiling-redis'
-  | 'ceiling-redis-script';
+  | 'ceiling-redis-script'
+  /** Pusher protocol (bench/src/scenarios/pusher.ts): Soketi 1.6.1, 2 nodes + its Redis adapter. */
+  | 'soketi'
+  /** Pusher protocol: Switchboard's gateways serving Pusher clients at `/app/{key}`. */
+  | 'switchboard-pusher';
+
+/** Systems whose clients speak the Pusher protocol and publish through Pusher's HTTP API. */
+export const isPusherSystem = (name: SystemName): boolean =>
+  name === 'soketi' || name === 'switchboard-pusher';
+
+/**
+ * The Pusher app of the bench: id and key are `KEY` (a Switchboard key's app id is the key itself
+ * unless it sets one), secret `SECRET`.
+ */
+export const PUSHER_APP_ID = KEY;
+
+/** A Pusher subscriber's address as the Pusher fleet takes it: the socket URL, `#`, the channel. */
+export function pusherSubscription(port: number, channel: string): string {
+  return `ws://${HOST}:${port}/app/${KEY}?protocol=7&client=switchboard-bench&version=1.0#${encodeURIComponent(channel)}`;
+}
 
 /** The ceiling server's mode for each ceiling system (bench/src/ceiling/server.ts). */
 const CEILING_MODE: Partial<Record<SystemName, string>> = {
@@ -233,6 +264,8 @@ export interface System {
   readonly nodes: ServerProcess[];
   readonly redis?: RedisServer;
   readonly publishPath: (protocol: 'v3' | 'v4') => string;
+  /** How publishes are sent: Switchboard's REST body (default), or Pusher's signed HTTP API. */
+  readonly publishFormat?: 'pusher';
   /** The redis-server process id, when there is one. */
   readonly redisPid?: number;
   wsUrl(node: number, protocol: 'v3' | 'v4', channel: string, extra?: string): string;
@@ -269,7 +302,11 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
   const redis = onRedis(name) ? await startRedis() : undefined;
   const nodes: ServerProcess[] = [];
   try {
-    for (let i = 0; i < options.nodes; i++) {
+    if (name === 'soketi') {
+      if (!redis) throw new Error('soketi runs on Redis');
+      nodes.push(...(await startSoketiNodes(options.nodes, redis.port)));
+    }
+    for (let i = 0; i < options.nodes && name !== 'soketi'; i++) {
       if (name.startsWith('switchboard')) {
         nodes.push(
           await startNode(
@@ -312,16 +349,26 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
     throw error;
   }
   const isSwitchboard = name.startsWith('switchboard');
+  const pusher = isPusherSystem(name);
   const redisPid = redis ? await redisProcessId(redis.port) : undefined;
   return {
     name,
     nodes,
     ...(redis ? { redis } : {}),
     ...(redisPid ? { redisPid } : {}),
+    ...(pusher ? { publishFormat: 'pusher' as const } : {}),
     publishPath: (protocol) =>
-      isSwitchboard ? (protocol === 'v3' ? '/api/publish' : '/api/v4/publish') : '/publish',
+      pusher
+        ? `/apps/${PUSHER_APP_ID}/events`
+        : isSwitchboard
+          ? protocol === 'v3'
+            ? '/api/publish'
+            : '/api/v4/publish'
+          : '/publish',
     wsUrl: (node, protocol, channel, extra = '') =>
-      `ws://${HOST}:${nodes[node % nodes.length]!.port}/${protocol}/${channel}?api_key=${KEY}${extra}`,
+      pusher
+        ? pusherSubscription(nodes[node % nodes.length]!.port, channel)
+        : `ws://${HOST}:${nodes[node % nodes.length]!.port}/${protocol}/${channel}?api_key=${KEY}${extra}`,
     stop: async () => {
       await Promise.all(nodes.map((n) => n.stop()));
       await redis?.stop();

@@ -1,6 +1,7 @@
 import { KeepAliveConnection, postRequest } from './http';
 import type { HttpResult } from './http';
 import { payload } from './payload';
+import { eventBody, signedPath } from './pusher-protocol';
 
 /**
  * REST publishes at a fixed rate over a pool of keep-alive connections,
@@ -23,6 +24,11 @@ export interface PublishSpec {
   stopAfterMs: number;
   /** Connections per target. */
   connections: number;
+  /**
+   * `pusher`: Pusher's HTTP API, `path` being `/apps/{id}/events`, each request signed with `key`
+   * and `secret` and carrying the payload as the event's `data`. Default: Switchboard's REST body.
+   */
+  format?: 'pusher';
 }
 
 export interface PublishResult {
@@ -51,6 +57,17 @@ export async function publishAtRate(spec: PublishSpec): Promise<PublishResult> {
   let lateMax = 0;
   let firstError: string | undefined;
   let cursor = 0;
+  // Connections the server closed (Soketi closes each one after its response) are opened again.
+  const reopening = new Set<KeepAliveConnection>();
+  const reopen = (c: KeepAliveConnection): void => {
+    if (reopening.has(c) || stopped) return;
+    reopening.add(c);
+    c.open().then(
+      () => reopening.delete(c),
+      () => reopening.delete(c),
+    );
+  };
+  let stopped = false;
   const done = (result: HttpResult | Error): void => {
     if (result instanceof Error || result.status !== 200) {
       failed++;
@@ -75,12 +92,20 @@ export async function publishAtRate(spec: PublishSpec): Promise<PublishResult> {
             cursor = (cursor + n + 1) % pool.length;
             break;
           }
+          if (!candidate.busy && !candidate.alive) reopen(candidate);
         }
         if (!connection) break;
         free++;
-        const head = heads[sent % heads.length]!;
-        const body = `${head.slice(0, -1)},"message":${JSON.stringify(payload(sent))}}`;
-        connection.send(postRequest(connection.host, connection.port, spec.path, body), done);
+        let path = spec.path;
+        let body: string;
+        if (spec.format === 'pusher') {
+          body = eventBody(spec.channels[sent % spec.channels.length]!, payload(sent));
+          path = signedPath('POST', spec.path, spec.key, spec.secret, body);
+        } else {
+          const head = heads[sent % heads.length]!;
+          body = `${head.slice(0, -1)},"message":${JSON.stringify(payload(sent))}}`;
+        }
+        connection.send(postRequest(connection.host, connection.port, path, body), done);
         sent++;
       }
       lateMax = Math.max(lateMax, due - sent);
@@ -97,8 +122,10 @@ export async function publishAtRate(spec: PublishSpec): Promise<PublishResult> {
     tick();
   });
   const elapsedMs = performance.now() - start;
+  stopped = true;
   const deadline = Date.now() + 5000;
-  while (ok + failed < sent && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  while ((ok + failed < sent || reopening.size > 0) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 5));
   for (const connection of pool) connection.close();
   return {
     sent,

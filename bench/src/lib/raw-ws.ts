@@ -108,6 +108,21 @@ export class RawWebSocket {
     this.socket.write(Buffer.concat([Buffer.from([0x8a, 0x80 | payload.length, 0, 0, 0, 0]), payload]));
   }
 
+  /** Sends a text frame (masked with a zero key, so the bytes go as they are). */
+  send(text: string): void {
+    if (this.done || !this.upgraded) return;
+    const payload = Buffer.from(text);
+    const n = payload.length;
+    const head =
+      n < 126
+        ? Buffer.from([0x81, 0x80 | n, 0, 0, 0, 0])
+        : n < 65_536
+          ? Buffer.from([0x81, 0x80 | 126, n >> 8, n & 0xff, 0, 0, 0, 0])
+          : undefined;
+    if (!head) throw new Error('RawWebSocket.send: frames of 64 KiB and more are not supported');
+    this.socket.write(Buffer.concat([head, payload]));
+  }
+
   get closed(): boolean {
     return this.done;
   }

@@ -86,6 +86,7 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
     durationMs,
     stopAfterMs: Math.ceil(durationMs / MIN_PUBLISH_SHARE),
     connections: setup.publishConnections,
+    ...(system.publishFormat ? { format: system.publishFormat } : {}),
   });
   const expected = result.ok * setup.subscribersPerChannel;
   let stats = await fleet.stats();

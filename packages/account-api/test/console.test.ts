@@ -97,6 +97,14 @@ describe('GET /api/settings (the console settings view)', () => {
       signingSecret: '(hidden)',
       events: ['member_added'],
     });
-    expect(res.body).toMatchObject({ key: KEY_A.key, domains: KEY_A.domains });
+    expect(res.body).toMatchObject({ key: KEY_A.key, appId: KEY_A.key, domains: KEY_A.domains });
+  });
+
+  test('shows the app id the record sets', async () => {
+    const engine = await populatedEngine();
+    await engine.keys.put({ ...KEY_A, appId: '1234567' });
+    const app = createAccountApi({ engine, logger: silentLogger(), config: testConfig() });
+    const res = await request(app).get('/api/settings').set(authA).expect(200);
+    expect(res.body).toMatchObject({ key: KEY_A.key, appId: '1234567' });
   });
 });

@@ -90,6 +90,10 @@ function redisUnreachable(redis: NonNullable<Config['redis']>): string {
     const nodes = redis.nodes.map((node) => `${node.host}:${node.port}`).join(',');
     return `Redis Cluster at ${nodes} (REDIS_CLUSTER_NODES) is unreachable: start it, or set REDIS_CLUSTER_NODES to nodes that answer`;
   }
+  if (redis.kind === 'sentinel') {
+    const sentinels = redis.sentinels.map((node) => `${node.host}:${node.port}`).join(',');
+    return `Redis master ${redis.name} (REDIS_SENTINEL_NAME) of the sentinels at ${sentinels} (REDIS_SENTINELS) is unreachable: start them, or set REDIS_SENTINELS to sentinels that answer`;
+  }
   let where = 'REDIS_URL';
   try {
     where = new URL(redis.url).host; // never the password

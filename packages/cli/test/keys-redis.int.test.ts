@@ -82,6 +82,17 @@ describe('switchboard keys on Redis', () => {
     await keys('delete', record.key);
   });
 
+  test('keys create --app-id and keys app-id store the app id in Redis and announce it', async () => {
+    const record = JSON.parse((await keys('create', '--json', '--app-id', '1234567')).stdout) as ApiKeyRecord;
+    expect(await observer.keys.get(record.key)).toEqual({ ...record, appId: '1234567' });
+    controls.length = 0;
+    expect((await keys('app-id', record.key, 'default')).result).toBe(0);
+    expect(await observer.keys.get(record.key)).not.toHaveProperty('appId');
+    await waitForControl(record.key);
+    expect((await keys('list')).stdout).toContain(`${record.key}  ${record.key} (default)`);
+    await keys('delete', record.key);
+  });
+
   test('a key created on Redis opens the account API started against the same Redis', async () => {
     const record = JSON.parse((await keys('create', '--json')).stdout) as ApiKeyRecord;
     const running = await startAccountApiProcess({ ...env, ACCOUNT_PORT: '0', HOST: '127.0.0.1' });

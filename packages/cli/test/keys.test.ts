@@ -112,7 +112,7 @@ describe('keys list', () => {
     const { result, stdout } = await keys('list');
     expect(result).toBe(0);
     const lines = stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^KEY +DOMAINS +OPTIONS +HISTORY +CREATED$/);
+    expect(lines[0]).toMatch(/^KEY +APP ID +DOMAINS +OPTIONS +HISTORY +CREATED$/);
     expect(lines).toHaveLength(3);
     expect(stdout).toContain(a.key);
     expect(stdout).toContain('example.com,example.org');
@@ -126,7 +126,7 @@ describe('keys list', () => {
   test('--show-secrets shows them', async () => {
     const a = await createKey();
     const { stdout } = await keys('list', '--show-secrets');
-    expect(stdout).toMatch(/^KEY +SECRET +DOMAINS/);
+    expect(stdout).toMatch(/^KEY +SECRET +APP ID +DOMAINS/);
     expect(stdout).toContain(a.secret);
   });
 
@@ -242,7 +242,7 @@ describe('history retention', () => {
     const plain = await createKey();
     const { stdout } = await keys('list');
     const lines = stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^KEY +DOMAINS +OPTIONS +HISTORY +CREATED$/);
+    expect(lines[0]).toMatch(/^KEY +APP ID +DOMAINS +OPTIONS +HISTORY +CREATED$/);
     expect(lines.find((line) => line.startsWith(custom.key))).toMatch(/ size=7 ttl=120s +\d{4}-/);
     expect(lines.find((line) => line.startsWith(plain.key))).toMatch(/ size=50 ttl=120s \(default\) +\d{4}-/);
     const listed = JSON.parse((await keys('list', '--json')).stdout) as ApiKeyRecord[];
@@ -292,6 +292,77 @@ describe('history retention', () => {
     expect(result).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.split('\n')[0]).toMatch(/history|needs a value/);
+    expect(() => statSync(join(data.dir, 'keys.json'))).toThrow();
+  });
+});
+
+describe('keys app-id', () => {
+  test('keys create takes an app id and stores it; without one the key is the app id', async () => {
+    const { result, stdout } = await keys('create', '--app-id', '1234567');
+    expect(result).toBe(0);
+    expect(stdout).toMatch(/^app id: +1234567$/m);
+    const key = /^key: +(\S+)$/m.exec(stdout)?.[1];
+    expect(storedKeys()).toEqual([expect.objectContaining({ key, appId: '1234567' })]);
+    const plain = await keys('create');
+    const plainKey = /^key: +(\S+)$/m.exec(plain.stdout)?.[1] ?? '';
+    expect(plain.stdout).toContain(`app id:   ${plainKey} (default)`);
+    expect(storedKeys().find((r) => r.key === plainKey)).not.toHaveProperty('appId');
+    expect((await createKey('--app-id=my-app')).appId).toBe('my-app');
+    expect(await createKey('--app-id', 'default')).not.toHaveProperty('appId');
+  });
+
+  test("keys list shows each key's app id, marking the default", async () => {
+    const a = await createKey('--app-id', '42');
+    const b = await createKey();
+    const { stdout } = await keys('list');
+    const row = (key: string) => stdout.split('\n').find((line) => line.startsWith(key)) ?? '';
+    expect(row(a.key)).toMatch(new RegExp(`^${a.key} +42 +\\(any origin\\)`));
+    expect(row(b.key)).toContain(`${b.key}  ${b.key} (default)`);
+    expect(JSON.parse((await keys('list', '--json')).stdout)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ key: a.key, appId: '42' })]),
+    );
+  });
+
+  test("keys app-id sets, changes and drops a key's app id, and announces it", async () => {
+    const record = await createKey();
+    const publish = jest.spyOn(MemoryBroker.prototype, 'publishControl');
+    try {
+      const set = await keys('app-id', record.key, '1234567');
+      expect(set.result).toBe(0);
+      expect(set.stdout).toBe(`App id of ${record.key}: 1234567\n`);
+      expect(storedKeys()[0]).toEqual({ ...record, appId: '1234567' });
+      expect(publish).toHaveBeenCalledWith({ type: 'key-changed', key: record.key });
+      const json = await keys('app-id', record.key, 'app_2', '--json');
+      expect(JSON.parse(json.stdout)).toMatchObject({ key: record.key, appId: 'app_2' });
+      expect(JSON.parse(json.stdout)).not.toHaveProperty('secret');
+      const reset = await keys('app-id', record.key, 'default');
+      expect(reset.stdout).toBe(`App id of ${record.key}: ${record.key} (default)\n`);
+      expect(storedKeys()[0]).toEqual(record);
+    } finally {
+      publish.mockRestore();
+    }
+  });
+
+  test('an unknown key is exit 1 and stores nothing', async () => {
+    const { result, stderr } = await keys('app-id', 'nope', '42');
+    expect(result).toBe(1);
+    expect(stderr).toContain('Unknown API key "nope"');
+    expect(() => statSync(join(data.dir, 'keys.json'))).toThrow();
+  });
+
+  test.each([
+    [['create', '--app-id', 'a/b']],
+    [['create', '--app-id', '']],
+    [['create', '--app-id']],
+    [['app-id', 'key']],
+    [['app-id', 'key', 'my app']],
+    [['app-id', 'key', 'x'.repeat(129)]],
+    [['app-id', 'key', '1', '2']],
+  ])('keys %j is exit 2 naming the problem, and stores nothing', async (argv) => {
+    const { result, stdout, stderr } = await keys(...argv);
+    expect(result).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.split('\n')[0]).toMatch(/app id|app-id/);
     expect(() => statSync(join(data.dir, 'keys.json'))).toThrow();
   });
 });

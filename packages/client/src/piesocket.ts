@@ -55,6 +55,8 @@ export class PieChannel {
     readonly uuid: string,
   ) {
     channel.tap = (event, frame, text) => {
+      // Recovery bookkeeping (the channel emits `recovered`/`unrecovered`): PieSocket has no such event.
+      if (event === 'system::position') return;
       if (event !== undefined) {
         const data = frame?.['data'];
         const meta = frame?.['meta'];

@@ -55,6 +55,11 @@ export interface Engine {
   onAvailability(listener: (available: boolean) => void): void;
   /** Called for every backend call that failed (Redis only), for metrics. */
   onCommandError?(listener: () => void): void;
+  /**
+   * Called with the bytes of stored publications dropped because a topic's stream passed its
+   * byte cap (`HISTORY_MAX_BYTES_PER_CHANNEL`), for metrics.
+   */
+  onHistoryTrimmed?(listener: (bytes: number) => void): void;
   close(): Promise<void>;
 }
 
@@ -124,6 +129,8 @@ export function createMemoryEngine(state: MemoryState): Engine {
     quotas: state.quotas,
     isAvailable: () => true,
     onAvailability: () => undefined,
+    // The streams are the process's, shared by its nodes: each node's listener hears every trim.
+    onHistoryTrimmed: (listener) => state.history.trimListeners.push(listener),
     close: () => broker.close(),
   };
 }

@@ -14,6 +14,7 @@ export {
 export * from './protocol/channel-name';
 export * from './protocol/api-key';
 export * from './protocol/domain';
+export * from './protocol/app-id';
 export * from './broker/broker';
 export * from './history/history';
 export * from './history/history-memory';

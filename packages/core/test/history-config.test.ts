@@ -11,12 +11,21 @@ const problems = (env: Record<string, string>): string[] => {
 };
 
 describe('history retention configuration', () => {
-  it('keeps the last 100 publications for 120 s by default', () => {
-    expect(loadConfig({}).history).toEqual({ size: 100, ttlSeconds: 120 });
+  it('keeps the last 100 publications, at most 1 MiB of them, for 120 s by default', () => {
+    expect(loadConfig({}).history).toEqual({ size: 100, ttlSeconds: 120, maxBytes: 1024 * 1024 });
+  });
+
+  it('reads HISTORY_MAX_BYTES_PER_CHANNEL and refuses values out of range', () => {
+    expect(loadConfig({}, { HISTORY_MAX_BYTES_PER_CHANNEL: '65536' }).history.maxBytes).toBe(65536);
+    for (const bad of ['0', '1023', '1.5', 'lots', String(2 ** 31)]) {
+      const found = problems({ HISTORY_MAX_BYTES_PER_CHANNEL: bad });
+      expect(found.length).toBeGreaterThan(0);
+      for (const problem of found) expect(problem).toMatch(/^HISTORY_MAX_BYTES_PER_CHANNEL: /);
+    }
   });
 
   it('reads HISTORY_SIZE (0 turns history off) and HISTORY_TTL_SECONDS', () => {
-    expect(loadConfig({}, { HISTORY_SIZE: '0', HISTORY_TTL_SECONDS: '5' }).history).toEqual({
+    expect(loadConfig({}, { HISTORY_SIZE: '0', HISTORY_TTL_SECONDS: '5' }).history).toMatchObject({
       size: 0,
       ttlSeconds: 5,
     });
@@ -61,11 +70,17 @@ describe('historyRetention', () => {
   });
 
   it("takes each field the key overrides, and the configuration's for the others", () => {
-    expect(historyRetention({ history: { size: 0 } }, config)).toEqual({ size: 0, ttlSeconds: 60 });
-    expect(historyRetention({ history: { ttlSeconds: 7 } }, config)).toEqual({ size: 50, ttlSeconds: 7 });
+    const maxBytes = config.history.maxBytes;
+    expect(historyRetention({ history: { size: 0 } }, config)).toEqual({ size: 0, ttlSeconds: 60, maxBytes });
+    expect(historyRetention({ history: { ttlSeconds: 7 } }, config)).toEqual({
+      size: 50,
+      ttlSeconds: 7,
+      maxBytes,
+    });
     expect(historyRetention({ history: { size: 3, ttlSeconds: 9 } }, config)).toEqual({
       size: 3,
       ttlSeconds: 9,
+      maxBytes,
     });
   });
 });

@@ -1,7 +1,9 @@
 import { Cluster } from 'ioredis';
 import { RedisBroker } from '../src/redis/broker-redis';
+import { serverGeneration } from '../src/redis/clients';
 import type { RedisClients } from '../src/redis/clients';
 import { RedisHistory } from '../src/redis/history-redis';
+import { onHistoryTrimmed } from '../src/redis/history-scripts';
 import { describeHistoryContract } from './contracts/history.contract';
 import type { HistoryEngine } from './contracts/history.contract';
 import { describeEachRedis } from './support/redis-targets';
@@ -36,6 +38,11 @@ describeEachRedis((backend) => {
         await Promise.all(servers.map((server) => server.flushall()));
         return engine;
       },
+      holds: async (topic) => {
+        const { command } = opened[0] as RedisClients;
+        const list = keys.historyStream(topic);
+        return (await command.exists(keys.historyMeta(topic, serverGeneration(command, list)), list)) > 0;
+      },
       close: async () => {
         await Promise.all(brokers.map((b) => b.close()));
         await Promise.all(opened.map((c) => c.close()));
@@ -62,7 +69,7 @@ function describeRedisStreams(backend: () => RedisBackend): void {
       broker = new RedisBroker(clients, keys);
       broker.setHandlers({ message: (p) => received.push(p), control: () => undefined });
       await broker.ready();
-      history = new RedisHistory(clients.command, keys, 7);
+      history = new RedisHistory(clients.command, keys);
       topic = { key: unique('key'), protocol: 'v3', channel: 'room' };
       received.length = 0;
     });
@@ -73,6 +80,9 @@ function describeRedisStreams(backend: () => RedisBackend): void {
     });
 
     const pttl = (key: string) => clients.command.pttl(key);
+    /** The meta key the scripts use now, under the server's generation. */
+    const metaKey = (t: Topic) =>
+      keys.historyMeta(t, serverGeneration(clients.command, keys.historyStream(t)));
     const publish = (body: string, size = 5, ttlSeconds = 30) =>
       broker.publish(
         { topic, body, origin: 'n1', acceptedAt: 1_700_000_000_000, source: 'api' },
@@ -81,34 +91,52 @@ function describeRedisStreams(backend: () => RedisBackend): void {
 
     it("keeps both history keys under the publication's TTL, renewed by each publication", async () => {
       await publish('a', 5, 30);
-      for (const key of [keys.historyMeta(topic), keys.historyStream(topic)]) {
+      for (const key of [metaKey(topic), keys.historyStream(topic)]) {
         expect(await pttl(key)).toBeGreaterThan(25_000);
         expect(await pttl(key)).toBeLessThanOrEqual(30_000);
       }
       await publish('b', 5, 300);
-      expect(await pttl(keys.historyMeta(topic))).toBeGreaterThan(290_000);
+      expect(await pttl(metaKey(topic))).toBeGreaterThan(290_000);
       expect(await pttl(keys.historyStream(topic))).toBeGreaterThan(290_000);
     });
 
-    it("gives the stream a read starts the query's TTL, else the configured one, and no list", async () => {
+    it('writes nothing on a read, and a read does not extend a stream', async () => {
       await history.read(topic, { limit: 10 });
-      const ttl = await pttl(keys.historyMeta(topic));
-      expect(ttl).toBeGreaterThan(5_000);
-      expect(ttl).toBeLessThanOrEqual(7_000);
-      expect(await clients.command.exists(keys.historyStream(topic))).toBe(0);
-      const other: Topic = { ...topic, channel: 'other' };
-      await history.read(other, { limit: 10, ttlSeconds: 600 });
-      expect(await pttl(keys.historyMeta(other))).toBeGreaterThan(590_000);
+      await history.read(topic, { since: 0, limit: 10, ttlSeconds: 600 });
+      expect(await clients.command.exists(metaKey(topic), keys.historyStream(topic))).toBe(0);
       // A read does not extend a stream's life: that is the publications' job.
       await publish('a', 5, 30);
       await history.read(topic, { limit: 10, ttlSeconds: 600 });
-      expect(await pttl(keys.historyMeta(topic))).toBeLessThanOrEqual(30_000);
+      expect(await pttl(metaKey(topic))).toBeLessThanOrEqual(30_000);
+    });
+
+    it('counts the bytes it holds, reports what the byte cap drops, and counts an older list once', async () => {
+      const trimmed: number[] = [];
+      onHistoryTrimmed(clients.command, (bytes) => trimmed.push(bytes));
+      const capped = (body: string) =>
+        broker.publish({ topic, body, origin: 'n1' }, { size: 10, ttlSeconds: 30, maxBytes: 250 });
+      await capped('a'.repeat(100));
+      await capped('b'.repeat(100));
+      const wires = await clients.command.lrange(keys.historyStream(topic), 0, -1);
+      const bytes = (list: string[]) => list.reduce((sum, w) => sum + Buffer.byteLength(w), 0);
+      expect(Number(await clients.command.hget(metaKey(topic), 'b'))).toBe(bytes(wires));
+      expect(trimmed).toEqual([]);
+      await capped('c'.repeat(100));
+      expect(trimmed).toEqual([Buffer.byteLength(wires[0] as string)]);
+      const kept = await clients.command.lrange(keys.historyStream(topic), 0, -1);
+      expect(kept).toHaveLength(2);
+      expect(Number(await clients.command.hget(metaKey(topic), 'b'))).toBe(bytes(kept));
+      // A list stored by a version that did not count bytes: counted in full at the next publish.
+      await clients.command.hdel(metaKey(topic), 'b');
+      await capped('d'.repeat(10));
+      const now = await clients.command.lrange(keys.historyStream(topic), 0, -1);
+      expect(Number(await clients.command.hget(metaKey(topic), 'b'))).toBe(bytes(now));
     });
 
     it('starts a new epoch and never serves the old entries when the meta alone is lost', async () => {
       const first = await publish('a');
       await publish('b');
-      await clients.command.del(keys.historyMeta(topic));
+      await clients.command.del(metaKey(topic));
       const next = await publish('c');
       expect(next).toEqual({ offset: 1, epoch: expect.any(String) });
       expect(next?.epoch).not.toBe(first?.epoch);

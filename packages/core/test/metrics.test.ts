@@ -58,6 +58,7 @@ const SWITCHBOARD_SERIES = [
   ['switchboard_webhook_queue_depth', 'gauge'],
   ['switchboard_webhook_latency_seconds', 'histogram'],
   ['switchboard_webhook_dropped_batches_total', 'counter'],
+  ['switchboard_history_trimmed_bytes_total', 'counter'],
 ] as const;
 
 describe('metrics', () => {

@@ -30,7 +30,7 @@ const NAMES: Record<Exclude<keyof RedisKeys, 'prefix'>, string | null> = {
   nodes: '<prefix>:nodes',
   fanout: '<prefix>:fanout:{<key>|<protocol>|<channel>}',
   historyStream: '<prefix>:history:{<key>|<protocol>|<channel>}:stream',
-  historyMeta: '<prefix>:history:{<key>|<protocol>|<channel>}:meta',
+  historyMeta: '<prefix>:history:{<key>|<protocol>|<channel>}:meta:<generation>',
   control: '<prefix>:control',
   webhookSwitch: '<prefix>:webhook:{<key>}:on',
   webhookEvents: '<prefix>:webhook:{<key>}:events',
@@ -60,7 +60,7 @@ const built: Record<Exclude<keyof RedisKeys, 'prefix'>, string> = {
   nodes: keys.nodes(),
   fanout: keys.fanout(topic),
   historyStream: keys.historyStream(topic),
-  historyMeta: keys.historyMeta(topic),
+  historyMeta: keys.historyMeta(topic, '<generation>'),
   control: keys.control(),
   webhookSwitch: keys.webhookSwitch('<key>'),
   webhookEvents: keys.webhookEvents('<key>'),
@@ -138,17 +138,17 @@ describe('Redis key names', () => {
     const a = { key: 'ka', protocol: 'v3' as const, channel: 'one' };
     const b = { key: 'kb', protocol: 'v4' as const, channel: 'two' };
     const names = [
-      keys.historyMeta(a),
+      keys.historyMeta(a, 'g1'),
       keys.fanout(b),
       keys.historyStream(a),
-      keys.historyMeta(b),
+      keys.historyMeta(b, 'g1'),
       keys.fanout(a),
     ];
     expect(names).toEqual([
-      '<prefix>:history:{ka|v3|one}:meta',
+      '<prefix>:history:{ka|v3|one}:meta:g1',
       '<prefix>:fanout:{kb|v4|two}',
       '<prefix>:history:{ka|v3|one}:stream',
-      '<prefix>:history:{kb|v4|two}:meta',
+      '<prefix>:history:{kb|v4|two}:meta:g1',
       '<prefix>:fanout:{ka|v3|one}',
     ]);
     // An equal topic in another object names the same keys.

@@ -37,6 +37,17 @@ describe('seedKeys', () => {
     expect(await store.get('seeded')).not.toHaveProperty('history');
   });
 
+  test("sets, changes and removes a key's app id", async () => {
+    const store = new MemoryKeyStore();
+    await seedKeys(store, [seed({ appId: '1234' })]);
+    expect((await store.get('seeded'))?.appId).toBe('1234');
+    expect(await seedKeys(store, [seed({ appId: '1234' })])).toEqual([]);
+    expect(await seedKeys(store, [seed({ appId: 'my-app' })])).toEqual(['seeded']);
+    expect((await store.get('seeded'))?.appId).toBe('my-app');
+    expect(await seedKeys(store, [seed()])).toEqual(['seeded']);
+    expect(await store.get('seeded')).not.toHaveProperty('appId');
+  });
+
   test('leaves an unchanged key alone', async () => {
     const store = new MemoryKeyStore();
     await seedKeys(store, [seed()]);

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from '../src/config/load';
+import { webhookEvents } from '../src/webhooks/webhooks';
 
 function problems(overrides: Record<string, string>): string[] {
   try {
@@ -19,6 +20,20 @@ describe('webhook configuration', () => {
       { SWITCHBOARD_KEYS: seeded({ url: 'https://b.example/h', events: ['member_added', 'member_added'] }) },
     );
     expect(config.seedKeys[0]?.webhook).toEqual({ url: 'https://b.example/h', events: ['member_added'] });
+  });
+
+  it('takes cache_miss as an event, which the default set leaves out as it does client_event', () => {
+    const config = loadConfig(
+      {},
+      { SWITCHBOARD_KEYS: seeded({ url: 'https://b.example/h', events: ['cache_miss', 'member_added'] }) },
+    );
+    expect(config.seedKeys[0]?.webhook?.events).toEqual(['cache_miss', 'member_added']);
+    expect(webhookEvents({ url: 'https://b.example/h' })).toEqual([
+      'channel_occupied',
+      'channel_vacated',
+      'member_added',
+      'member_removed',
+    ]);
   });
 
   it('refuses a URL that is not http(s), an unknown event, an empty list and unknown fields', () => {

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import Pusher from 'pusher';
 import { generateKeyRecord } from '../src/keys/key-store';
 import { MemoryKeyStore } from '../src/keys/key-store-memory';
 import { createLogger } from '../src/logger';
@@ -87,6 +88,38 @@ describe('WebhookDispatcher', () => {
       if (Date.now() > deadline) throw new Error('the batches were not acknowledged');
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
+  });
+
+  it("delivers cache_miss and Pusher channels' events so the pusher SDK's webhook() helper verifies them", async () => {
+    const port = (server.address() as AddressInfo).port;
+    const record = generateKeyRecord({
+      appId: '1234567',
+      webhook: { url: `http://127.0.0.1:${port}/pusher`, events: ['cache_miss', 'client_event'] },
+    });
+    await keys.put(record);
+    const events = [
+      { name: 'cache_miss', channel: 'private-cache-prices' },
+      {
+        name: 'client_event',
+        channel: 'presence-room',
+        event: 'client-typing',
+        data: '{"on":true}',
+        socket_id: '123.456',
+        user_id: '42',
+      },
+    ] as const;
+    for (const event of events) queue.emit(record.key, event);
+    await waitFor('the Pusher request', () => requests.some((r) => r.headers['x-pusher-key'] === record.key));
+    const { headers, body } = requests.find((r) => r.headers['x-pusher-key'] === record.key)!;
+    const pusher = new Pusher({
+      appId: '1234567',
+      key: record.key,
+      secret: record.secret,
+      host: '127.0.0.1',
+    });
+    const webhook = pusher.webhook({ headers: headers as Record<string, string>, rawBody: body });
+    expect(webhook.isValid()).toBe(true);
+    expect(webhook.getEvents()).toEqual(events);
   });
 
   it('reports an unreachable URL in the log and the metrics, and keeps the events', async () => {

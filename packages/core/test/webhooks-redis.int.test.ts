@@ -31,7 +31,11 @@ describeEachRedis((backend) => {
     const queue = new RedisWebhookQueue(client, keys);
     const counts = new RedisConnectionCounts(client, keys);
     const key = unique('gone');
-    await store.put({ ...generateKeyRecord(), key, webhook: { url: 'http://example.test/hook' } });
+    await store.put({
+      ...generateKeyRecord(),
+      key,
+      webhook: { url: 'http://example.test/hook', events: ['channel_occupied', 'client_event'] },
+    });
     await counts.increment('node-a', key, 'room');
     await queue.append(key, { name: 'client_event', channel: 'room', event: 'typing' });
     expect(await queue.lease(key, 'gw1', 60_000)).toBe(true);

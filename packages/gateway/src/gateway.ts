@@ -156,6 +156,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   });
   ctx.meters.redisConnected(engine.kind === 'redis' && engine.isAvailable());
   engine.onCommandError?.(() => ctx.meters.redisCommandError());
+  engine.onHistoryTrimmed?.((bytes) => ctx.meters.historyTrimmed(bytes));
   engine.onAvailability((available) => {
     ctx.meters.redisConnected(available);
     if (!available) streams.suspend();

@@ -24,6 +24,8 @@ export interface Meters {
   redisConnected(up: boolean): void;
   redisCommandError(): void;
   redisReconnected(): void;
+  /** Bytes a channel's history dropped for its byte cap (`HISTORY_MAX_BYTES_PER_CHANNEL`). */
+  historyTrimmed(bytes: number): void;
 }
 
 /**
@@ -58,6 +60,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
       redisConnected: () => undefined,
       redisCommandError: () => undefined,
       redisReconnected: () => undefined,
+      historyTrimmed: () => undefined,
     };
   }
   const per = <T>(make: (protocol: Protocol) => T): Record<Protocol, T> => ({
@@ -96,5 +99,6 @@ export function createMeters(metrics: Metrics | undefined): Meters {
     redisConnected: (up) => metrics.redisConnected.set(up ? 1 : 0),
     redisCommandError: () => metrics.redisCommandErrors.inc(),
     redisReconnected: () => metrics.redisReconnects.inc(),
+    historyTrimmed: (bytes) => metrics.historyTrimmedBytes.inc(bytes),
   };
 }

@@ -81,3 +81,29 @@ it('labels closes with codes outside the error catalog as other', async () => {
     await node.close();
   }
 });
+
+/** Bytes a channel's history drops for `HISTORY_MAX_BYTES_PER_CHANNEL` are counted. */
+it('counts the bytes history drops for its byte cap', async () => {
+  const metrics = createMetrics({ service: 'gateway', nodeId: 'n1', defaultMetrics: false });
+  const node = await startGateway({
+    memoryState: createMemoryState(),
+    metrics,
+    env: { HISTORY_MAX_BYTES_PER_CHANNEL: '2048' },
+  });
+  const trimmed = async (): Promise<number> =>
+    (await metrics.registry.getMetricsAsJSON())
+      .find((m) => m.name === 'switchboard_history_trimmed_bytes_total')
+      ?.values.reduce((sum, v) => sum + v.value, 0) ?? 0;
+  try {
+    const key = await createTestKey(node.engine);
+    const publish = (message: string) =>
+      postJson(`${node.httpUrl}/api/publish`, { key: key.key, secret: key.secret, channel: 'big', message });
+    await publish('a'.repeat(1000));
+    expect(await trimmed()).toBe(0);
+    await publish('b'.repeat(1000));
+    // Two entries of 1,000 characters and their metadata pass 2,048 bytes: the first is dropped.
+    expect(await trimmed()).toBeGreaterThanOrEqual(1000);
+  } finally {
+    await node.close();
+  }
+});

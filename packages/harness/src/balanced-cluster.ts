@@ -32,6 +32,11 @@ export interface BalancedClusterOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** One gateway's configuration on top of `env`, its host, port and NODE_ID. */
   readonly gatewayEnv?: (name: string) => Readonly<Record<string, string>>;
+  /**
+   * How the gateways reach Redis instead of the cluster's own server (`REDIS_SENTINELS`… of a
+   * sentinel group, a `REDIS_URL` through a proxy); the own server then runs unused.
+   */
+  readonly redisEnv?: Readonly<Record<string, string>>;
   /** HAProxy's health-check interval (the shipped 2 s is slow for tests). */
   readonly checkIntervalMs?: number;
   /**
@@ -39,6 +44,8 @@ export interface BalancedClusterOptions {
    * can take meanwhile) rather than on any free one.
    */
   readonly redisOnFixedPort?: boolean;
+  /** Starts the cluster's Redis (a failover group behind one endpoint…); one redis-server by default. */
+  readonly startRedis?: () => Promise<RedisServer>;
   /** The key every process knows (a random one by default). */
   readonly key?: ClusterKey;
   /** REDIS_PREFIX (a random one by default). */
@@ -126,7 +133,7 @@ export class BalancedCluster {
       secret: randomBytes(16).toString('hex'),
     };
     this.env = {
-      REDIS_URL: this.redis.url,
+      ...(options.redisEnv ?? { REDIS_URL: this.redis.url }),
       REDIS_PREFIX: options.prefix ?? `bc${randomBytes(4).toString('hex')}`,
       SWITCHBOARD_KEYS: JSON.stringify([{ key: this.key.key, secret: this.key.secret, domains: [] }]),
       ...options.env,
@@ -139,7 +146,9 @@ export class BalancedCluster {
     const ports: Record<string, number> = {};
     for (const name of options.names) ports[name] = await fixedFreePort();
     const balancerPort = await fixedFreePort();
-    const redis = await startRedis(options.redisOnFixedPort ? { port: await fixedFreePort() } : {});
+    const redis = options.startRedis
+      ? await options.startRedis()
+      : await startRedis(options.redisOnFixedPort ? { port: await fixedFreePort() } : {});
     return { redis, ports, balancerPort };
   }
 

@@ -13,3 +13,4 @@ export * from './balanced-cluster';
 export * from './recovering-client';
 export * from './resume-recorder';
 export * from './descendants';
+export * from './tcp-proxy';

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,8 @@ export interface RedisClusterHandle {
   kill(): Promise<void>;
   /** Starts every node again on its port; they rejoin from nodes.conf (data is empty). */
   restart(): Promise<void>;
+  /** Signals one node's process (by port): SIGKILL to crash it, SIGSTOP / SIGCONT to stall it. */
+  signal(port: number, signal: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): void;
 }
 
 const HOST = '127.0.0.1';
@@ -254,10 +256,16 @@ export async function startRedis(options: { port?: number } & RedisServerOptions
   };
 }
 
-/** Three masters (no replicas) joined with `redis-cli --cluster create`, all slots covered. */
-export async function startRedisCluster(): Promise<RedisClusterHandle> {
+/**
+ * Three masters joined with `redis-cli --cluster create`, all slots covered; with `replicas: 1`,
+ * one replica each (six nodes), which the cluster promotes when its master fails.
+ */
+export async function startRedisCluster(options: { replicas?: 0 | 1 } = {}): Promise<RedisClusterHandle> {
+  const replicas = options.replicas ?? 0;
   let ports: number[] = [];
-  const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), 'sb-redis-cluster-')));
+  const dirs = Array.from({ length: 3 * (1 + replicas) }, () =>
+    mkdtempSync(join(tmpdir(), 'sb-redis-cluster-')),
+  );
   const clusterArgs = [
     '--cluster-enabled',
     'yes',
@@ -294,7 +302,8 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
   };
   try {
     await onFreshPorts(async () => {
-      ports = [await freeClusterPort(), await freeClusterPort(), await freeClusterPort()];
+      ports = [];
+      for (let i = 0; i < dirs.length; i++) ports.push(await freeClusterPort());
       await startAll().catch(async (error: unknown) => {
         await kill();
         for (const dir of dirs) rmSync(join(dir, 'nodes.conf'), { force: true });
@@ -308,7 +317,7 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
         'create',
         ...ports.map((p) => `${HOST}:${p}`),
         '--cluster-replicas',
-        '0',
+        String(replicas),
         '--cluster-yes',
       ],
       { encoding: 'utf8', timeout: CLUSTER_CREATE_TIMEOUT_MS },
@@ -333,6 +342,124 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
       await kill();
       await startAll();
       await clusterOk();
+    },
+    signal: (port, signal) => {
+      children[ports.indexOf(port)]?.kill(signal);
+    },
+  };
+}
+
+/** A primary, one replica and three sentinels (`redis-server --sentinel`) watching them. */
+export interface RedisSentinelGroup {
+  /** The master's name the sentinels know (`REDIS_SENTINEL_NAME`). */
+  readonly name: string;
+  /** `REDIS_SENTINELS` form: "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3" */
+  readonly sentinelsEnv: string;
+  readonly sentinelPorts: readonly number[];
+  /** The servers as started: `primary` first replicates to nobody, `replica` to it. */
+  readonly primary: RedisServer;
+  readonly replica: RedisServer;
+  /** The master's port as a majority of the sentinels name it now. */
+  masterPort(): Promise<number | undefined>;
+  /** Whether the server on `port` is a replica whose link to its master is up. */
+  inSync(port: number): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Sentinels that declare a master down after 1 s without an answer and need two of three to
+ * agree: a SIGKILLed primary is replaced within a few seconds.
+ */
+export async function startRedisSentinelGroup(name = 'sbmaster'): Promise<RedisSentinelGroup> {
+  const primary = await startRedis();
+  const replica = await startRedis({ args: ['--replicaof', HOST, String(primary.port)] });
+  await waitFor('the replica in sync', async () =>
+    (await rawCommand(replica.port, 'INFO replication')).includes('master_link_status:up'),
+  );
+  const dirs: string[] = [];
+  const sentinels: ChildProcess[] = [];
+  const ports: number[] = [];
+  const stopSentinels = async (): Promise<void> => {
+    for (const child of sentinels) child.kill('SIGKILL');
+    await Promise.all(sentinels.map(exited));
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < 3; i++) {
+      const port = await onFreshPorts(async () => {
+        const candidate = await freePort();
+        const dir = mkdtempSync(join(tmpdir(), 'sb-sentinel-'));
+        dirs.push(dir);
+        const conf = join(dir, 'sentinel.conf');
+        writeFileSync(
+          conf,
+          [
+            `port ${candidate}`,
+            `bind ${HOST}`,
+            `dir ${dir}`,
+            `sentinel monitor ${name} ${HOST} ${primary.port} 2`,
+            `sentinel down-after-milliseconds ${name} 1000`,
+            `sentinel failover-timeout ${name} 4000`,
+            '',
+          ].join('\n'),
+        );
+        const started = spawn(redisServerBinary(), [conf, '--sentinel'], { cwd: dir, stdio: 'ignore' });
+        started.on('error', () => undefined);
+        sentinels.push(started);
+        await waitFor(`sentinel on port ${candidate}`, async () => {
+          if (started.exitCode !== null)
+            throw new PortTakenError(`sentinel on port ${candidate} exited at start`);
+          return (await rawCommand(candidate, 'PING')).startsWith('+PONG');
+        });
+        return candidate;
+      });
+      ports.push(port);
+    }
+    // Each sentinel has found the replica (through the primary) and the other sentinels.
+    for (const port of ports) {
+      await waitFor(`sentinel ${port} to know the replica and its peers`, async () => {
+        const reply = await rawCommand(port, `SENTINEL MASTER ${name}`);
+        const field = (key: string): number => {
+          const lines = reply.split('\r\n');
+          const at = lines.indexOf(key);
+          return at < 0 ? 0 : Number(lines[at + 2]);
+        };
+        return field('num-slaves') >= 1 && field('num-other-sentinels') >= 2;
+      });
+    }
+  } catch (error) {
+    await stopSentinels();
+    await Promise.all([primary.stop(), replica.stop()]);
+    throw error;
+  }
+  const masterPort = async (): Promise<number | undefined> => {
+    const named = await Promise.all(
+      ports.map((port) =>
+        rawCommand(port, `SENTINEL GET-MASTER-ADDR-BY-NAME ${name}`).then(
+          (reply) => Number(reply.split('\r\n')[4]) || undefined,
+          () => undefined,
+        ),
+      ),
+    );
+    const counts = new Map<number, number>();
+    for (const port of named) if (port) counts.set(port, (counts.get(port) ?? 0) + 1);
+    return [...counts].find(([, count]) => count >= 2)?.[0];
+  };
+  return {
+    name,
+    sentinelsEnv: ports.map((port) => `${HOST}:${port}`).join(','),
+    sentinelPorts: ports,
+    primary,
+    replica,
+    masterPort,
+    inSync: (port) =>
+      rawCommand(port, 'INFO replication').then(
+        (reply) => reply.includes('master_link_status:up'),
+        () => false,
+      ),
+    stop: async () => {
+      await stopSentinels();
+      await Promise.all([primary.stop(), replica.stop()]);
     },
   };
 }

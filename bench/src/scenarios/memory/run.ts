@@ -1,5 +1,5 @@
-import { ClientFleet } from '../../lib/fleet';
-import { rssKiB, startSystem } from '../../lib/procs';
+import { ClientFleet, fleetDefaults } from '../../lib/fleet';
+import { isPusherSystem, rssKiB, startSystem } from '../../lib/procs';
 import type { SystemName } from '../../lib/procs';
 
 export interface MemoryCase {
@@ -31,7 +31,11 @@ export async function memoryCase(
   nodeDefaults = false,
 ): Promise<MemoryCase> {
   const running = await startSystem(system, { nodes: 1, nodeDefaults });
-  const fleet = new ClientFleet(o.workers);
+  const fleet = new ClientFleet(
+    o.workers,
+    fleetDefaults.client,
+    isPusherSystem(system) ? 'pusher-client.js' : 'client.js',
+  );
   const pid = running.nodes[0]!.pid;
   const result: MemoryCase = {
     system,

@@ -1,6 +1,6 @@
-import { ClientFleet, Publisher } from '../../lib/fleet';
+import { ClientFleet, Publisher, fleetDefaults } from '../../lib/fleet';
 import type { ConnectSummary } from '../../lib/fleet';
-import { startSystem } from '../../lib/procs';
+import { KEY, isPusherSystem, startSystem } from '../../lib/procs';
 import type { SystemName } from '../../lib/procs';
 import { confirmedStep, searchMax, step, subscriberUrls } from '../load';
 import type { LoadSetup, Step } from '../load';
@@ -88,7 +88,8 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
     nodes: o.nodes,
     ...(o.nodeOptions ? { nodeOptions: o.nodeOptions } : {}),
   });
-  const fleet = new ClientFleet(o.workers);
+  const pusher = isPusherSystem(o.system);
+  const fleet = new ClientFleet(o.workers, fleetDefaults.client, pusher ? 'pusher-client.js' : 'client.js');
   const publisher = new Publisher();
   const channels = Array.from({ length: o.channels }, (_, i) => `${o.channelPrefix}-${i}`);
   const result: ThroughputCase = {
@@ -101,11 +102,17 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
   };
   try {
     const urls = subscriberUrls(system, channels, o.subscribersPerChannel);
+    // Pusher subscribers wait at most 10 s each for the handshake and subscription, and a client
+    // process stops at its first failure: a server that does not speak Pusher fails in seconds.
     result.connect = await fleet.connect(urls, { concurrency: 200 });
     o.log(
       `  ${o.system}: ${result.connect.ok}/${urls.length} connected in ${result.connect.openSeconds.toFixed(1)} s` +
         (result.connect.firstError ? ` (${result.connect.firstError})` : ''),
     );
+    if (pusher && result.connect.ok === 0)
+      throw new Error(
+        `no Pusher client could subscribe on ${o.system} (ws://…/app/${KEY}?protocol=7): ${result.connect.firstError ?? 'no reason given'}`,
+      );
     if (result.connect.ok < urls.length)
       throw new Error(`only ${result.connect.ok}/${urls.length} connected`);
     const setup: LoadSetup = {

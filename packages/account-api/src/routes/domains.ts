@@ -1,3 +1,4 @@
+import { appIdOf } from '@switchboard/core';
 import { querySchema } from '../http/query';
 import { defineEndpoint } from './endpoint';
 
@@ -21,15 +22,16 @@ function redacted(value: unknown): unknown {
 }
 
 /**
- * `GET /api/settings`: the key's settings as the console shows them, read-only: its allowed
- * domains and its webhook (`webhook`: URL and events) as the key record holds it (`null` when it holds none), any
+ * `GET /api/settings`: the key's settings as the console shows them, read-only: its Pusher app id
+ * (the key itself when the record has none, docs/pusher.md), its allowed domains and its webhook (`webhook`: URL and events) as the key record holds it (`null` when it holds none), any
  * secret-like field hidden. The key's own secret is never part of it. No parameters.
  */
 export const settingsEndpoint = defineEndpoint({
   path: '/settings',
   query: querySchema({}),
-  handle: async (key): Promise<{ key: string; domains: string[]; webhook: unknown }> => ({
+  handle: async (key): Promise<{ key: string; appId: string; domains: string[]; webhook: unknown }> => ({
     key: key.key,
+    appId: appIdOf(key),
     domains: [...key.domains],
     // Read by name: the record's `webhook` (docs/webhooks.md) as stored, whatever fields it grows.
     webhook: redacted((key as unknown as Record<string, unknown>)['webhook'] ?? null),

@@ -1,4 +1,6 @@
 import {
+  APP_ID_RULE,
+  appIdOf,
   ConfigError,
   DEFAULT_WEBHOOK_EVENTS,
   isWebhookUrl,
@@ -9,6 +11,7 @@ import {
   domainProblem,
   generateKeyRecord,
   historyRetention,
+  isValidAppId,
   keyLimits,
   loadConfig,
   MAX_HISTORY_SIZE,
@@ -29,10 +32,11 @@ export const KEYS_USAGE = `Usage: switchboard keys <command> [--json]
 
 Commands:
   keys create [--domain D]... [--no-client-messages] [--force-auth] [--history-size N] [--history-ttl S]
-                              create a key; prints its key and secret (the secret is shown only here)
-  keys list [--show-secrets]  every key with its domains, options, history and creation time
+              [--app-id ID]   create a key; prints its key and secret (the secret is shown only here)
+  keys list [--show-secrets]  every key with its app id, domains, options, history and creation time
   keys delete KEY             delete a key: new connections and API calls with it are refused
   keys domains KEY [D]...     replace the key's allowed domains; none allows any origin
+  keys app-id KEY ID          set the key's Pusher app id ("default": the key itself; docs/pusher.md)
   keys history KEY N S        keep the last N publications per channel for S seconds after the
                               latest (N 0: no history); "default" for either uses the configured
                               HISTORY_SIZE / HISTORY_TTL_SECONDS
@@ -52,11 +56,13 @@ Options:
                               example.com:8443 for that port only; repeatable
   --no-client-messages        clients may not publish to channels (default: they may)
   --force-auth                every channel needs a JWT, not only private-… ones
+  --app-id ID                 the key's Pusher app id, ${APP_ID_RULE}
+                              (default: the key itself)
   --history-size N            publications kept per channel, 0 to ${MAX_HISTORY_SIZE} (default: HISTORY_SIZE)
   --history-ttl S             seconds history is kept after a channel's latest publication,
                               1 to ${MAX_HISTORY_TTL_SECONDS} (default: HISTORY_TTL_SECONDS)
   --events E1,E2              the webhook's events, of ${WEBHOOK_EVENTS.join(', ')}
-                              (default: all but client_event)
+                              (default: all but client_event and cache_miss)
   --json                      machine-readable output on stdout
 
 The keys live in the configured engine: Redis when REDIS_URL or REDIS_CLUSTER_NODES is set,
@@ -74,6 +80,8 @@ interface Parsed {
   history: { size?: string; ttl?: string };
   /** The value of `--events` as given (checked by `webhookEventList`). */
   events?: string;
+  /** The value of `--app-id` as given (checked by `appIdValue`). */
+  appId?: string;
   flags: Set<string>;
   /** `keys limits` options as given, by record field (checked by `requestedLimits`). */
   limits: Partial<Record<keyof KeyLimits, string>>;
@@ -88,10 +96,19 @@ const LIMIT_OPTIONS: Record<string, keyof KeyLimits> = {
 };
 
 const FLAGS_OF: Record<string, readonly string[]> = {
-  create: ['--domain', '--no-client-messages', '--force-auth', '--history-size', '--history-ttl', '--json'],
+  create: [
+    '--domain',
+    '--no-client-messages',
+    '--force-auth',
+    '--history-size',
+    '--history-ttl',
+    '--app-id',
+    '--json',
+  ],
   list: ['--show-secrets', '--json'],
   delete: ['--json'],
   domains: ['--json'],
+  'app-id': ['--json'],
   history: ['--json'],
   webhook: ['--events', '--remove', '--json'],
   limits: [...Object.keys(LIMIT_OPTIONS), '--json'],
@@ -103,6 +120,7 @@ const VALUE_OPTIONS = new Set([
   '--history-size',
   '--history-ttl',
   '--events',
+  '--app-id',
   ...Object.keys(LIMIT_OPTIONS),
 ]);
 
@@ -126,6 +144,7 @@ function parseArgs(command: string, args: readonly string[]): Parsed {
       if (value === undefined) throw new UsageError(`${name} needs a value, e.g. ${name} ${EXAMPLE[name]}`);
       if (name === '--domain') parsed.domains.push(value);
       else if (name === '--events') parsed.events = value;
+      else if (name === '--app-id') parsed.appId = value;
       else if (LIMIT_OPTIONS[name]) parsed.limits[LIMIT_OPTIONS[name]] = value;
       else if (name === '--history-size') parsed.history.size = value;
       else parsed.history.ttl = value;
@@ -143,6 +162,7 @@ const EXAMPLE: Record<string, string> = {
   '--history-size': '100',
   '--history-ttl': '120',
   '--events': 'member_added,member_removed',
+  '--app-id': '1234567',
   '--connections': '1000',
   '--api-requests-per-second': '50',
   '--publishes-per-second': '100',
@@ -220,6 +240,35 @@ function requestedHistory(positional: readonly string[]): HistoryOverride | unde
   }
   return historyOverride(historyValue('size', size, true), historyValue('ttl', ttl, true));
 }
+
+/**
+ * An app id as `isValidAppId` takes it; `default` is undefined: the key itself (so no key can have
+ * the app id "default", which would read as a reset).
+ */
+function appIdValue(text: string): string | undefined {
+  if (text === 'default') return undefined;
+  if (!isValidAppId(text)) {
+    throw new UsageError(
+      `"${text}" is not an app id; give ${APP_ID_RULE}, e.g. 1234567, or "default" for the key itself`,
+    );
+  }
+  return text;
+}
+
+/** The app id `keys app-id KEY ID` asks for: `undefined` drops it ("default"). */
+function requestedAppId(positional: readonly string[]): string | undefined {
+  const [key, appId, ...extra] = positional;
+  if (key === undefined || appId === undefined || extra.length > 0) {
+    throw new UsageError('"keys app-id" takes a KEY and an app id, e.g. keys app-id KEY 1234567');
+  }
+  return appIdValue(appId);
+}
+
+/** The app id the key answers to, marked when it is the key itself by default. */
+const formatAppId = (record: ApiKeyRecord): string =>
+  `${appIdOf(record)}${record.appId === undefined ? ' (default)' : ''}`;
+
+const withoutAppId = ({ appId: _appId, ...rest }: ApiKeyRecord): ApiKeyRecord => rest;
 
 /** The events of `--events E1,E2`, each one of `WEBHOOK_EVENTS`, without repeats. */
 function webhookEventList(text: string): WebhookEventName[] {
@@ -333,7 +382,9 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
       if (positional.length > 0)
         throw new UsageError(`"keys create" takes no arguments, got "${positional[0]}"`);
       const history = createdHistory(parsed);
+      const appId = parsed.appId === undefined ? undefined : appIdValue(parsed.appId);
       const record = generateKeyRecord({
+        ...(appId !== undefined ? { appId } : {}),
         domains: [...new Set(parsed.domains.map(checkDomain))],
         clientMessages: !parsed.flags.has('--no-client-messages'),
         forceAuth: parsed.flags.has('--force-auth'),
@@ -346,6 +397,7 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
         [
           `key:      ${record.key}`,
           `secret:   ${record.secret}`,
+          `app id:   ${formatAppId(record)}`,
           `domains:  ${formatDomains(record.domains)}`,
           `options:  ${formatOptions(record)}`,
           `history:  ${formatHistory(record, config)}`,
@@ -360,10 +412,19 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
         throw new UsageError(`"keys list" takes no arguments, got "${positional[0]}"`);
       const showSecrets = parsed.flags.has('--show-secrets');
       const records = await engine.keys.list();
-      const header = ['KEY', ...(showSecrets ? ['SECRET'] : []), 'DOMAINS', 'OPTIONS', 'HISTORY', 'CREATED'];
+      const header = [
+        'KEY',
+        ...(showSecrets ? ['SECRET'] : []),
+        'APP ID',
+        'DOMAINS',
+        'OPTIONS',
+        'HISTORY',
+        'CREATED',
+      ];
       const rows = records.map((r) => [
         r.key,
         ...(showSecrets ? [r.secret] : []),
+        formatAppId(r),
         formatDomains(r.domains),
         formatOptions(r),
         formatHistory(r, config),
@@ -402,6 +463,20 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
       await engine.keys.put(updated);
       await announce(engine, key, io);
       print(withoutSecret(updated), `Domains of ${key}: ${formatDomains(checked)}`);
+      return 0;
+    }
+    case 'app-id': {
+      const [key] = positional;
+      const appId = requestedAppId(positional);
+      const record = key === undefined ? null : await engine.keys.get(key);
+      if (!record || key === undefined) {
+        io.err(`Unknown API key "${key}"; "switchboard keys list" shows the existing ones`);
+        return 1;
+      }
+      const updated: ApiKeyRecord = appId !== undefined ? { ...record, appId } : withoutAppId(record);
+      await engine.keys.put(updated);
+      await announce(engine, key, io);
+      print(withoutSecret(updated), `App id of ${key}: ${formatAppId(updated)}`);
       return 0;
     }
     case 'history': {
@@ -468,6 +543,8 @@ function redisTarget(config: Config): string {
   const redis = config.redis;
   if (!redis) return 'memory';
   if (redis.kind === 'cluster') return redis.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  if (redis.kind === 'sentinel')
+    return `master ${redis.name} of ${redis.sentinels.map((n) => `${n.host}:${n.port}`).join(',')}`;
   try {
     return new URL(redis.url).host;
   } catch {
@@ -502,6 +579,8 @@ export async function runKeys(argv: string[], env: Env): Promise<number> {
     parsed.domains.forEach(checkDomain);
     if (command === 'domains') parsed.positional.slice(1).forEach(checkDomain);
     if (command === 'create') createdHistory(parsed);
+    if (command === 'create' && parsed.appId !== undefined) appIdValue(parsed.appId);
+    if (command === 'app-id') requestedAppId(parsed.positional);
     if (command === 'history') requestedHistory(parsed.positional);
     if (command === 'webhook') requestedWebhook(parsed);
     if (command === 'limits') requestedLimits(parsed, undefined);

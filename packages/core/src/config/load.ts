@@ -4,7 +4,17 @@ import type { Env, SeedKey } from './schema';
 import type { AuthFailureLimits } from '../auth/auth-failures';
 
 export type RedisTarget =
-  { kind: 'standalone'; url: string } | { kind: 'cluster'; nodes: { host: string; port: number }[] };
+  | { kind: 'standalone'; url: string }
+  | { kind: 'cluster'; nodes: { host: string; port: number }[] }
+  | {
+      /** A master named by Sentinel, followed through failovers (docs/operations.md). */
+      kind: 'sentinel';
+      sentinels: { host: string; port: number }[];
+      name: string;
+      sentinelPassword: string | undefined;
+      password: string | undefined;
+      tls: boolean;
+    };
 
 /** The frozen configuration every service receives. */
 export interface Config {
@@ -48,7 +58,10 @@ export interface Config {
     readonly slowConsumerBytes: number;
     readonly idleTimeoutSeconds: number;
   };
-  /** Topic streams (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`); keys may override both. */
+  /**
+   * Topic streams (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`, `HISTORY_MAX_BYTES_PER_CHANNEL`); keys
+   * may override the first two.
+   */
   readonly history: HistoryRetention;
   readonly webhooks: {
     /** How long an undelivered webhook batch is retried, from its first event's storage. */
@@ -58,6 +71,28 @@ export interface Config {
     readonly queueMaxBytes: number;
     /** Refuse webhook URLs (when set and at every connection) on private addresses. */
     readonly denyPrivate: boolean;
+  };
+  /** The Pusher Channels protocol (docs/pusher.md, "Limits"). */
+  readonly pusher: {
+    /** Distinct users in one presence channel; a subscriber over it is refused. */
+    readonly maxPresenceMembers: number;
+    /** Client events one socket may send per second; over it, error 4301 and the event is dropped. */
+    readonly clientEventsPerSecond: number;
+    /** Sent in `pusher:connection_established`: seconds of silence before either side pings. */
+    readonly activityTimeoutSeconds: number;
+    /** Seconds the gateway waits for a `pusher:pong` after its `pusher:ping` before closing with 4201. */
+    readonly pongTimeoutSeconds: number;
+    /**
+     * What a backend's authorization may make a socket carry, in bytes of JSON text and user ids
+     * (the shape of the gateway's `IdentityLimits`). `maxChannelDataBytes` is `user_info`'s limit
+     * plus 1 KiB for the user id and the JSON around them.
+     */
+    readonly identity: {
+      readonly maxChannelDataBytes: number;
+      readonly maxUserInfoBytes: number;
+      readonly maxUserDataBytes: number;
+      readonly maxWatchlistSize: number;
+    };
   };
   readonly cluster: {
     readonly nodeTimeoutMs: number;
@@ -99,11 +134,20 @@ export function loadConfig(
     );
   }
   const e = parsed.data;
-  const redis: RedisTarget | undefined = e.REDIS_CLUSTER_NODES
-    ? { kind: 'cluster', nodes: e.REDIS_CLUSTER_NODES }
-    : e.REDIS_URL
-      ? { kind: 'standalone', url: e.REDIS_URL }
-      : undefined;
+  const redis: RedisTarget | undefined = e.REDIS_SENTINELS
+    ? {
+        kind: 'sentinel',
+        sentinels: e.REDIS_SENTINELS,
+        name: e.REDIS_SENTINEL_NAME,
+        sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
+        password: e.REDIS_PASSWORD,
+        tls: e.REDIS_SENTINEL_TLS,
+      }
+    : e.REDIS_CLUSTER_NODES
+      ? { kind: 'cluster', nodes: e.REDIS_CLUSTER_NODES }
+      : e.REDIS_URL
+        ? { kind: 'standalone', url: e.REDIS_URL }
+        : undefined;
   return deepFreeze({
     port: e.PORT,
     accountPort: e.ACCOUNT_PORT,
@@ -137,12 +181,28 @@ export function loadConfig(
       slowConsumerBytes: e.SLOW_CONSUMER_BYTES,
       idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     },
-    history: { size: e.HISTORY_SIZE, ttlSeconds: e.HISTORY_TTL_SECONDS },
+    history: {
+      size: e.HISTORY_SIZE,
+      ttlSeconds: e.HISTORY_TTL_SECONDS,
+      maxBytes: e.HISTORY_MAX_BYTES_PER_CHANNEL,
+    },
     webhooks: {
       retrySeconds: e.WEBHOOK_RETRY_SECONDS,
       queueMaxEvents: e.WEBHOOK_QUEUE_MAX_EVENTS,
       queueMaxBytes: e.WEBHOOK_QUEUE_MAX_BYTES,
       denyPrivate: e.WEBHOOK_DENY_PRIVATE,
+    },
+    pusher: {
+      maxPresenceMembers: e.PUSHER_MAX_PRESENCE_MEMBERS,
+      clientEventsPerSecond: e.PUSHER_CLIENT_EVENTS_PER_SECOND,
+      activityTimeoutSeconds: e.PUSHER_ACTIVITY_TIMEOUT_SECONDS,
+      pongTimeoutSeconds: e.PUSHER_PONG_TIMEOUT_SECONDS,
+      identity: {
+        maxChannelDataBytes: e.PUSHER_MAX_USER_INFO_BYTES + 1024,
+        maxUserInfoBytes: e.PUSHER_MAX_USER_INFO_BYTES,
+        maxUserDataBytes: e.PUSHER_MAX_USER_DATA_BYTES,
+        maxWatchlistSize: e.PUSHER_MAX_WATCHLIST_SIZE,
+      },
     },
     cluster: {
       nodeTimeoutMs: e.NODE_TIMEOUT_MS,

@@ -7,6 +7,7 @@ import type { HistoryOverride, KeyLimits } from '../keys/key-store';
 import { MAX_WEBHOOK_QUEUE_EVENTS, WEBHOOK_EVENTS } from '../webhooks/webhooks';
 import type { WebhookConfig } from '../webhooks/webhooks';
 import { isValidApiKey } from '../protocol/api-key';
+import { APP_ID_RULE, isValidAppId } from '../protocol/app-id';
 import { domainProblem } from '../protocol/domain';
 import { privateWebhookUrlProblem } from '../webhooks/private-addresses';
 
@@ -25,6 +26,10 @@ const domain = z.string().transform((value, ctx) => {
 export const MAX_HISTORY_SIZE = 10_000;
 /** Upper bound of `HISTORY_TTL_SECONDS` and of a key's `history.ttlSeconds` (one week). */
 export const MAX_HISTORY_TTL_SECONDS = 7 * 24 * 3600;
+
+/** Bounds of `HISTORY_MAX_BYTES_PER_CHANNEL`: bytes of stored publications per topic. */
+export const MIN_HISTORY_BYTES = 1024;
+export const MAX_HISTORY_BYTES = 1024 * 1024 * 1024;
 
 const historySize = z.coerce.number().int().min(0).max(MAX_HISTORY_SIZE);
 const historyTtl = z.coerce.number().int().positive().max(MAX_HISTORY_TTL_SECONDS);
@@ -103,6 +108,7 @@ const seedKey = z.object({
     .string()
     .min(8, 'secret must be at least 8 characters')
     .max(MAX_SECRET_LENGTH, `secret must be at most ${MAX_SECRET_LENGTH} characters`),
+  appId: z.string().refine(isValidAppId, `appId must be ${APP_ID_RULE}`).optional(),
   domains: z.array(domain).default([]),
   clientMessages: z.boolean().default(true),
   forceAuth: z.boolean().default(false),
@@ -163,6 +169,16 @@ function placeholderProblem(
   return undefined;
 }
 
+/**
+ * Bounds of the Pusher protocol's settings (docs/pusher.md, "Limits"): a presence roster
+ * goes whole into every subscriber's `subscription_succeeded` frame, and a socket keeps its
+ * identity (`user_info`, sign-in `user_data`, watchlist) for as long as it is open.
+ */
+export const MAX_PUSHER_PRESENCE_MEMBERS = 10_000;
+export const MAX_PUSHER_USER_INFO_BYTES = 16 * 1024;
+export const MAX_PUSHER_USER_DATA_BYTES = 64 * 1024;
+export const MAX_PUSHER_WATCHLIST_SIZE = 1_000;
+
 const defaultNodeId = (): string => `${hostname()}-${randomBytes(3).toString('hex')}`;
 
 /**
@@ -182,6 +198,16 @@ export const configSchema = z
       .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
       .optional(),
     REDIS_CLUSTER_NODES: clusterNodes.optional(),
+    /** Sentinels that name the master (`host:port,…`), instead of REDIS_URL (docs/operations.md). */
+    REDIS_SENTINELS: clusterNodes.optional(),
+    REDIS_SENTINEL_NAME: z.string().min(1).default('mymaster'),
+    REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
+    /** The password of the servers the sentinels name (their URL's password with REDIS_URL). */
+    REDIS_PASSWORD: z.string().min(1).optional(),
+    REDIS_SENTINEL_TLS: z
+      .enum(['0', '1', 'false', 'true'], { message: 'must be 1 or 0' })
+      .transform((flag) => flag === '1' || flag === 'true')
+      .default('0'),
     REDIS_PREFIX: z
       .string()
       .regex(/^[A-Za-z0-9_.-]{1,32}$/, 'must be 1 to 32 characters of A-Z a-z 0-9 _ . -')
@@ -218,6 +244,12 @@ export const configSchema = z
     LOG_SIZE: positiveInt.default(500),
     HISTORY_SIZE: historySize.default(100),
     HISTORY_TTL_SECONDS: historyTtl.default(120),
+    HISTORY_MAX_BYTES_PER_CHANNEL: z.coerce
+      .number()
+      .int()
+      .min(MIN_HISTORY_BYTES)
+      .max(MAX_HISTORY_BYTES)
+      .default(1024 * 1024),
     MAX_CONNECTIONS_PER_NODE: nonNegativeInt.default(0),
     MAX_CONNECTIONS_PER_KEY: nonNegativeInt.default(0),
     MAX_CHANNELS_PER_SOCKET: positiveInt.default(100),
@@ -228,6 +260,13 @@ export const configSchema = z
     KEY_CACHE_MS: nonNegativeInt.default(2_000),
     DRAIN_GRACE_MS: nonNegativeInt.default(10_000),
     DRAIN_BATCH_SIZE: positiveInt.default(500),
+    PUSHER_MAX_PRESENCE_MEMBERS: positiveInt.max(MAX_PUSHER_PRESENCE_MEMBERS).default(100),
+    PUSHER_CLIENT_EVENTS_PER_SECOND: positiveInt.default(10),
+    PUSHER_ACTIVITY_TIMEOUT_SECONDS: z.coerce.number().int().min(5).max(600).default(120),
+    PUSHER_PONG_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(120).default(30),
+    PUSHER_MAX_USER_INFO_BYTES: positiveInt.max(MAX_PUSHER_USER_INFO_BYTES).default(1024),
+    PUSHER_MAX_USER_DATA_BYTES: positiveInt.max(MAX_PUSHER_USER_DATA_BYTES).default(16 * 1024),
+    PUSHER_MAX_WATCHLIST_SIZE: positiveInt.max(MAX_PUSHER_WATCHLIST_SIZE).default(100),
     WEBHOOK_RETRY_SECONDS: positiveInt.default(300),
     WEBHOOK_QUEUE_MAX_EVENTS: positiveInt.max(MAX_WEBHOOK_QUEUE_EVENTS).default(10_000),
     WEBHOOK_QUEUE_MAX_BYTES: positiveInt.default(16 * 1024 * 1024),
@@ -242,6 +281,13 @@ export const configSchema = z
         code: z.ZodIssueCode.custom,
         path: ['REDIS_CLUSTER_NODES'],
         message: 'set either REDIS_URL or REDIS_CLUSTER_NODES, not both',
+      });
+    }
+    if (env.REDIS_SENTINELS && (env.REDIS_URL || env.REDIS_CLUSTER_NODES)) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ['REDIS_SENTINELS'],
+        message: 'set one of REDIS_URL, REDIS_CLUSTER_NODES and REDIS_SENTINELS',
       });
     }
     (env.SWITCHBOARD_KEYS ?? []).forEach((seed, index) => {

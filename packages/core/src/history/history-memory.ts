@@ -1,7 +1,7 @@
 import type { Publication } from '../broker/broker';
 import type { Topic } from '../types';
 import { newEpoch } from './epochs';
-import { wholeOrZero } from './history';
+import { ENTRY_OVERHEAD_BYTES, wholeOrZero } from './history';
 import type { History, HistoryPage, HistoryQuery, HistoryRetention, StreamPosition } from './history';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -15,12 +15,16 @@ interface Stream {
   ring: Publication[];
   /** How many of the latest offsets the ring holds (at most `ring.length`). */
   kept: number;
+  /** What the kept publications count against `maxBytes` (`entryBytes` each). */
+  bytes: number;
 }
+
+const entryBytes = (p: Publication): number => p.body.length + ENTRY_OVERHEAD_BYTES;
 
 export interface MemoryHistoryOptions {
   /** Clock in ms (tests inject one to expire streams without waiting). */
   now?: () => number;
-  /** How long a stream that a read starts (a topic never published to) is kept. */
+  /** Unused: a read starts no stream (history.ts). Accepted for existing callers. */
   defaultTtlSeconds?: number;
 }
 
@@ -39,19 +43,19 @@ const streamId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.cha
 export class MemoryHistory implements History {
   private readonly streams = new Map<string, Stream>();
   private readonly now: () => number;
-  private readonly defaultTtlMs: number;
   private nextSweep: number;
+  /** Called with the bytes of publications dropped for a topic's `maxBytes` (for metrics). */
+  readonly trimListeners: Array<(bytes: number) => void> = [];
 
   constructor(options: MemoryHistoryOptions = {}) {
     this.now = options.now ?? Date.now;
-    this.defaultTtlMs = (options.defaultTtlSeconds ?? 120) * 1000;
     this.nextSweep = this.now() + SWEEP_INTERVAL_MS;
   }
 
   /** Assigns `publication` the topic's next offset, stores it, and returns it carrying its position. */
   append(publication: Publication, retention: HistoryRetention): Publication & StreamPosition {
     const now = this.now();
-    const stream = this.live(publication.topic, now, retention.ttlSeconds * 1000);
+    const stream = this.live(publication.topic, now) ?? this.start(publication.topic, now);
     const size = retention.size;
     if (stream.ring.length !== size) resize(stream, size);
     const stamped: Mutable<Publication> & StreamPosition = {
@@ -62,15 +66,36 @@ export class MemoryHistory implements History {
     stream.offset = stamped.offset;
     stream.expiresAt = now + retention.ttlSeconds * 1000;
     if (size > 0) {
-      stream.ring[stamped.offset % size] = stamped;
+      const slot = stamped.offset % size;
+      if (stream.kept === size) stream.bytes -= entryBytes(stream.ring[slot] as Publication);
+      stream.ring[slot] = stamped;
       if (stream.kept < size) stream.kept += 1;
+      stream.bytes += entryBytes(stamped);
+      if (retention.maxBytes !== undefined && stream.bytes > retention.maxBytes)
+        this.trimBytes(stream, retention.maxBytes);
     }
     return stamped;
   }
 
+  /** Drops the oldest kept publications until the rest fit in `maxBytes` (the latest stays). */
+  private trimBytes(stream: Stream, maxBytes: number): void {
+    let dropped = 0;
+    while (stream.bytes > maxBytes && stream.kept > 1) {
+      const oldest = stream.offset - stream.kept + 1;
+      const slot = oldest % stream.ring.length;
+      const bytes = entryBytes(stream.ring[slot] as Publication);
+      stream.ring[slot] = undefined as unknown as Publication;
+      stream.kept -= 1;
+      stream.bytes -= bytes;
+      dropped += bytes;
+    }
+    if (dropped > 0) for (const listener of this.trimListeners) listener(dropped);
+  }
+
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
-    const ttlMs = wholeOrZero(query.ttlSeconds ?? 0) * 1000 || this.defaultTtlMs;
-    const stream = this.live(topic, this.now(), ttlMs);
+    const stream = this.live(topic, this.now());
+    // Nothing is stored for a topic without a stream: a read must not make a client hold memory.
+    if (!stream) return { offset: 0, epoch: newEpoch(), publications: [] };
     const { offset, epoch, ring, kept } = stream;
     const oldest = offset - kept + 1;
     const limit = wholeOrZero(query.limit);
@@ -84,20 +109,30 @@ export class MemoryHistory implements History {
     return { offset, epoch, publications };
   }
 
+  /** Whether a stream is held for `topic` (an expired one included until accessed or swept), for tests. */
+  holds(topic: Topic): boolean {
+    return this.streams.has(streamId(topic));
+  }
+
   /** Number of streams held (expired ones included until swept), for tests. */
   get streamCount(): number {
     return this.streams.size;
   }
 
-  /** The topic's stream, a new one (offset 0, fresh epoch) when it has none or it expired. */
-  private live(topic: Topic, now: number, ttlMs: number): Stream {
+  /** The topic's stream unless it has none or it expired (an expired one is dropped now). */
+  private live(topic: Topic, now: number): Stream | undefined {
     if (now >= this.nextSweep) this.sweep(now);
     const id = streamId(topic);
-    let stream = this.streams.get(id);
-    if (!stream || stream.expiresAt <= now) {
-      stream = { epoch: newEpoch(), offset: 0, expiresAt: now + ttlMs, ring: [], kept: 0 };
-      this.streams.set(id, stream);
-    }
+    const stream = this.streams.get(id);
+    if (!stream || stream.expiresAt > now) return stream;
+    this.streams.delete(id);
+    return undefined;
+  }
+
+  /** A new stream for the topic (offset 0, fresh epoch), replacing an expired one. */
+  private start(topic: Topic, now: number): Stream {
+    const stream: Stream = { epoch: newEpoch(), offset: 0, expiresAt: now, ring: [], kept: 0, bytes: 0 };
+    this.streams.set(streamId(topic), stream);
     return stream;
   }
 
@@ -111,9 +146,13 @@ export class MemoryHistory implements History {
 function resize(stream: Stream, size: number): void {
   const kept = Math.min(stream.kept, size);
   const ring: Publication[] = new Array<Publication>(size);
+  let bytes = 0;
   for (let n = stream.offset - kept + 1; n <= stream.offset; n++) {
-    ring[n % size] = stream.ring[n % stream.ring.length] as Publication;
+    const publication = stream.ring[n % stream.ring.length] as Publication;
+    ring[n % size] = publication;
+    bytes += entryBytes(publication);
   }
   stream.ring = ring;
   stream.kept = kept;
+  stream.bytes = bytes;
 }

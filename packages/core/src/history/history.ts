@@ -12,12 +12,29 @@ export interface StreamPosition {
   readonly epoch: string;
 }
 
-/** How much of a topic's stream is kept: the last `size` publications, until `ttlSeconds` after the latest. */
+/**
+ * How much of a topic's stream is kept: the last `size` publications, and of those only the
+ * latest that fit in `maxBytes`, until `ttlSeconds` after the latest.
+ */
 export interface HistoryRetention {
   /** 0 keeps offsets and epochs but stores nothing (nothing is ever recoverable). */
   readonly size: number;
   readonly ttlSeconds: number;
+  /**
+   * Bytes of stored publications the topic may hold (`HISTORY_MAX_BYTES_PER_CHANNEL`), each
+   * counted as `storedBytes` says; past it the oldest are dropped. The latest publication is
+   * always kept, whatever its size. Absent: no byte cap (only `size` bounds the stream).
+   */
+  readonly maxBytes?: number;
 }
+
+/**
+ * What one stored publication counts against `maxBytes`: its body's length plus
+ * `ENTRY_OVERHEAD_BYTES` for its metadata. The Redis engine counts the exact length of the entry
+ * it stores (the body and its metadata, which is about that much), so both engines keep the same
+ * publications within a few dozen bytes per entry.
+ */
+export const ENTRY_OVERHEAD_BYTES = 64;
 
 export interface HistoryQuery {
   /**
@@ -28,10 +45,8 @@ export interface HistoryQuery {
   /** At most this many publications (anything but a positive integer reads none). */
   readonly limit: number;
   /**
-   * How long the stream this read starts is kept when the topic has none (never published to,
-   * or its history was lost): pass the key's retention so the epoch reported here is the one the
-   * next publication carries. Default (also for anything but a positive integer):
-   * `HISTORY_TTL_SECONDS`.
+   * Ignored: a read creates no stream any more (see the contract below), so there is nothing to
+   * keep. Kept so callers that pass the key's retention need no change.
    */
   readonly ttlSeconds?: number;
 }
@@ -58,10 +73,18 @@ export interface HistoryPage extends StreamPosition {
  * Contract, for every implementation:
  * - `read` returns the topic's current position and the requested publications in ascending
  *   offset order; a topic never published to (or whose history was lost) has offset 0 and a
- *   fresh epoch, and the epoch it reports is the one its next publication will carry.
- * - Only the last `size` publications are kept, and none once `ttlSeconds` passed since the
- *   topic's latest publication; then the whole stream is gone: the next publication starts at
- *   offset 1 in a new epoch.
+ *   fresh epoch.
+ * - Only the last `size` publications are kept, of them only the latest that fit in `maxBytes`
+ *   (the latest one always), and none once `ttlSeconds` passed since the topic's latest
+ *   publication; then the whole stream is gone: the next publication starts at offset 1 in a new
+ *   epoch. Dropping the oldest keeps the stored range contiguous, so a read after `since` shows
+ *   a trimmed range as incomplete (its first offset is above `since + 1`).
+ * - A read never creates anything: a topic without a stream (never published to, expired, lost)
+ *   reads as offset 0 in an epoch of its own that is stored nowhere, so the first publication
+ *   starts the stream in another epoch and a resume from the read's epoch is not recoverable.
+ *   A stream that does not exist cannot have been missed from: a subscriber that read it at
+ *   offset 0 and stays connected learns the new epoch with a `recovered: true` position
+ *   (docs/protocol.md).
  * - Failures reject with `EngineUnavailableError`.
  */
 export interface History {

@@ -4,7 +4,8 @@ import type { HistoryRetention } from './history';
 
 /**
  * The retention of a key's topics: the key's `history` override where it sets a field, the
- * configuration (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`) elsewhere. Without an override this is
+ * configuration (`HISTORY_SIZE`, `HISTORY_TTL_SECONDS`) elsewhere; the byte cap is always the
+ * configuration's (`HISTORY_MAX_BYTES_PER_CHANNEL`). Without an override this is
  * the configuration's own object (no allocation on the publish path).
  */
 export function historyRetention(
@@ -16,5 +17,6 @@ export function historyRetention(
   return {
     size: override.size ?? config.history.size,
     ttlSeconds: override.ttlSeconds ?? config.history.ttlSeconds,
+    ...(config.history.maxBytes !== undefined ? { maxBytes: config.history.maxBytes } : {}),
   };
 }

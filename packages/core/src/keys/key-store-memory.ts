@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'no
 import { dirname } from 'node:path';
 import { SetupError, errorCode, fileSystemReason } from '../setup-error';
 import type { ApiKey } from '../types';
+import { assertValidAppId, isValidAppId } from '../protocol/app-id';
 import { assertValidDomains } from './key-store';
 import type { ApiKeyRecord, KeyStore } from './key-store';
 import { webhookEvents } from '../webhooks/webhooks';
@@ -63,6 +64,7 @@ export class MemoryKeyStore implements KeyStore {
 
   async put(record: ApiKeyRecord): Promise<void> {
     assertValidDomains(record);
+    assertValidAppId(record);
     this.reload();
     this.records.set(record.key, { ...record, domains: [...record.domains] });
     this.save();
@@ -113,7 +115,8 @@ export class MemoryKeyStore implements KeyStore {
 
 /**
  * The records of a keys file. Only the shape is checked (a list of objects with a string `key`,
- * a string `secret` and a list of `domains`), enough to refuse a file that is not a keys file.
+ * a string `secret`, a list of `domains` and, when present, a valid `appId`: files written before
+ * app ids have none), enough to refuse a file that is not a keys file.
  * Parse errors are not quoted: their excerpt of the file could show a secret.
  */
 function parseKeysFile(file: string, text: string): ApiKeyRecord[] {
@@ -137,7 +140,9 @@ function parseKeysFile(file: string, text: string): ApiKeyRecord[] {
             ? 'has no "secret"'
             : !Array.isArray(record.domains)
               ? 'has no list of "domains"'
-              : undefined;
+              : record.appId !== undefined && !isValidAppId(record.appId)
+                ? 'has an invalid "appId"'
+                : undefined;
     if (problem)
       throw new SetupError(`the keys file ${file} is damaged (entry ${index + 1} ${problem}): ${fix}`);
   });

@@ -8,6 +8,11 @@ import type { WebhookConfig } from '../webhooks/webhooks';
 export interface ApiKeyRecord {
   readonly key: ApiKey;
   readonly secret: string;
+  /**
+   * The Pusher app id (docs/pusher.md, "Keys are apps"), as the Pusher HTTP API names it in
+   * `/apps/{app_id}/…`; absent: the key itself (`appIdOf`). Valid ids: `isValidAppId`.
+   */
+  readonly appId?: string;
   /** Allowed `Origin` hosts (a host also allows its subdomains); empty allows any. */
   readonly domains: readonly string[];
   /** Clients may publish to channels. */
@@ -83,6 +88,7 @@ export function generateKeyRecord(
     clientMessages: options.clientMessages ?? true,
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
+    ...(options.appId !== undefined ? { appId: options.appId } : {}),
     ...(options.history ? { history: options.history } : {}),
     ...(options.webhook ? { webhook: options.webhook } : {}),
     ...(options.limits ? { limits: options.limits } : {}),

@@ -3,8 +3,8 @@ import type { ApiKey } from '../types';
 import type { ApiKeyRecord, KeyStore } from './key-store';
 
 /**
- * Upserts the keys of `SWITCHBOARD_KEYS` at start: a seed replaces the secret, domains, options,
- * history override, webhook and limits
+ * Upserts the keys of `SWITCHBOARD_KEYS` at start: a seed replaces the secret, app id, domains,
+ * options, history override, webhook and limits
  * of a stored key of the same name and keeps its `createdAt`. Resolves the keys whose stored
  * record changed, so the caller can announce them (`key-changed`); an unchanged seed is not
  * rewritten, which keeps restarts of many nodes from churning the store.
@@ -24,6 +24,7 @@ export async function seedKeys(
       clientMessages: seed.clientMessages,
       forceAuth: seed.forceAuth,
       createdAt: existing?.createdAt ?? now.toISOString(),
+      ...(seed.appId !== undefined ? { appId: seed.appId } : {}),
       ...(seed.history ? { history: seed.history } : {}),
       ...(seed.webhook ? { webhook: seed.webhook } : {}),
       ...(seed.limits ? { limits: seed.limits } : {}),
@@ -38,6 +39,7 @@ export async function seedKeys(
 function sameRecord(a: ApiKeyRecord, b: ApiKeyRecord): boolean {
   return (
     a.secret === b.secret &&
+    a.appId === b.appId &&
     a.clientMessages === b.clientMessages &&
     a.forceAuth === b.forceAuth &&
     a.history?.size === b.history?.size &&

@@ -63,6 +63,8 @@ export interface Metrics {
   readonly webhookDroppedBatches: Counter;
   /** Webhook events dropped, oldest first, from a key's full queue (`WEBHOOK_QUEUE_MAX_*`). */
   readonly webhookDroppedEvents: Counter;
+  /** Bytes of stored publications dropped because a channel's history passed `HISTORY_MAX_BYTES_PER_CHANNEL`. */
+  readonly historyTrimmedBytes: Counter;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   /** The `Content-Type` of `render()`'s output. */
@@ -196,6 +198,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
     webhookDroppedEvents: new Counter({
       name: 'switchboard_webhook_queue_dropped_events_total',
       help: 'Webhook events dropped, oldest first, from a full queue (WEBHOOK_QUEUE_MAX_EVENTS, WEBHOOK_QUEUE_MAX_BYTES)',
+      registers,
+    }),
+    historyTrimmedBytes: new Counter({
+      name: 'switchboard_history_trimmed_bytes_total',
+      help: "Bytes of stored publications dropped because a channel's history passed its byte cap",
       registers,
     }),
     render: () => registry.metrics(),

@@ -4,10 +4,10 @@ import { newEpoch } from '../history/epochs';
 import type { HistoryRetention, StreamPosition } from '../history/history';
 import type { Topic } from '../types';
 import { Cluster } from 'ioredis';
-import { coalesceWrites, guard } from './clients';
+import { coalesceWrites, guard, serverGeneration } from './clients';
 import type { RedisClients } from './clients';
 import type { RedisKeys } from './keys';
-import { positionOf, runHistoryPublish } from './history-scripts';
+import { positionFrom, runHistoryPublish } from './history-scripts';
 import type { LogAppend } from './message-log-redis';
 import { decodePublication, encodePublication, publicationHead, publicationTail } from './publication-codec';
 import { StreamPublishes } from './stream-publishes';
@@ -46,7 +46,7 @@ export class RedisBroker implements Broker {
     this.sharded = clients.target.kind === 'cluster';
     this.controlChannel = keys.control();
     const { command } = clients;
-    if (!(command instanceof Cluster)) this.streamPublishes = new StreamPublishes(command);
+    if (!(command instanceof Cluster)) this.streamPublishes = new StreamPublishes(command, keys);
     const { subscriber } = clients;
     subscriber.on(this.sharded ? 'smessage' : 'message', this.onMessage);
     subscriber.on('ready', this.resubscribe);
@@ -141,17 +141,19 @@ export class RedisBroker implements Broker {
     const { topic } = publication;
     if (log && this.sharded)
       return Promise.reject(new Error('a log append cannot ride with a publish on a cluster'));
-    const meta = this.keys.historyMeta(topic);
     const list = this.keys.historyStream(topic);
     const head = publicationHead(publication);
     const tail = publicationTail(publication);
     const { size, ttlSeconds } = retention;
+    const maxBytes = retention.maxBytes ?? 0;
     if (this.streamPublishes) {
-      return this.streamPublishes.add({ meta, list, head, tail, size, ttlSeconds, channel, log });
+      return this.streamPublishes.add({ topic, list, head, tail, size, ttlSeconds, maxBytes, channel, log });
     }
     const { command } = this.clients;
-    const args = [head, tail, size, ttlSeconds, newEpoch(), channel];
-    return guard(command, () => runHistoryPublish(command, [meta, list], args)).then(positionOf);
+    const args = [head, tail, size, ttlSeconds, newEpoch(), channel, maxBytes];
+    return guard(command, () =>
+      runHistoryPublish(command, [this.keys.historyMeta(topic, serverGeneration(command, list)), list], args),
+    ).then((reply) => positionFrom(command, reply));
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {

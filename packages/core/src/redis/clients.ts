@@ -31,6 +31,9 @@ const healthOf = new WeakMap<RedisClient, ConnectionHealth>();
 /** Reconnect forever with a capped backoff: a gateway outlives any Redis outage. */
 export const retryDelay = (times: number): number => Math.min(times * 100, 1000);
 
+/** How often a cluster client reads the slot table again (a failover moves slots). */
+const SLOTS_REFRESH_MS = 1000;
+
 /** A command that gets no reply in this time fails (a half-open connection never answers). */
 const COMMAND_TIMEOUT_MS = 5000;
 
@@ -40,26 +43,30 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
     log.debug({ err: error, role }, 'Redis connection error');
   let command: RedisClient;
   let subscriber: RedisClient;
-  if (target.kind === 'standalone') {
+  if (target.kind !== 'cluster') {
     const options: RedisOptions = {
       retryStrategy: retryDelay,
       maxRetriesPerRequest: 0,
       enableOfflineQueue: false,
       commandTimeout: COMMAND_TIMEOUT_MS,
+      ...(target.kind === 'sentinel' ? sentinelOptions(target) : {}),
     };
-    command = new Redis(target.url, { ...options, connectionName: 'sb-command' });
+    const url = target.kind === 'standalone' ? target.url : undefined;
+    const open = (more: RedisOptions): Redis =>
+      url === undefined ? new Redis({ ...options, ...more }) : new Redis(url, { ...options, ...more });
+    command = open({ connectionName: 'sb-command' });
     // Subscriptions are restored by RedisBroker itself on every `ready`, so it can track them.
-    subscriber = new Redis(target.url, {
-      ...options,
-      connectionName: 'sb-subscriber',
-      autoResubscribe: false,
-    });
+    subscriber = open({ connectionName: 'sb-subscriber', autoResubscribe: false });
   } else {
     // The offline queue stays on: ioredis connects to each master lazily, and without the queue
     // the calls made while that connection is being established are rejected and retried later,
     // out of order. `guard` fails calls fast while the cluster as a whole is not ready instead.
+    // The slot table is read again every second: after a master fails and its replica is
+    // promoted, nothing else would tell ioredis (calls are refused while the cluster is down, so
+    // no MOVED reply comes), and the sharded subscriptions move to the new master with it.
     const options: ClusterOptions = {
       clusterRetryStrategy: retryDelay,
+      slotsRefreshInterval: SLOTS_REFRESH_MS,
       redisOptions: { commandTimeout: COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 1 },
     };
     command = new Cluster(target.nodes, options);
@@ -88,6 +95,26 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
       health.stop();
       await Promise.all([command, subscriber].map((client) => quit(client)));
     },
+  };
+}
+
+/**
+ * ioredis' own Sentinel support: each connection asks the sentinels for the master, checks the
+ * server's role once connected, and on any loss asks again, so a failover is followed without a
+ * restart. The connections to a failed primary drop (a dead process closes them; Sentinel
+ * disconnects the clients of every server it reconfigures; an unreachable one fails the command
+ * timeout). ioredis' `failoverDetector` is not used: its sentinel connections outlive `quit` and
+ * keep a closed process's event loop alive.
+ */
+function sentinelOptions(target: Extract<RedisTarget, { kind: 'sentinel' }>): RedisOptions {
+  return {
+    sentinels: target.sentinels,
+    name: target.name,
+    role: 'master',
+    sentinelRetryStrategy: retryDelay,
+    ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
+    ...(target.password === undefined ? {} : { password: target.password }),
+    ...(target.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
   };
 }
 
@@ -135,6 +162,18 @@ function unavailable(client: RedisClient, error: unknown): EngineUnavailableErro
   reportCommandError(client);
   if (error instanceof EngineUnavailableError) return error;
   return new EngineUnavailableError(error, isUnanswered(error));
+}
+
+/**
+ * The generation of the master that runs a command on `key` through `client` now
+ * (`ConnectionHealth.generation`). Call it inside `guard`'s call, so the key is built on the
+ * same turn the command leaves on the connection it was read from. Throws while that connection
+ * is not identified: the call fails as if Redis were unreachable, and nothing was carried out.
+ */
+export function serverGeneration(client: RedisClient, key: string): string {
+  const generation = healthOf.get(client)?.generation(key);
+  if (generation === undefined) throw new Error('the Redis master for this key is not identified yet');
+  return generation;
 }
 
 /** ioredis' rejections of a command it sent and never got a reply for. */

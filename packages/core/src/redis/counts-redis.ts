@@ -23,40 +23,93 @@ interface CountChange {
   readonly delta: 1 | -1;
 }
 
+const shareId = ({ nodeId, key }: CountShare): string => `${nodeId}\u001f${key}`;
+
+/** A share's write in flight and the changes waiting for it to be answered. */
+interface ShareWrites {
+  readonly answered: Promise<void>;
+  waiting: { readonly changes: CountChange[]; readonly written: Promise<unknown>; start(): void } | undefined;
+}
+
 /**
  * Counts in Redis. Changes made in one event-loop turn are summed per channel and written as
  * one script call per (node, key): a burst of connections (a reconnect storm, a drain elsewhere)
  * costs one command per key, not one per socket. Each call still resolves only once its change
  * is written, and a channel's increments and decrements keep their net order.
+ *
+ * A share has one write in flight at a time; changes made meanwhile wait for its answer and then
+ * go out together. The script ignores a decrement below the node's share (counts never go
+ * negative), so a decrement that overtook its increment would be lost and the closed socket
+ * counted for good. Two writes could travel apart: on a cluster a growing batch waits for its
+ * index write (another slot) while a later one goes straight out, and a script missing from
+ * Redis' cache is sent again behind the calls that overtook it (`LuaScript`).
  */
 export class RedisConnectionCounts implements ConnectionCounts {
-  private readonly changes = new TurnBatches<CountShare, CountChange>(
-    ({ nodeId, key }) => `${nodeId}\u001f${key}`,
-    ({ nodeId, key }, changes) => {
-      const net = new Map<ChannelName, number>();
-      for (const { channel, delta } of changes) net.set(channel, (net.get(channel) ?? 0) + delta);
-      const args: Array<string | number> = [];
-      let grows = false;
-      for (const [channel, delta] of net) {
-        if (delta === 0) continue;
-        args.push(channel, delta);
-        grows ||= delta > 0;
+  private readonly shares = new Map<string, ShareWrites>();
+
+  private readonly changes = new TurnBatches<CountShare, CountChange>(shareId, (share, changes) => {
+    const id = shareId(share);
+    const current = this.shares.get(id);
+    if (!current) return this.send(id, share, changes);
+    if (current.waiting) {
+      current.waiting.changes.push(...changes);
+      return current.waiting.written;
+    }
+    const waiting = {
+      changes: [...changes],
+      written: undefined as unknown as Promise<unknown>,
+      start: () => {},
+    };
+    waiting.written = new Promise<unknown>((resolve, reject) => {
+      waiting.start = () => void this.send(id, share, waiting.changes).then(resolve, reject);
+    });
+    current.waiting = waiting;
+    return waiting.written;
+  });
+
+  /** Writes `changes` now as the share's write in flight; what waits for it goes out once it is answered. */
+  private send(id: string, share: CountShare, changes: CountChange[]): Promise<unknown> {
+    const written = this.writeChanges(share, changes);
+    const entry: ShareWrites = {
+      answered: written.then(
+        () => undefined,
+        () => undefined,
+      ),
+      waiting: undefined,
+    };
+    this.shares.set(id, entry);
+    void entry.answered.then(() => {
+      if (entry.waiting) entry.waiting.start();
+      else if (this.shares.get(id) === entry) this.shares.delete(id);
+    });
+    return written;
+  }
+
+  /** Writes one batch of a share's changes: their net per channel, in one script call. */
+  private writeChanges({ nodeId, key }: CountShare, changes: CountChange[]): Promise<unknown> {
+    const net = new Map<ChannelName, number>();
+    for (const { channel, delta } of changes) net.set(channel, (net.get(channel) ?? 0) + delta);
+    const args: Array<string | number> = [];
+    let grows = false;
+    for (const [channel, delta] of net) {
+      if (delta === 0) continue;
+      args.push(channel, delta);
+      grows ||= delta > 0;
+    }
+    if (args.length === 0) return Promise.resolve();
+    const add = async () => {
+      for (let i = 0; i < args.length; i += MAX_ARGS) {
+        await countsAdd.run(
+          this.client,
+          [...this.keyTriple(key, nodeId), ...this.hookKeys(key)],
+          args.slice(i, i + MAX_ARGS),
+        );
       }
-      if (args.length === 0) return Promise.resolve();
-      const add = async () => {
-        for (let i = 0; i < args.length; i += MAX_ARGS) {
-          await countsAdd.run(
-            this.client,
-            [...this.keyTriple(key, nodeId), ...this.hookKeys(key)],
-            args.slice(i, i + MAX_ARGS),
-          );
-        }
-      };
-      if (!grows) return guard(this.client, add);
-      // The node's key index (another slot) is written first, so a crash never hides a share from removeNode.
-      return inOrder(this.client, () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key), add);
-    },
-  );
+    };
+    if (!grows) return guard(this.client, add);
+    // The node's key index (another slot) is written first, so a crash never hides a share from removeNode.
+    return inOrder(this.client, () => this.client.sadd(this.keys.countsNodeKeys(nodeId), key), add);
+  }
 
   constructor(
     private readonly client: RedisClient,

@@ -3,7 +3,7 @@ import { wholeOrZero } from '../history/history';
 import type { History, HistoryPage, HistoryQuery } from '../history/history';
 import { newEpoch } from '../history/epochs';
 import type { Topic } from '../types';
-import { guard } from './clients';
+import { guard, serverGeneration } from './clients';
 import type { RedisClient } from './clients';
 import { historyRead } from './history-scripts';
 import type { RedisKeys } from './keys';
@@ -17,19 +17,17 @@ export class RedisHistory implements History {
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
-    /** TTL of the stream a read starts (`HISTORY_TTL_SECONDS`) unless the query names one. */
-    private readonly defaultTtlSeconds = 120,
   ) {}
 
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
     const limit = wholeOrZero(query.limit);
     const first = query.since === undefined ? '' : String(wholeOrZero(query.since) + 1);
-    const ttl = wholeOrZero(query.ttlSeconds ?? 0) || this.defaultTtlSeconds;
+    const list = this.keys.historyStream(topic);
     const reply = (await guard(this.client, () =>
       historyRead.run(
         this.client,
-        [this.keys.historyMeta(topic), this.keys.historyStream(topic)],
-        [newEpoch(), ttl, first, limit],
+        [this.keys.historyMeta(topic, serverGeneration(this.client, list)), list],
+        [newEpoch(), '', first, limit],
       ),
     )) as [number, string, string[]];
     const [offset, epoch, wires] = reply;

@@ -23,12 +23,55 @@ import { evalFlat } from './flat-command';
  */
 
 /**
+ * Appends wire `w` to a stream's LIST and keeps the LIST within `size` entries and `cap` bytes
+ * (0: no byte cap), dropping the oldest; the newest entry always stays. The meta HASH's `b`
+ * holds the LIST's bytes: set afresh when the LIST held nothing before (a new stream, history
+ * turned back on, a LIST lost alone), moved by the difference otherwise. Returns the bytes dropped
+ * for the cap (entries dropped for `size` are the normal turnover, not counted).
+ *
+ * Cost (the publish path is measured, docs/benchmarks.md): a full stream pays an LPOP and an
+ * HINCRBY where it paid an LTRIM; the cap's loop runs only when the bytes pass it.
+ */
+const STORE_LIB = `
+local function store(meta, list, w, size, cap)
+  local n = redis.call('RPUSH', list, w)
+  local gone = 0
+  if n > size then
+    for _, x in ipairs(redis.call('LPOP', list, n - size)) do gone = gone + #x end
+    n = size
+  end
+  local b
+  if n == 1 then
+    b = #w
+    redis.call('HSET', meta, 'b', b)
+  else
+    b = redis.call('HINCRBY', meta, 'b', #w - gone)
+    if b <= #w then
+      -- The LIST holds more than w (n > 1): a LIST stored before its bytes were counted. Once.
+      b = 0
+      for _, x in ipairs(redis.call('LRANGE', list, 0, -1)) do b = b + #x end
+      redis.call('HSET', meta, 'b', b)
+    end
+  end
+  local cut = 0
+  while cap > 0 and b > cap and n > 1 do
+    local x = #redis.call('LPOP', list)
+    b, cut, n = b - x, cut + x, n - 1
+  end
+  if cut > 0 then redis.call('HINCRBY', meta, 'b', -cut) end
+  return cut
+end
+`;
+
+/**
  * KEYS[1] meta HASH, KEYS[2] LIST, optionally KEYS[3] the API key's message log LIST
  * ARGV[1] wire head, ARGV[2] wire tail (publication-codec.ts), ARGV[3] size, ARGV[4] TTL seconds,
- * ARGV[5] epoch for a new stream, ARGV[6] fan-out channel; with KEYS[3]: ARGV[7] the log record,
- * ARGV[8] the length past which the log is trimmed, ARGV[9] the length it is trimmed to
- * (message-log-redis.ts: LPUSH, an LTRIM once in a while).
- * Returns the position as the wire carries it, `<offset>|<epoch>|` (`positionOf` reads it).
+ * ARGV[5] epoch for a new stream, ARGV[6] fan-out channel, ARGV[7] byte cap (0: none; see
+ * `STORE_LIB`); with KEYS[3]: ARGV[8] the log record, ARGV[9] the length past which the log is
+ * trimmed, ARGV[10] the length it is trimmed to (message-log-redis.ts: LPUSH, an LTRIM once in a
+ * while).
+ * Returns the position as the wire carries it, `<offset>|<epoch>|`, followed by the bytes the
+ * byte cap dropped when it dropped some (`positionOf` and `trimmedOf` read it).
  *
  * The log append rides in the script on a standalone server only (the log key is in another
  * slot than the topic's on a cluster): the publish then costs one command, one write and one
@@ -43,7 +86,7 @@ import { evalFlat } from './flat-command';
  * Exported for the benchmark, whose ceiling server runs this same script to show what storing a
  * publication costs at the least JavaScript around it (docs/benchmarks.md, "Publish cost").
  */
-export const PUBLISH_SOURCE = `
+export const PUBLISH_SOURCE = `${STORE_LIB}
 local e = redis.call('HGET', KEYS[1], 'e')
 if not e then
   e = ARGV[5]
@@ -55,16 +98,18 @@ redis.call('EXPIRE', KEYS[1], ARGV[4])
 local p = o .. '|' .. e .. '|'
 local w = ARGV[1] .. p .. ARGV[2]
 local size = tonumber(ARGV[3])
+local cut = 0
 if size == 0 then
   redis.call('DEL', KEYS[2])
 else
-  if redis.call('RPUSH', KEYS[2], w) > size then redis.call('LTRIM', KEYS[2], -size, -1) end
+  cut = store(KEYS[1], KEYS[2], w, size, tonumber(ARGV[7]))
   redis.call('EXPIRE', KEYS[2], ARGV[4])
 end
 redis.call('PUBLISH', ARGV[6], w)
-if KEYS[3] and redis.call('LPUSH', KEYS[3], ARGV[7]) > tonumber(ARGV[8]) then
-  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[9]) - 1)
+if KEYS[3] and redis.call('LPUSH', KEYS[3], ARGV[8]) > tonumber(ARGV[9]) then
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[10]) - 1)
 end
+if cut > 0 then return p .. cut end
 return p
 `;
 
@@ -83,20 +128,21 @@ const SPUBLISH_SOURCE = PUBLISH_SOURCE.replace("redis.call('PUBLISH'", "redis.ca
  * distinct message log LISTs of the batch, log j at KEYS[2n+j].
  * ARGV[1] epoch for any stream the batch starts (a stream starts at most once per batch, and
  * epochs only need to differ within one topic), ARGV[2] n, ARGV[3] m (log LISTs); publication i's
- * 7 arguments from b = 3 + 7(i-1): ARGV[b+1] wire head, ARGV[b+2] wire tail, ARGV[b+3] size,
+ * 8 arguments from b = 3 + 8(i-1): ARGV[b+1] wire head, ARGV[b+2] wire tail, ARGV[b+3] size,
  * ARGV[b+4] TTL seconds, ARGV[b+5] fan-out channel, ARGV[b+6] its log j (0: none), ARGV[b+7] its
- * log record (empty when none); then log j's trim lengths at c = 3 + 7n + 2(j-1): ARGV[c+1] the
- * length past which it is trimmed, ARGV[c+2] the length it is trimmed to.
+ * log record (empty when none), ARGV[b+8] its byte cap; then log j's trim lengths at
+ * c = 3 + 8n + 2(j-1): ARGV[c+1] the length past which it is trimmed, ARGV[c+2] the length it is
+ * trimmed to.
  * Each log's records go out in one LPUSH in call order (the newest at the head, as one LPUSH per
  * record would leave them); the script is atomic, so nobody sees a publication without its record.
  * Returns each publication's position as the single script does, in call order.
  */
-const PUBLISH_BATCH_SOURCE = `
+const PUBLISH_BATCH_SOURCE = `${STORE_LIB}
 local epoch, n, m = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, records = {}, {}
 for j = 1, m do records[j] = {} end
 for i = 1, n do
-  local b = 3 + (i - 1) * 7
+  local b = 3 + (i - 1) * 8
   local meta, list = KEYS[2 * i - 1], KEYS[2 * i]
   local e = redis.call('HGET', meta, 'e')
   if not e then
@@ -110,10 +156,11 @@ for i = 1, n do
   local p = o .. '|' .. e .. '|'
   local w = ARGV[b + 1] .. p .. ARGV[b + 2]
   local size = tonumber(ARGV[b + 3])
+  local cut = 0
   if size == 0 then
     redis.call('DEL', list)
   else
-    if redis.call('RPUSH', list, w) > size then redis.call('LTRIM', list, -size, -1) end
+    cut = store(meta, list, w, size, tonumber(ARGV[b + 8]))
     redis.call('EXPIRE', list, ttl)
   end
   redis.call('PUBLISH', ARGV[b + 5], w)
@@ -122,10 +169,10 @@ for i = 1, n do
     local r = records[j]
     r[#r + 1] = ARGV[b + 7]
   end
-  out[i] = p
+  if cut > 0 then out[i] = p .. cut else out[i] = p end
 end
 for j = 1, m do
-  local c = 3 + 7 * n + 2 * (j - 1)
+  local c = 3 + 8 * n + 2 * (j - 1)
   local log = KEYS[2 * n + j]
   if redis.call('LPUSH', log, unpack(records[j])) > tonumber(ARGV[c + 1]) then
     redis.call('LTRIM', log, 0, tonumber(ARGV[c + 2]) - 1)
@@ -189,11 +236,28 @@ export function runHistoryPublish(
   return publishScript.run(client, keys, args);
 }
 
-/** A publish script's reply for one publication, `<offset>|<epoch>|`, as a stream position. */
+/** A publish script's reply for one publication, `<offset>|<epoch>|[<bytes trimmed>]`, as a stream position. */
 export function positionOf(reply: unknown): StreamPosition {
   const text = reply as string;
   const bar = text.indexOf('|');
-  return { offset: Number(text.slice(0, bar)), epoch: text.slice(bar + 1, -1) };
+  return { offset: Number(text.slice(0, bar)), epoch: text.slice(bar + 1, text.indexOf('|', bar + 1)) };
+}
+
+const trimListeners = new WeakMap<RedisClient, Array<(bytes: number) => void>>();
+
+/** Calls `listener` with the bytes each publish on `client` dropped for a stream's byte cap (for metrics). */
+export function onHistoryTrimmed(client: RedisClient, listener: (bytes: number) => void): void {
+  trimListeners.set(client, [...(trimListeners.get(client) ?? []), listener]);
+}
+
+/** `positionOf` for a reply `client` received, reporting the bytes its byte cap dropped if it dropped some. */
+export function positionFrom(client: RedisClient, reply: unknown): StreamPosition {
+  const text = reply as string;
+  if (!text.endsWith('|')) {
+    const bytes = Number(text.slice(text.lastIndexOf('|') + 1));
+    for (const listener of trimListeners.get(client) ?? []) listener(bytes);
+  }
+  return positionOf(text);
 }
 
 /**
@@ -210,21 +274,16 @@ export function runHistoryPublishBatch(
 
 /**
  * KEYS[1] meta HASH, KEYS[2] LIST
- * ARGV[1] epoch for a new stream, ARGV[2] its TTL seconds, ARGV[3] first offset wanted (empty:
- * the latest `limit`), ARGV[4] limit
- * Returns { offset, epoch, wires ascending }. A read of a topic without a stream starts one, so
- * the epoch it reports is the one the next publication carries.
+ * ARGV[1] the epoch to report when the topic has no stream, ARGV[2] unused, ARGV[3] first offset
+ * wanted (empty: the latest `limit`), ARGV[4] limit
+ * Returns { offset, epoch, wires ascending }. A read writes nothing: a topic without a stream
+ * reads as offset 0 in `ARGV[1]`, an epoch stored nowhere (history.ts), so reading channels
+ * nobody publishes to makes Redis hold nothing.
  */
 export const historyRead = new LuaScript(`
 local meta = redis.call('HMGET', KEYS[1], 'e', 'o')
 local e, o = meta[1], tonumber(meta[2]) or 0
-if not e then
-  e = ARGV[1]
-  o = 0
-  redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'e', e, 'o', 0)
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
-end
+if not e then return { 0, ARGV[1], {} } end
 local limit = tonumber(ARGV[4])
 if limit == 0 then return { o, e, {} } end
 local first = o - redis.call('LLEN', KEYS[2]) + 1

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { historyOverride, keyLimits, webhookConfig } from '../config/schema';
 import { assertValidDomains } from '../keys/key-store';
+import { assertValidAppId, isValidAppId } from '../protocol/app-id';
 import type { ApiKeyRecord, KeyStore } from '../keys/key-store';
 import { EngineUnavailableError } from '../errors';
 import type { ApiKey } from '../types';
@@ -10,12 +11,14 @@ import type { RedisClient } from './clients';
 import type { RedisKeys } from './keys';
 
 /**
- * Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0", `history` (only
+ * Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0", `appId` (only when
+ * set; records written before app ids have none, and read as the key's default), `history` (only
  * when the key overrides the retention) as JSON `{"size":n,"ttlSeconds":s}`, `webhook` (only
  * with one) as JSON `{"url":…,"events":[…]}`, `limits` (only when the key overrides a quota) as
  * JSON `{"connections":n,…}`.
  */
 type KeyHash = Record<'secret' | 'domains' | 'clientMessages' | 'forceAuth' | 'createdAt', string> & {
+  appId?: string;
   history?: string;
   webhook?: string;
   limits?: string;
@@ -29,6 +32,7 @@ function toHash(record: ApiKeyRecord): KeyHash {
     forceAuth: record.forceAuth ? '1' : '0',
     createdAt: record.createdAt,
   };
+  if (record.appId !== undefined) hash.appId = record.appId;
   if (record.history) hash.history = JSON.stringify(record.history);
   if (record.webhook) hash.webhook = JSON.stringify(record.webhook);
   if (record.limits) hash.limits = JSON.stringify(record.limits);
@@ -63,6 +67,7 @@ function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | nul
     clientMessages: hash.clientMessages !== '0',
     forceAuth: hash.forceAuth === '1',
     createdAt: hash.createdAt ?? '',
+    ...(isValidAppId(hash.appId) ? { appId: hash.appId } : {}),
     ...(history ? { history } : {}),
     ...(webhook ? { webhook } : {}),
     ...(limits ? { limits } : {}),
@@ -111,6 +116,7 @@ export class RedisKeyStore implements KeyStore {
 
   async put(record: ApiKeyRecord): Promise<void> {
     assertValidDomains(record);
+    assertValidAppId(record);
     const hash = this.keys.apiKey(record.key);
     const multi = this.client
       .multi()

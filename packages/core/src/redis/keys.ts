@@ -62,8 +62,12 @@ export interface RedisKeys {
   fanout(topic: Topic): string;
   /** LIST of one topic's last publications (wire form), oldest first; in `fanout`'s slot. */
   historyStream(topic: Topic): string;
-  /** HASH `e` → epoch, `o` → latest offset of one topic's stream; in `fanout`'s slot. */
-  historyMeta(topic: Topic): string;
+  /**
+   * HASH `e` → epoch, `o` → latest offset of one topic's stream while the server that holds it
+   * has `generation` (connection-health.ts: it changes on a restart or a promotion, so the stream
+   * starts a new epoch then); in `fanout`'s slot.
+   */
+  historyMeta(topic: Topic, generation: string): string;
   /** Pub/sub channel of control commands (every node). */
   control(): string;
   /**
@@ -136,7 +140,7 @@ export function redisKeys(prefix: string): RedisKeys {
     nodes: () => `${p}:nodes`,
     fanout: (t) => `${p}:fanout:${topicTag(t)}`,
     historyStream: (t) => `${p}:history:${topicTag(t)}:stream`,
-    historyMeta: (t) => `${p}:history:${topicTag(t)}:meta`,
+    historyMeta: (t, generation) => `${p}:history:${topicTag(t)}:meta:${generation}`,
     control: () => `${p}:control`,
     webhookSwitch: (key) => `${byKey('webhook', key)}:on`,
     webhookEvents: (key) => `${byKey('webhook', key)}:events`,

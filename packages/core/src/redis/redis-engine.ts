@@ -1,9 +1,12 @@
-import type { Config } from '../config/load';
+import { Redis } from 'ioredis';
+import type { Config, RedisTarget } from '../config/load';
+import { EngineUnavailableError } from '../errors';
 import type { Engine } from '../engine';
 import type { Logger } from '../logger';
 import type { StreamPosition } from '../history/history';
 import { RedisBroker } from './broker-redis';
 import { createRedisClients, onCommandError } from './clients';
+import { onHistoryTrimmed } from './history-scripts';
 import { RedisConnectionCounts } from './counts-redis';
 import { RedisHistory } from './history-redis';
 import { RedisKeyStore } from './key-store-redis';
@@ -29,6 +32,7 @@ export async function createRedisEngine(
 ): Promise<Engine & { broker: RedisBroker }> {
   if (!config.redis) throw new Error('createRedisEngine needs REDIS_URL or REDIS_CLUSTER_NODES');
   const log = logger.child({ component: 'redis' });
+  if (config.redis.kind === 'sentinel') await checkSentinels(config.redis);
   const clients = createRedisClients(config.redis, logger);
   const keys = redisKeys(config.redisPrefix);
   const { command, health } = clients;
@@ -69,7 +73,7 @@ export async function createRedisEngine(
           publishLogged: (publication, retention, key, record) =>
             broker.publish(publication, retention, logs.ridingAppend(key, record)) as Promise<StreamPosition>,
         }),
-    history: new RedisHistory(command, keys, config.history.ttlSeconds),
+    history: new RedisHistory(command, keys),
     presence: new RedisPresenceStore(command, keys),
     counts: new RedisConnectionCounts(command, keys),
     logs,
@@ -87,10 +91,51 @@ export async function createRedisEngine(
       listeners.push(listener);
     },
     onCommandError: (listener) => onCommandError(command, listener),
+    onHistoryTrimmed: (listener) => onHistoryTrimmed(command, listener),
     close: async () => {
       closing = true;
       await broker.close();
       await clients.close();
     },
   };
+}
+
+/** How long start-up waits for each sentinel's answer. */
+const SENTINEL_CHECK_MS = 3000;
+
+/**
+ * Start-up with Sentinel: unlike a Redis that is down for a while (served as unavailable until
+ * it answers), a sentinel list none of which answers, or whose sentinels know no master of that
+ * name, is a configuration mistake: start-up stops, naming it (`EngineUnavailableError` for no
+ * answer; the CLI prints one line for either).
+ */
+async function checkSentinels(target: Extract<RedisTarget, { kind: 'sentinel' }>): Promise<void> {
+  const ask = async ({ host, port }: { host: string; port: number }): Promise<unknown> => {
+    const sentinel = new Redis({
+      host,
+      port,
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      connectTimeout: SENTINEL_CHECK_MS,
+      commandTimeout: SENTINEL_CHECK_MS,
+      ...(target.sentinelPassword === undefined ? {} : { password: target.sentinelPassword }),
+      ...(target.tls ? { tls: {} } : {}),
+    });
+    sentinel.on('error', () => undefined);
+    try {
+      await sentinel.connect();
+      return await sentinel.call('SENTINEL', 'get-master-addr-by-name', target.name);
+    } finally {
+      sentinel.disconnect();
+    }
+  };
+  const answers = await Promise.allSettled(target.sentinels.map(ask));
+  const answered = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+  if (answered.length === 0) throw new EngineUnavailableError(new Error('no sentinel answers'));
+  if (answered.every((address) => address === null)) {
+    throw new Error(
+      `the sentinels at ${target.sentinels.map((n) => `${n.host}:${n.port}`).join(',')} know no master named "${target.name}": set REDIS_SENTINEL_NAME to the name in their configuration`,
+    );
+  }
 }

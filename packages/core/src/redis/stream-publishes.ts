@@ -1,19 +1,24 @@
 import type { Redis } from 'ioredis';
 import { newEpoch } from '../history/epochs';
 import type { StreamPosition } from '../history/history';
-import { atTurnEnd, guard } from './clients';
-import { positionOf, runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
+import type { Topic } from '../types';
+import { atTurnEnd, guard, serverGeneration } from './clients';
+import type { RedisKeys } from './keys';
+import { positionFrom, runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
 import type { LogAppend } from './message-log-redis';
 
 /** One stream publication waiting for the end of its turn. */
 export interface StreamPublish {
-  readonly meta: string;
+  /** Its meta key is built when the call leaves, with the server's generation then. */
+  readonly topic: Topic;
   readonly list: string;
   /** `publicationHead` and `publicationTail` (publication-codec.ts). */
   readonly head: string;
   readonly tail: string;
   readonly size: number;
   readonly ttlSeconds: number;
+  /** The stream's byte cap (0: none). */
+  readonly maxBytes: number;
   /** The topic's fan-out channel. */
   readonly channel: string;
   readonly log: LogAppend | undefined;
@@ -57,7 +62,10 @@ export class StreamPublishes {
   /** Script calls sent and not answered yet. */
   private unanswered = 0;
 
-  constructor(private readonly client: Redis) {}
+  constructor(
+    private readonly client: Redis,
+    private readonly keys: RedisKeys,
+  ) {}
 
   add(publish: StreamPublish): Promise<StreamPosition> {
     if (this.unanswered === 0 && this.pending.length === 0)
@@ -101,25 +109,27 @@ export class StreamPublishes {
 
   /** One publication, by the single-publication script. */
   private send({ publish: p, resolve, reject }: Pending, coalesce: boolean): void {
-    const { client } = this;
-    const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel];
+    const { client, keys } = this;
+    const args = [p.head, p.tail, p.size, p.ttlSeconds, newEpoch(), p.channel, p.maxBytes];
     const { log } = p;
     this.unanswered += 1;
     guard(
       client,
-      () =>
-        log
+      () => {
+        const meta = keys.historyMeta(p.topic, serverGeneration(client, p.list));
+        return log
           ? runHistoryPublish(
               client,
-              [p.meta, p.list, log.list],
+              [meta, p.list, log.list],
               [...args, log.record, log.trimAbove, log.trimTo],
             )
-          : runHistoryPublish(client, [p.meta, p.list], args),
+          : runHistoryPublish(client, [meta, p.list], args);
+      },
       coalesce,
     ).then(
       (reply) => {
         this.answered();
-        resolve(positionOf(reply));
+        resolve(positionFrom(client, reply));
       },
       (error: unknown) => {
         this.answered();
@@ -131,34 +141,39 @@ export class StreamPublishes {
   private sendMany(batch: Pending[]): void {
     const { client } = this;
     const n = batch.length;
-    const keys: string[] = [];
-    const args: Array<string | number> = [newEpoch(), n, 0];
-    /** Log LIST → its index j (1-based) in the batch. */
-    const logs = new Map<string, number>();
-    const trims: number[] = [];
-    for (const { publish: p } of batch) {
-      keys.push(p.meta, p.list);
-      let j = 0;
-      const { log } = p;
-      if (log) {
-        j = logs.get(log.list) ?? 0;
-        if (j === 0) {
-          j = logs.size + 1;
-          logs.set(log.list, j);
-          trims.push(log.trimAbove, log.trimTo);
+    /** The script's keys and arguments, built when the call leaves (see `send`). */
+    const call = (): Promise<unknown> => {
+      const keys: string[] = [];
+      const generation = serverGeneration(client, '');
+      const args: Array<string | number> = [newEpoch(), n, 0];
+      /** Log LIST → its index j (1-based) in the batch. */
+      const logs = new Map<string, number>();
+      const trims: number[] = [];
+      for (const { publish: p } of batch) {
+        keys.push(this.keys.historyMeta(p.topic, generation), p.list);
+        let j = 0;
+        const { log } = p;
+        if (log) {
+          j = logs.get(log.list) ?? 0;
+          if (j === 0) {
+            j = logs.size + 1;
+            logs.set(log.list, j);
+            trims.push(log.trimAbove, log.trimTo);
+          }
         }
+        args.push(p.head, p.tail, p.size, p.ttlSeconds, p.channel, j, log ? log.record : '', p.maxBytes);
       }
-      args.push(p.head, p.tail, p.size, p.ttlSeconds, p.channel, j, log ? log.record : '');
-    }
-    keys.push(...logs.keys());
-    args[2] = logs.size;
-    args.push(...trims);
+      keys.push(...logs.keys());
+      args[2] = logs.size;
+      args.push(...trims);
+      return runHistoryPublishBatch(client, keys, args);
+    };
     this.unanswered += 1;
-    guard(client, () => runHistoryPublishBatch(client, keys, args)).then(
+    guard(client, call).then(
       (reply) => {
         this.answered();
         const positions = reply as unknown[];
-        for (let i = 0; i < n; i++) (batch[i] as Pending).resolve(positionOf(positions[i]));
+        for (let i = 0; i < n; i++) (batch[i] as Pending).resolve(positionFrom(client, positions[i]));
       },
       (error: unknown) => {
         this.answered();

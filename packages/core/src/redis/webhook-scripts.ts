@@ -76,10 +76,12 @@ end
 `;
 
 /**
- * KEYS[1] a key's event stream, KEYS[2] its byte count (`webhookBytes`); ARGV[1] the event's
- * JSON text, ARGV[2] max events, ARGV[3] max bytes. Returns how many events were dropped.
+ * KEYS[1] a key's event stream, KEYS[2] its byte count (`webhookBytes`), KEYS[3] its switch
+ * (`webhookSwitch`); ARGV[1] the event's JSON text, ARGV[2] max events, ARGV[3] max bytes, ARGV[4]
+ * the event's name. Returns how many events were dropped.
  *
- * Stores a client event (the only events carrying a client's data; channel and presence events
+ * Stores nothing unless the switch lists the event, as the other scripts' `emit`. Stores an event
+ * the gateway produces (`client_event`, `cache_miss`) (the only events carrying a client's data; channel and presence events
  * are a few hundred bytes and bounded by the count) with its size in field `b`, counted in
  * KEYS[2], after making room for it (`trim`). An event over max bytes by itself is dropped
  * instead (returns 1). The count restarts at 0 whenever the stream is empty, so an entry trimmed
@@ -88,6 +90,8 @@ end
 export const webhookAppend = new LuaScript(`${TRIM_LIB}
 local stream, counter = KEYS[1], KEYS[2]
 local json, maxEvents, maxBytes = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local hooks = redis.call('GET', KEYS[3])
+if not hooks or not string.find(hooks, ' ' .. ARGV[4] .. ' ', 1, true) then return 0 end
 local size = #json
 if size > maxBytes then return 1 end
 local dropped, bytes = trim(stream, counter, maxEvents, maxBytes, 1, size)

@@ -37,7 +37,7 @@ function toQueued(reply: unknown): QueuedEvent[] {
  * (`XREADGROUP >`). Acknowledging also deletes, so `XLEN` is the depth. An entry is one field,
  * `e`, the event's JSON text as the backend receives it; a client event also has `b`, its size.
  *
- * Limits: `append` (client events) applies both limits before storing (`webhookAppend`); the
+ * Limits: `append` (the gateway's own events: client events, cache misses) applies both limits before storing (`webhookAppend`); the
  * channel and presence events the other scripts store (which do not know the configured limits)
  * are kept to `WEBHOOK_STREAM_MAX` entries there, and to the limits by `enforceLimits`, which the
  * dispatcher holding the key calls each second.
@@ -55,8 +55,8 @@ export class RedisWebhookQueue implements WebhookQueue {
     const dropped = await guard(this.client, () =>
       webhookAppend.run(
         this.client,
-        [this.keys.webhookEvents(key), this.keys.webhookBytes(key)],
-        [JSON.stringify(event), this.limits.maxEvents, this.limits.maxBytes],
+        [this.keys.webhookEvents(key), this.keys.webhookBytes(key), this.keys.webhookSwitch(key)],
+        [JSON.stringify(event), this.limits.maxEvents, this.limits.maxBytes, event.name],
       ),
     );
     this.dropped(key, Number(dropped));

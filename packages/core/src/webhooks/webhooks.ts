@@ -7,11 +7,15 @@ export const WEBHOOK_EVENTS = [
   'member_added',
   'member_removed',
   'client_event',
+  'cache_miss',
 ] as const;
 
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
 
-/** The events of a webhook without `events`: all but `client_event` (opt-in). */
+/**
+ * The events of a webhook without `events`: all but `client_event` and `cache_miss` (opt-in, as
+ * each webhook type is on Pusher: both can come at the rate clients send or subscribe).
+ */
 export const DEFAULT_WEBHOOK_EVENTS: readonly WebhookEventName[] = [
   'channel_occupied',
   'channel_vacated',
@@ -82,7 +86,8 @@ export type DroppedListener = (key: ApiKey, events: number) => void;
  * - Channel and presence events are produced by `ConnectionCounts` and `PresenceStore` of the same
  *   engine, atomically with the transition that causes them, and only for keys whose record has a
  *   webhook listing the event (the key store switches production on and off with the record).
- *   `append` adds an event the gateway produces itself (`client_event`).
+ *   `append` adds an event the gateway produces itself (`client_event`, `cache_miss`), and also
+ *   stores it only when the key's webhook lists it.
  * - Events of one key keep their storage order in every read.
  * - `lease` grants a key to one owner at a time until `ttlMs` after the owner's last successful
  *   call; the owner renews it with the same call. Only the lease holder should read.

@@ -20,6 +20,8 @@ export interface HistoryTarget {
   advance(ms: number): void;
   /** Loses every stream (memory: a new engine state; Redis: FLUSHALL); returns the engine to use now. */
   loseHistory(engine: HistoryEngine): Promise<HistoryEngine>;
+  /** Whether the backend holds anything for `topic` (memory: a stream; Redis: either key). */
+  holds(topic: Topic): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -228,7 +230,7 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       }
     });
 
-    it('reports offset 0 and the epoch the first publication will carry for an unknown topic', async () => {
+    it('reads an unknown topic as offset 0 and stores nothing for it', async () => {
       const fresh = topic('fresh');
       const before = await read(fresh);
       expect(before).toEqual({
@@ -236,8 +238,45 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
         epoch: expect.stringMatching(/^[A-Za-z0-9_-]{1,32}$/),
         publications: [],
       });
-      expect((await read(fresh)).epoch).toBe(before.epoch);
-      expect(await publish(1, fresh, 'x')).toEqual({ offset: 1, epoch: before.epoch });
+      await read(fresh, 0);
+      await engine.history.read(fresh, { limit: 1, ttlSeconds: 600 });
+      expect(await target.holds(fresh)).toBe(false);
+      // The first publication starts the stream in an epoch of its own: a resume from the read's
+      // epoch is not recoverable (it is not the stream's), never wrongly recovered.
+      const first = await publish(1, fresh, 'x');
+      expect(first?.offset).toBe(1);
+      expect(first?.epoch).not.toBe(before.epoch);
+      expect(await target.holds(fresh)).toBe(true);
+    });
+
+    it('keeps only the latest publications that fit in `maxBytes`, the latest always', async () => {
+      const room = topic('bytes');
+      const body = (c: string) => c.repeat(1000);
+      const capped: HistoryRetention = { size: 100, ttlSeconds: 60, maxBytes: 3500 };
+      const returned = await publishAll(room, ['a', 'b', 'c', 'd', 'e'].map(body), capped);
+      expect(returned.map((p) => p.offset)).toEqual([1, 2, 3, 4, 5]);
+      expect(offsets((await read(room)).publications)).toEqual([3, 4, 5]);
+      // An older `since` sees the trimmed range as incomplete: its first offset is past since + 1.
+      expect(offsets((await read(room, 1)).publications)).toEqual([3, 4, 5]);
+      // One publication over the cap alone is kept alone.
+      await publish(0, room, 'z'.repeat(5000), capped);
+      expect(offsets((await read(room)).publications)).toEqual([6]);
+      await publish(0, room, body('f'), capped);
+      expect(offsets((await read(room)).publications)).toEqual([7]);
+      await publishAll(room, ['g', 'h'].map(body), capped);
+      expect(offsets((await read(room)).publications)).toEqual([7, 8, 9]);
+      // Entries trimmed by `size` free their bytes too: within the cap again, 3 fit.
+      await publishAll(room, ['i', 'j'].map(body), { ...capped, size: 2 });
+      expect(offsets((await read(room)).publications)).toEqual([10, 11]);
+      await publish(0, room, body('k'), capped);
+      expect(offsets((await read(room)).publications)).toEqual([10, 11, 12]);
+      // History turned off and on again counts afresh.
+      await publish(0, room, body('l'), { ...capped, size: 0 });
+      await publishAll(room, ['m', 'n', 'o', 'p'].map(body), capped);
+      expect(offsets((await read(room)).publications)).toEqual([15, 16, 17]);
+      // Issued in one turn (one script call on a standalone Redis), each is capped as it is stored.
+      await Promise.all(['q', 'r', 's', 't'].map((c) => publish(0, room, body(c), capped)));
+      expect(offsets((await read(room)).publications)).toEqual([19, 20, 21]);
     });
 
     it('keeps only the last `size` publications: an older `since` gets an incomplete range', async () => {
@@ -280,10 +319,12 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       const after = await read(room);
       expect(after.offset).toBe(0);
       expect(after.publications).toEqual([]);
-      const next = await publish(0, room, 'c', short);
-      expect(next).toEqual({ offset: 1, epoch: after.epoch });
+      expect(await target.holds(room)).toBe(false);
+      const next = (await publish(0, room, 'c', short)) as StreamPosition;
+      expect(next.offset).toBe(1);
+      expect(next.epoch).not.toBe(first?.epoch);
       expect(positions((await read(room, 0)).publications)).toEqual([
-        { offset: 1, epoch: after.epoch, body: 'c' },
+        { offset: 1, epoch: next.epoch, body: 'c' },
       ]);
     });
 
@@ -308,9 +349,11 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       const page = await read(room);
       expect(page.offset).toBe(0);
       expect(page.epoch).not.toBe(first?.epoch);
-      expect(await publish(1, room, 'd')).toEqual({ offset: 1, epoch: page.epoch });
+      const next = (await publish(1, room, 'd')) as StreamPosition;
+      expect(next.offset).toBe(1);
+      expect(next.epoch).not.toBe(first?.epoch);
       await waitFor('the publication of the new epoch', () => node(0).received.length === 1);
-      expect(positions(node(0).received)).toEqual([{ offset: 1, epoch: page.epoch, body: 'd' }]);
+      expect(positions(node(0).received)).toEqual([{ offset: 1, epoch: next.epoch, body: 'd' }]);
     });
 
     it('fans out publications without retention plainly: no offset, and the stream does not move', async () => {

@@ -1,5 +1,6 @@
 import { generateKeyRecord } from '../../src/keys/key-store';
 import { InvalidDomainError } from '../../src/protocol/domain';
+import { InvalidAppIdError, appIdOf } from '../../src/protocol/app-id';
 import type { ApiKeyRecord, KeyStore } from '../../src/keys/key-store';
 
 /** The KeyStore port's contract (key-store.ts); each `createStore()` starts empty. */
@@ -58,6 +59,31 @@ export function describeKeyStoreContract(name: string, createStore: () => Promis
       expect(await store.get(some.key)).not.toHaveProperty('webhook');
       await store.delete(all.key);
       expect(await store.listWebhooks()).toEqual([]);
+    });
+
+    it('keeps an app id, and drops it when a record comes without (the key is then the app id)', async () => {
+      const digits: ApiKeyRecord = generateKeyRecord({ appId: '1234567' });
+      const token: ApiKeyRecord = { ...generateKeyRecord(), appId: 'my-app_2' };
+      await store.put(digits);
+      await store.put(token);
+      expect(await store.get(digits.key)).toEqual(digits);
+      expect((await store.list()).find((r) => r.key === token.key)).toEqual(token);
+      expect(appIdOf((await store.get(token.key))!)).toBe('my-app_2');
+      const plain = (({ appId: _appId, ...rest }: ApiKeyRecord): ApiKeyRecord => rest)(digits);
+      await store.put(plain);
+      const read = await store.get(digits.key);
+      expect(read).toEqual(plain);
+      expect(read).not.toHaveProperty('appId');
+      expect(appIdOf(read!)).toBe(digits.key);
+    });
+
+    it('refuses a record with an invalid app id, naming it, and stores nothing', async () => {
+      for (const appId of ['', 'a/b', 'app id', 'x'.repeat(129)]) {
+        const record = generateKeyRecord({ appId });
+        await expect(store.put(record)).rejects.toThrow(InvalidAppIdError);
+        expect(await store.get(record.key)).toBeNull();
+      }
+      await expect(store.put(generateKeyRecord({ appId: 'a/b' }))).rejects.toThrow('"a/b" is not an app id');
     });
 
     it('lists every record ordered by key', async () => {

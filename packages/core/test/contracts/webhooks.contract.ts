@@ -162,6 +162,21 @@ export function describeWebhooksContract(
       ]);
     });
 
+    it("stores cache_miss, in Pusher's format, only for a webhook that lists it (not by default)", async () => {
+      const miss = { name: 'cache_miss', channel: 'cache-prices' } as const;
+      await enable({ url: 'http://example.test/hook' });
+      await ports.webhooks.append(key, miss);
+      expect(await ports.webhooks.depth(key)).toBe(0);
+      await enable({ url: 'http://example.test/hook', events: ['cache_miss'] });
+      await ports.webhooks.append(key, miss);
+      await ports.webhooks.append(key, { name: 'client_event', channel: 'private-room', event: 'client-x' });
+      await ports.counts.increment('node-a', key, 'cache-prices');
+      expect(await drain()).toEqual([{ name: 'cache_miss', channel: 'cache-prices' }]);
+      await enable();
+      await ports.webhooks.append(key, miss);
+      expect(await drain()).toEqual([]);
+    });
+
     it('gives back event texts exactly, whatever their data holds', async () => {
       await enable({ url: 'http://example.test/hook', events: ['client_event'] });
       const data = { text: 'two words\nand a line break, "quotes", tabs\t, ünïcödé 🙂 and  spaces ' };

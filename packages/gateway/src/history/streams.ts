@@ -3,6 +3,7 @@ import type { ConnId, HistoryPage, Publication, Topic } from '@switchboard/core'
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from '../ws/connection';
 import { sendTo } from '../ws/send';
+import { holdUntilList } from '../ws/list-gate';
 import { localTopicOf, topicKey } from '../ws/topics';
 import type { Resume } from './resume';
 import { isObjectPublication, offsetFrame, positionFrame } from './stream-frames';
@@ -72,7 +73,9 @@ export class Streams {
     const attachment = this.attached.get(sub);
     if (!attachment || state.closed) return;
     sendTo(this.ctx, state, positionFrame(sub.channel, report, sub.primary ? undefined : sub.channel));
-    state.conn?.subscribe(localTopicOf(sub.topic, sub.primary, 'events'));
+    // With presence, the events topic waits for the member_list (list-gate.ts).
+    if (sub.presence) holdUntilList(this.ctx, state, sub);
+    else state.conn?.subscribe(localTopicOf(sub.topic, sub.primary, 'events'));
     for (const publication of missed) this.sendOne(state, sub, publication);
     const joiner: Joiner = {
       position: report,

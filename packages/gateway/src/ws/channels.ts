@@ -1,5 +1,6 @@
 import type { GatewayContext } from '../context';
 import type { ConnectionState, Subscription } from './connection';
+import { forgetWaiting, holdUntilList } from './list-gate';
 import { joinPresence, leavePresence } from './presence-events';
 import type { Resume } from '../history/resume';
 import type { CatchUp } from '../history/streams';
@@ -65,7 +66,9 @@ export function enterChannel(
   ctx.meters.subscriptions[sub.topic.protocol].inc();
   ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).increment);
   if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume);
-  state.conn?.subscribe(localTopicOf(sub.topic, sub.primary));
+  // A presence subscription joins its uWS topic once its member_list is sent (list-gate.ts).
+  if (sub.presence) holdUntilList(ctx, state, sub);
+  else state.conn?.subscribe(localTopicOf(sub.topic, sub.primary));
   acknowledge?.();
   if (sub.presence) return joinPresence(ctx, state, sub).catch(failures(ctx).join);
   return undefined;
@@ -100,6 +103,7 @@ export function leaveChannel(ctx: GatewayContext, state: ConnectionState, sub: S
     }
   }
   if (sub.recover) ctx.streams.detach(state, sub);
+  if (sub.presence) forgetWaiting(ctx, state, sub);
   state.subs.delete(sub.channel);
   ctx.registry.leaveTopic(sub.topic, state);
   ctx.meters.subscriptions[sub.topic.protocol].dec();

@@ -2,6 +2,7 @@ import type { Publication } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import type { ConnectionState } from './connection';
 import { stampChannel } from './frames';
+import { offerToWaiting } from './list-gate';
 import { sendTo } from './send';
 
 /**
@@ -33,6 +34,15 @@ export function deliverLocal(
   // Binary frames exist on V3 only (a V4 body is always text).
   const binary = publication.binary === true && topic.protocol === 'v3';
   const frame = binary ? Buffer.from(publication.body, 'base64') : publication.body;
+  // Presence subscriptions whose member_list is not sent yet are reached from here (list-gate.ts).
+  offerToWaiting(
+    ctx,
+    publication,
+    frame,
+    binary,
+    streamed,
+    sender && !sender.notifySelf ? sender : undefined,
+  );
   let recipients = publishVariant(ctx, via, primary.plain, frame, binary);
   if (events) publishVariant(ctx, via, primary.events, frame, binary);
   if (secondary) {

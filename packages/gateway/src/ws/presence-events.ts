@@ -4,6 +4,7 @@ import { memberOf } from './connection';
 import type { ConnectionState, Subscription } from './connection';
 import { publishToChannel, sendChannelFrame } from './events';
 import { v4Event } from './frames';
+import { releaseAfterList } from './list-gate';
 import { sendTo } from './send';
 
 /**
@@ -33,8 +34,9 @@ function writeJoin(
  * with several connections joins once and leaves once).
  *
  * A new connection's primary subscription was usually joined during admission (`EarlyJoins`):
- * its join is taken over here, else written now. Once answered, the joiner gets its list and the
- * channel hears of its arrival, even when it closed meanwhile: its leave (`leaveChannel`) waits
+ * its join is taken over here, else written now. Once answered, the joiner gets its list, then
+ * the channel's frames (list-gate.ts: its first presence frame is its list), and the channel hears
+ * of its arrival, even when it closed meanwhile: its leave (`leaveChannel`) waits
  * for the join (`sub.joining`) and follows it, so the channel's events stay consistent.
  */
 export function joinPresence(ctx: GatewayContext, state: ConnectionState, sub: Subscription): Promise<void> {
@@ -43,10 +45,17 @@ export function joinPresence(ctx: GatewayContext, state: ConnectionState, sub: S
     ? early.settled.then((joined) => (joined ? { joined, now: early.now } : joinNow(ctx, state, sub)))
     : joinNow(ctx, state, sub);
   sub.joining = joining;
-  return joining.then(({ joined, now }) => {
-    if (sub.joining === joining) sub.joining = undefined;
-    announceJoin(ctx, state, sub, joined, now);
-  });
+  return joining.then(
+    ({ joined, now }) => {
+      if (sub.joining === joining) sub.joining = undefined;
+      announceJoin(ctx, state, sub, joined, now);
+    },
+    (error: unknown) => {
+      // No list to wait for: the subscription gets the channel's frames without one.
+      releaseAfterList(ctx, state, sub);
+      throw error;
+    },
+  );
 }
 
 function joinNow(
@@ -71,6 +80,7 @@ function announceJoin(
   const { members, total } = joined.listed ?? { members: [], total: 0 };
   if (sub.topic.protocol === 'v3') {
     sendTo(ctx, state, JSON.stringify({ event: 'system:member_list', data: { members } }));
+    releaseAfterList(ctx, state, sub);
     const joinedEvent = JSON.stringify({
       event: 'system:member_joined',
       data: { member, members },
@@ -84,6 +94,7 @@ function announceJoin(
     sub,
     v4Event('system::member_list', { channel: sub.channel, members, count: total }),
   );
+  releaseAfterList(ctx, state, sub);
   if (joined.firstOfIdentity) {
     const event = v4Event('system::member_joined', {
       channel: sub.channel,

