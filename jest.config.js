@@ -42,6 +42,7 @@ module.exports = {
         '<rootDir>/packages/*/test/**/*.test.ts',
         '<rootDir>/bench/test/**/*.test.ts',
         '<rootDir>/chaos/test/**/*.test.ts',
+        '<rootDir>/test/*.test.ts',
       ],
       testPathIgnorePatterns: ['\\.int\\.test\\.ts$', ...notContract],
     },
