@@ -50,6 +50,17 @@ describe('memory history', () => {
     await engine.close();
   });
 
+  it("keeps the stream a read starts for the query's TTL, else the configured one", async () => {
+    let now = 0;
+    const state = createMemoryState({ now: () => now, historyTtlSeconds: 10 });
+    const topic = (channel: string) => ({ key: 'k', protocol: 'v4' as const, channel });
+    const configured = await state.history.read(topic('a'), { limit: 1 });
+    const asked = await state.history.read(topic('b'), { limit: 1, ttlSeconds: 60 });
+    now += 10_000;
+    expect((await state.history.read(topic('a'), { limit: 1 })).epoch).not.toBe(configured.epoch);
+    expect((await state.history.read(topic('b'), { limit: 1 })).epoch).toBe(asked.epoch);
+  });
+
   it('starts a new epoch for every new state (an engine restart)', async () => {
     const topic = { key: 'k', protocol: 'v4' as const, channel: 'c' };
     const epochs = new Set<string>();

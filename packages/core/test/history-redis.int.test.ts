@@ -69,7 +69,7 @@ function describeRedisStreams(backend: () => RedisBackend): void {
       broker = new RedisBroker(clients, keys);
       broker.setHandlers({ message: (p) => received.push(p), control: () => undefined });
       await broker.ready();
-      history = new RedisHistory(clients.command, keys);
+      history = new RedisHistory(clients.command, keys, 7);
       topic = { key: unique('key'), protocol: 'v3', channel: 'room' };
       received.length = 0;
     });
@@ -100,10 +100,15 @@ function describeRedisStreams(backend: () => RedisBackend): void {
       expect(await pttl(keys.historyStream(topic))).toBeGreaterThan(290_000);
     });
 
-    it('writes nothing on a read, and a read does not extend a stream', async () => {
+    it("gives the stream a read starts the query's TTL, else the configured one, and no list", async () => {
       await history.read(topic, { limit: 10 });
-      await history.read(topic, { since: 0, limit: 10, ttlSeconds: 600 });
-      expect(await clients.command.exists(metaKey(topic), keys.historyStream(topic))).toBe(0);
+      const ttl = await pttl(metaKey(topic));
+      expect(ttl).toBeGreaterThan(5_000);
+      expect(ttl).toBeLessThanOrEqual(7_000);
+      expect(await clients.command.exists(keys.historyStream(topic))).toBe(0);
+      const other: Topic = { ...topic, channel: 'other' };
+      await history.read(other, { limit: 10, ttlSeconds: 600 });
+      expect(await pttl(metaKey(other))).toBeGreaterThan(590_000);
       // A read does not extend a stream's life: that is the publications' job.
       await publish('a', 5, 30);
       await history.read(topic, { limit: 10, ttlSeconds: 600 });

@@ -111,21 +111,13 @@ describe('streams on Redis', () => {
     await publish(a, 'dropped', 'after');
     await client.next((f) => f.json?.['system::offset'] === 5);
     expect(offsetsOf(client)).toEqual([1, 2, 3, 4, 5]);
-    // The subscription's own, and the stream's start at the first publication (the channel had
-    // none when it subscribed): no recovered: false.
-    const positions = client.received.filter((f) => f.json?.['event'] === 'system::position');
-    expect(positions.map((f) => (f.json!['data'] as { recovered?: boolean }).recovered)).toEqual([
-      undefined,
-      true,
-    ]);
+    expect(client.received.filter((f) => f.json?.['event'] === 'system::position')).toHaveLength(1);
   });
 
   it('resumes on another node with what it missed', async () => {
     const first = await at(a, '/v4/moving', { recover: '1' });
-    await first.nextEvent('system::position');
-    await publish(b, 'moving', 'one', 'v4');
-    // The first publication started the stream: its position is announced before it.
     const position = (await first.nextEvent('system::position')).json!['data'] as { epoch: string };
+    await publish(b, 'moving', 'one', 'v4');
     await first.next((f) => f.json?.['system::offset'] === 1);
     first.close();
     await first.closed;

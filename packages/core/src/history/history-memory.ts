@@ -24,7 +24,7 @@ const entryBytes = (p: Publication): number => p.body.length + ENTRY_OVERHEAD_BY
 export interface MemoryHistoryOptions {
   /** Clock in ms (tests inject one to expire streams without waiting). */
   now?: () => number;
-  /** Unused: a read starts no stream (history.ts). Accepted for existing callers. */
+  /** How long a stream that a read starts (a topic never published to) is kept. */
   defaultTtlSeconds?: number;
 }
 
@@ -43,19 +43,21 @@ const streamId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.cha
 export class MemoryHistory implements History {
   private readonly streams = new Map<string, Stream>();
   private readonly now: () => number;
+  private readonly defaultTtlMs: number;
   private nextSweep: number;
   /** Called with the bytes of publications dropped for a topic's `maxBytes` (for metrics). */
   readonly trimListeners: Array<(bytes: number) => void> = [];
 
   constructor(options: MemoryHistoryOptions = {}) {
     this.now = options.now ?? Date.now;
+    this.defaultTtlMs = (options.defaultTtlSeconds ?? 120) * 1000;
     this.nextSweep = this.now() + SWEEP_INTERVAL_MS;
   }
 
   /** Assigns `publication` the topic's next offset, stores it, and returns it carrying its position. */
   append(publication: Publication, retention: HistoryRetention): Publication & StreamPosition {
     const now = this.now();
-    const stream = this.live(publication.topic, now) ?? this.start(publication.topic, now);
+    const stream = this.live(publication.topic, now) ?? this.start(publication.topic, now, 0);
     const size = retention.size;
     if (stream.ring.length !== size) resize(stream, size);
     const stamped: Mutable<Publication> & StreamPosition = {
@@ -93,9 +95,12 @@ export class MemoryHistory implements History {
   }
 
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
-    const stream = this.live(topic, this.now());
-    // Nothing is stored for a topic without a stream: a read must not make a client hold memory.
-    if (!stream) return { offset: 0, epoch: newEpoch(), publications: [] };
+    // A topic without a stream gets one (offset 0, no publications) for the query's TTL, so
+    // every read until the first publication reports the epoch that publication carries
+    // (history.ts). It holds no publication: its cost is bounded like the subscriptions that read it.
+    const now = this.now();
+    const ttlMs = wholeOrZero(query.ttlSeconds ?? 0) * 1000 || this.defaultTtlMs;
+    const stream = this.live(topic, now) ?? this.start(topic, now, ttlMs);
     const { offset, epoch, ring, kept } = stream;
     const oldest = offset - kept + 1;
     const limit = wholeOrZero(query.limit);
@@ -129,9 +134,16 @@ export class MemoryHistory implements History {
     return undefined;
   }
 
-  /** A new stream for the topic (offset 0, fresh epoch), replacing an expired one. */
-  private start(topic: Topic, now: number): Stream {
-    const stream: Stream = { epoch: newEpoch(), offset: 0, expiresAt: now, ring: [], kept: 0, bytes: 0 };
+  /** A new stream for the topic (offset 0, fresh epoch) kept `ttlMs`, replacing an expired one. */
+  private start(topic: Topic, now: number, ttlMs: number): Stream {
+    const stream: Stream = {
+      epoch: newEpoch(),
+      offset: 0,
+      expiresAt: now + ttlMs,
+      ring: [],
+      kept: 0,
+      bytes: 0,
+    };
     this.streams.set(streamId(topic), stream);
     return stream;
   }

@@ -45,8 +45,10 @@ export interface HistoryQuery {
   /** At most this many publications (anything but a positive integer reads none). */
   readonly limit: number;
   /**
-   * Ignored: a read creates no stream any more (see the contract below), so there is nothing to
-   * keep. Kept so callers that pass the key's retention need no change.
+   * How long the stream this read starts is kept when the topic has none (never published to,
+   * or its history was lost): pass the key's retention so the epoch reported here is the one the
+   * next publication carries. Default (also for anything but a positive integer):
+   * `HISTORY_TTL_SECONDS`.
    */
   readonly ttlSeconds?: number;
 }
@@ -73,18 +75,17 @@ export interface HistoryPage extends StreamPosition {
  * Contract, for every implementation:
  * - `read` returns the topic's current position and the requested publications in ascending
  *   offset order; a topic never published to (or whose history was lost) has offset 0 and a
- *   fresh epoch.
+ *   fresh epoch, and the epoch it reports is the one its next publication will carry.
  * - Only the last `size` publications are kept, of them only the latest that fit in `maxBytes`
  *   (the latest one always), and none once `ttlSeconds` passed since the topic's latest
  *   publication; then the whole stream is gone: the next publication starts at offset 1 in a new
  *   epoch. Dropping the oldest keeps the stored range contiguous, so a read after `since` shows
  *   a trimmed range as incomplete (its first offset is above `since + 1`).
- * - A read never creates anything: a topic without a stream (never published to, expired, lost)
- *   reads as offset 0 in an epoch of its own that is stored nowhere, so the first publication
- *   starts the stream in another epoch and a resume from the read's epoch is not recoverable.
- *   A stream that does not exist cannot have been missed from: a subscriber that read it at
- *   offset 0 and stays connected learns the new epoch with a `recovered: true` position
- *   (docs/protocol.md).
+ * - A read of a topic without a stream starts one: its epoch at offset 0, no publications, kept
+ *   for the query's `ttlSeconds`. It stores no publication (the byte budget is the publications'),
+ *   and it must: an epoch stored nowhere differs on every read, so each read would look like lost
+ *   history to a node's topic stream (an endless `recovered: false` after Redis restarted empty),
+ *   and the first publication would start an epoch no subscriber read.
  * - Failures reject with `EngineUnavailableError`.
  */
 export interface History {

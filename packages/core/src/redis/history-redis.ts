@@ -17,17 +17,20 @@ export class RedisHistory implements History {
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
+    /** TTL of the stream a read starts (`HISTORY_TTL_SECONDS`) unless the query names one. */
+    private readonly defaultTtlSeconds = 120,
   ) {}
 
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
     const limit = wholeOrZero(query.limit);
     const first = query.since === undefined ? '' : String(wholeOrZero(query.since) + 1);
+    const ttl = wholeOrZero(query.ttlSeconds ?? 0) || this.defaultTtlSeconds;
     const list = this.keys.historyStream(topic);
     const reply = (await guard(this.client, () =>
       historyRead.run(
         this.client,
         [this.keys.historyMeta(topic, serverGeneration(this.client, list)), list],
-        [newEpoch(), '', first, limit],
+        [newEpoch(), ttl, first, limit],
       ),
     )) as [number, string, string[]];
     const [offset, epoch, wires] = reply;

@@ -274,16 +274,22 @@ export function runHistoryPublishBatch(
 
 /**
  * KEYS[1] meta HASH, KEYS[2] LIST
- * ARGV[1] the epoch to report when the topic has no stream, ARGV[2] unused, ARGV[3] first offset
- * wanted (empty: the latest `limit`), ARGV[4] limit
- * Returns { offset, epoch, wires ascending }. A read writes nothing: a topic without a stream
- * reads as offset 0 in `ARGV[1]`, an epoch stored nowhere (history.ts), so reading channels
- * nobody publishes to makes Redis hold nothing.
+ * ARGV[1] epoch for a new stream, ARGV[2] its TTL seconds, ARGV[3] first offset wanted (empty:
+ * the latest `limit`), ARGV[4] limit
+ * Returns { offset, epoch, wires ascending }. A read of a topic without a stream starts one (its
+ * meta only, no list), so the epoch it reports is the one the next publication carries and every
+ * read until then agrees on it (history.ts says why a read may not report an epoch stored nowhere).
  */
 export const historyRead = new LuaScript(`
 local meta = redis.call('HMGET', KEYS[1], 'e', 'o')
 local e, o = meta[1], tonumber(meta[2]) or 0
-if not e then return { 0, ARGV[1], {} } end
+if not e then
+  e = ARGV[1]
+  o = 0
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'e', e, 'o', 0)
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+end
 local limit = tonumber(ARGV[4])
 if limit == 0 then return { o, e, {} } end
 local first = o - redis.call('LLEN', KEYS[2]) + 1

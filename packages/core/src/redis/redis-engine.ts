@@ -73,7 +73,7 @@ export async function createRedisEngine(
           publishLogged: (publication, retention, key, record) =>
             broker.publish(publication, retention, logs.ridingAppend(key, record)) as Promise<StreamPosition>,
         }),
-    history: new RedisHistory(command, keys),
+    history: new RedisHistory(command, keys, config.history.ttlSeconds),
     presence: new RedisPresenceStore(command, keys),
     counts: new RedisConnectionCounts(command, keys),
     logs,

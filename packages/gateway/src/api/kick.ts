@@ -1,4 +1,4 @@
-import { AppError, CLOSE_CODES, kickConnections } from '@switchboard/core';
+import { AppError, CLOSE_CODES, EngineUnavailableError, kickConnections } from '@switchboard/core';
 import type { KickSelector, Protocol } from '@switchboard/core';
 import type { GatewayContext } from '../context';
 import { executeKick } from '../ws/kick';
@@ -13,6 +13,10 @@ import type { Body } from './request';
  * The answer's `kicked` counts the sockets this gateway closed or removed the channel from: it
  * kicks its own first, then tells every node. The control channel is publish/subscribe without
  * replies, so the other gateways' kicks are not counted (docs/protocol.md, "Kicks").
+ *
+ * While the engine is known to be unreachable the kick is refused before anything is closed: a
+ * 503 means the request was not carried out, and a kick done on this node only would leave the
+ * other nodes' matches connected without saying so.
  */
 export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body): Promise<object> {
   const record = await authenticate(ctx, body);
@@ -39,6 +43,7 @@ export async function kick(ctx: GatewayContext, protocol: Protocol, body: Body):
       ...(channel !== undefined ? { channel } : {}),
     };
   }
+  if (!ctx.engine.isAvailable()) throw new EngineUnavailableError();
   const kicked = executeKick(ctx, selector);
   await kickConnections(ctx.engine, selector);
   return { success: true, kicked };

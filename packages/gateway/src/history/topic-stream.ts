@@ -51,8 +51,6 @@ export class TopicStream {
   private queue: Publication[] = [];
   private readonly recent: Publication[] = [];
   private readonly joiners = new Set<Joiner>();
-  /** Nothing delivered or announced yet: the position is still the first subscriber's read. */
-  private blank = true;
   private retry: NodeJS.Timeout | undefined;
   /** Opted-in subscriptions on this node, caught up or catching up. */
   subscribers = 0;
@@ -85,12 +83,6 @@ export class TopicStream {
       this.replayQueue();
       return;
     }
-    if (position.epoch !== this.epoch && position.offset === 0 && this.isEmpty()) {
-      // Both read a topic without a stream (each such read reports an epoch of its own, stored
-      // nowhere) and nothing arrived since: the subscriber has everything there is.
-      joiner.join();
-      return;
-    }
     if (position.epoch !== this.epoch) {
       // The subscriber read a newer epoch than this node has seen (or an older one): history
       // decides; the joiner settles when the fill is done.
@@ -104,14 +96,6 @@ export class TopicStream {
       return;
     }
     this.joinFromRecent(joiner);
-  }
-
-  /**
-   * Whether the position is still a read of "no stream" (offset 0; a stream that exists has
-   * offset 1 at least) and nothing was delivered, announced or queued since.
-   */
-  private isEmpty(): boolean {
-    return this.blank && this.offset === 0 && !this.filling && !this.suspended && this.queue.length === 0;
   }
 
   /** Joins a subscriber of this epoch that is behind: what it lacks from `recent`, or `lost`. */
@@ -159,13 +143,6 @@ export class TopicStream {
     const { offset, epoch } = publication;
     if (offset === undefined || epoch === undefined) return;
     if (epoch !== this.epoch) {
-      // The position was a read of "no stream" and the stream began with publications this
-      // node did not get: history fills what it still holds.
-      if (offset > 1 && this.isEmpty()) {
-        this.enqueue(publication);
-        this.fill();
-        return;
-      }
       this.newEpoch(publication, offset, epoch);
       return;
     }
@@ -189,7 +166,6 @@ export class TopicStream {
   }
 
   private deliver(publication: Publication, offset: number): void {
-    this.blank = false;
     this.offset = offset;
     this.recent.push(publication);
     if (this.recent.length > RECENT) this.recent.shift();
@@ -199,7 +175,6 @@ export class TopicStream {
 
   /** Jumps to a position, telling subscribers whether anything was lost on the way. */
   private setPosition(epoch: string, offset: number, recovered: boolean): void {
-    this.blank = false;
     this.epoch = epoch;
     this.offset = offset;
     this.recent.length = 0;
@@ -266,9 +241,6 @@ export class TopicStream {
   private async fillFromHistory(): Promise<void> {
     for (;;) {
       const page = await this.outlet.read(this.offset);
-      // Still no stream, and this node delivered nothing: nothing was lost (a read of a topic
-      // without a stream reports an epoch of its own each time).
-      if (page.offset === 0 && this.offset === 0 && this.blank) return;
       if (page.epoch !== this.epoch || page.offset < this.offset) {
         // History was lost (a new epoch), or went back within one (Redis restored from an older
         // snapshot, offsets repeat): go on from the oldest publication it still holds.
