@@ -40,6 +40,7 @@ TRANSPORT_TESTS=(
   packages/gateway/test/frames.test.ts
   packages/gateway/test/keepalive.test.ts
   packages/gateway/test/drain.test.ts
+  packages/gateway/test/late-upgrade.test.ts
   packages/gateway/test/listen.test.ts
   packages/gateway/test/client-addresses.test.ts
   packages/gateway/test/bad-input.property.test.ts

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import { createEngine, createLogger, loadConfig } from '@switchboard/core';
+import { createLogger, loadConfig } from '@switchboard/core';
+import { createEngine } from '../../packages/cli/src/engine';
 import type { ApiKeyRecord, Engine } from '@switchboard/core';
 import { createAccountApi } from '@switchboard/account-api';
 import { startRedis } from '@switchboard/harness';

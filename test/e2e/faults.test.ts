@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createEngine, createLogger, loadConfig } from '@switchboard/core';
+import { createLogger, loadConfig } from '@switchboard/core';
+import { createEngine } from '../../packages/cli/src/engine';
 import type { Engine } from '@switchboard/core';
 import { startRedis, waitFor } from '@switchboard/harness';
 import { connectClient, postJson } from '@switchboard/testing';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { redisKeys } from '@switchboard/core';
+import { redisKeys } from '../../packages/core/src/redis/keys';
 import { startRedis, waitFor } from '@switchboard/harness';
 import { connectClient, postJson } from '@switchboard/testing';
 import type { RedisServer } from '@switchboard/harness';

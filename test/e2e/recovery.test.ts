@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { redisKeys } from '@switchboard/core';
+import { redisKeys } from '../../packages/core/src/redis/keys';
 import {
   BalancedCluster,
   ranges,

@@ -1,12 +1,12 @@
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import Redis from 'ioredis';
-import { existsSync, readFileSync, mkdtempSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startRedis } from '@switchboard/harness';
 import type { RedisServer } from '@switchboard/harness';
-import { startSoketiNodes } from './soketi';
+import { ensureSoketi, soketiConfig } from './soketi';
 
 export const ROOT = join(__dirname, '..', '..', '..');
 /** Where the product under test lives (a checkout with built packages); `--product-dir` changes it. */
@@ -28,9 +28,8 @@ export function productPublishScript(): string {
   return (require(file) as { PUBLISH_SOURCE: string }).PUBLISH_SOURCE;
 }
 export const CEILING = join(__dirname, '..', 'ceiling', 'server.js');
-export const HOST = '127.0.0.1';
-export const KEY = 'benchkey';
-export const SECRET = 'bench-secret-123';
+export { HOST, KEY, SECRET } from './bench-keys';
+import { HOST, KEY, SECRET } from './bench-keys';
 
 /**
  * The Node.js the servers (gateways, ceilings) run on: this process's, or, with `--runtime nodeNN`,
@@ -71,6 +70,59 @@ export function rssKiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const match = /VmRSS:\s+(\d+) kB/.exec(status);
   return match ? Number(match[1]) : 0;
+}
+
+/** Every live descendant of `root` (children, grandchildren…), from /proc; zombies left out. */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (state === 'Z') continue;
+      const siblings = children.get(Number(ppid)) ?? [];
+      siblings.push(Number(name));
+      children.set(Number(ppid), siblings);
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  const found: number[] = [];
+  const queue = [root];
+  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
+    for (const child of children.get(pid) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/**
+ * Stops every process this one started, however deep (gateways, Redis, client and publisher
+ * workers, ceiling servers): SIGTERM to each (gateways drain), then SIGKILL to what is left after
+ * `graceMs`. Processes started meanwhile by a scenario still running get the same. Resolves once
+ * none is left.
+ */
+export async function stopDescendants(graceMs = 5000): Promise<void> {
+  const signalled = new Set<number>();
+  const deadline = Date.now() + graceMs;
+  for (;;) {
+    const left = descendants(process.pid);
+    if (left.length === 0) return;
+    const late = Date.now() > deadline;
+    for (const pid of left) {
+      if (!late && signalled.has(pid)) continue;
+      signalled.add(pid);
+      try {
+        process.kill(pid, late ? 'SIGKILL' : 'SIGTERM');
+      } catch {
+        // It exited meanwhile.
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /**
@@ -374,4 +426,46 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
       await redis?.stop();
     },
   };
+}
+
+/** Starts `nodes` Soketi processes on one Redis; resolves once each answers HTTP. */
+export async function startSoketiNodes(
+  nodes: number,
+  redisPort: number,
+  log: (line: string) => void = console.log,
+): Promise<ServerProcess[]> {
+  const install = ensureSoketi(log);
+  const started: ServerProcess[] = [];
+  try {
+    for (let i = 0; i < nodes; i++) {
+      const dir = mkdtempSync(join(tmpdir(), 'sb-bench-soketi-'));
+      const port = await freePort();
+      const config = soketiConfig({
+        port,
+        metricsPort: await freePort(),
+        discoveryPort: await freePort(),
+        redisPort,
+        redisPrefix: 'bench-soketi',
+      });
+      const configPath = join(dir, 'config.json');
+      writeFileSync(configPath, JSON.stringify(config));
+      // cwd is the empty folder: Soketi loads a `.env` from its working directory.
+      started.push(
+        await startNode(
+          [install.server, 'start', `--config=${configPath}`],
+          { PORT: String(port) },
+          {
+            execPath: install.node,
+            cwd: dir,
+            healthPath: '/ready',
+            timeoutMs: 30_000,
+          },
+        ),
+      );
+    }
+  } catch (error) {
+    await Promise.all(started.map((n) => n.stop()));
+    throw error;
+  }
+  return started;
 }

@@ -5,18 +5,22 @@ import { product } from './procs';
 interface CoreModule<E> {
   loadConfig(env: Record<string, string>): unknown;
   createLogger(options: { level: string }): unknown;
-  createEngine(config: unknown, deps: { logger: unknown }): Promise<E>;
+  /** Products from before the engine choice moved to the composition root (the CLI). */
+  createEngine?(config: unknown, deps: { logger: unknown }): Promise<E>;
+  createRedisEngine(config: unknown, logger: unknown): Promise<E>;
 }
 
 /**
  * An engine of the product under test (`--product-dir`), built from its own core package with
- * `env` as its configuration and a silent logger. `E` is the slice of the engine the caller uses.
+ * `env` (which names its Redis) as its configuration and a silent logger. `E` is the slice of
+ * the engine the caller uses.
  */
 export function openProductEngine<E>(env: Record<string, string>): Promise<E> {
   const core = require(join(product.dir, 'packages', 'core', 'dist', 'index.js')) as CoreModule<E>;
-  return core.createEngine(core.loadConfig({ LOG_LEVEL: 'silent', ...env }), {
-    logger: core.createLogger({ level: 'silent' }),
-  });
+  const config = core.loadConfig({ LOG_LEVEL: 'silent', ...env });
+  const logger = core.createLogger({ level: 'silent' });
+  if (core.createEngine) return core.createEngine(config, { logger });
+  return core.createRedisEngine(config, logger);
 }
 
 interface PresenceEngine {

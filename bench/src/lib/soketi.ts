@@ -1,11 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '@switchboard/harness';
-// procs.ts imports this module: what comes from it is only read inside functions.
-import { HOST, KEY, SECRET, startNode } from './procs';
-import type { ServerProcess } from './procs';
+import { HOST, KEY, SECRET } from './bench-keys';
 
 /**
  * Soketi, the Pusher-protocol server the Pusher scenarios compare against, installed on first use
@@ -130,46 +126,4 @@ export function soketiConfig(o: {
     'presence.maxMembersPerChannel': 100_000,
     shutdownGracePeriod: 1000,
   };
-}
-
-/** Starts `nodes` Soketi processes on one Redis; resolves once each answers HTTP. */
-export async function startSoketiNodes(
-  nodes: number,
-  redisPort: number,
-  log: (line: string) => void = console.log,
-): Promise<ServerProcess[]> {
-  const install = ensureSoketi(log);
-  const started: ServerProcess[] = [];
-  try {
-    for (let i = 0; i < nodes; i++) {
-      const dir = mkdtempSync(join(tmpdir(), 'sb-bench-soketi-'));
-      const port = await freePort();
-      const config = soketiConfig({
-        port,
-        metricsPort: await freePort(),
-        discoveryPort: await freePort(),
-        redisPort,
-        redisPrefix: 'bench-soketi',
-      });
-      const configPath = join(dir, 'config.json');
-      writeFileSync(configPath, JSON.stringify(config));
-      // cwd is the empty folder: Soketi loads a `.env` from its working directory.
-      started.push(
-        await startNode(
-          [install.server, 'start', `--config=${configPath}`],
-          { PORT: String(port) },
-          {
-            execPath: install.node,
-            cwd: dir,
-            healthPath: '/ready',
-            timeoutMs: 30_000,
-          },
-        ),
-      );
-    }
-  } catch (error) {
-    await Promise.all(started.map((n) => n.stop()));
-    throw error;
-  }
-  return started;
 }

@@ -23,7 +23,7 @@ import type { CostSplit } from './callgrind-costs';
 /**
  * A server's user-space instructions per REST publish, counted by valgrind's callgrind: figures
  * that do not move with a shared machine's load, where CPU time does by a fifth within minutes
- * (docs/architecture.md, "What the gateway's JavaScript costs").
+ * (docs/performance.md, "What the gateway's JavaScript costs").
  *
  *   npm run bench:gateway-instructions [-- --systems gateway,floor,ceiling --warmup N
  *     --publishes N --channels N --product-dir DIR]

@@ -9,7 +9,7 @@ import { openProductEngine } from '../lib/product';
 /**
  * Redis' instructions per publish, counted by valgrind's callgrind: a figure that does not move
  * with the machine's load, where CPU time on a shared VM moves by a fifth within minutes
- * (docs/architecture.md, "What the publish script costs Redis"). It compares the product's two
+ * (docs/performance.md, "What the publish script costs Redis"). It compares the product's two
  * ways of fanning a publication out, through the product's own engine (so the calls are exactly
  * the gateway's): a plain `PUBLISH` (a publication without history) and the publish script (a
  * REST publish with history and its message-log record). Two engines stand for two gateways,

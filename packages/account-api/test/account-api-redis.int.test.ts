@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import { createEngine } from '@switchboard/core';
+import { createEngine } from '../../cli/src/engine';
 import type { Engine } from '@switchboard/core';
 import { startRedis, startRedisCluster, waitFor } from '@switchboard/harness';
 import type { RedisClusterHandle, RedisServer } from '@switchboard/harness';

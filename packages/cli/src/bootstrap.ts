@@ -4,7 +4,6 @@ import {
   ConfigError,
   EngineUnavailableError,
   SetupError,
-  createEngine,
   createLogger,
   fileSystemReason,
   generateKeyRecord,
@@ -13,8 +12,9 @@ import {
   seedKeys,
   startMetricsServer,
 } from '@switchboard/core';
+import { createEngine } from './engine';
 import type { Config, Engine, Logger, Metrics } from '@switchboard/core';
-import type { Env } from './commands/index';
+import type { Env } from './env';
 import { listenOn } from './listen';
 
 export interface Runtime {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createEngine, createLogger, loadConfig } from '@switchboard/core';
+import { createLogger, loadConfig } from '@switchboard/core';
+import { createEngine } from '../src/engine';
 import type { ApiKeyRecord, ControlCommand, Engine } from '@switchboard/core';
 import { startRedis, startRedisCluster } from '@switchboard/harness';
 import type { RedisClusterHandle, RedisServer } from '@switchboard/harness';

@@ -1,6 +1,3 @@
-import { join } from 'node:path';
-import type { Config } from './config/load';
-import type { Logger } from './logger';
 import type { Broker, Publication } from './broker/broker';
 import { MemoryBroker, MemoryBus } from './broker/broker-memory';
 import type { History, HistoryRetention, StreamPosition } from './history/history';
@@ -15,12 +12,11 @@ import type { KeyStore } from './keys/key-store';
 import { MemoryKeyStore } from './keys/key-store-memory';
 import type { NodeRegistry } from './nodes/node-registry';
 import { MemoryNodeRegistry } from './nodes/node-registry-memory';
-import { createRedisEngine } from './redis/redis-engine';
 import type { WebhookQueue, WebhookQueueLimits } from './webhooks/webhooks';
 import { MemoryWebhookQueue } from './webhooks/webhooks-memory';
 import type { Quotas } from './quotas/quotas';
 import type { ApiKey } from './types';
-import { createMemoryQuotas } from './quotas/quotas';
+import { createMemoryQuotas } from './quotas/quotas-memory';
 
 /** Every port a service needs, from one backend. */
 export interface Engine {
@@ -133,26 +129,4 @@ export function createMemoryEngine(state: MemoryState): Engine {
     onHistoryTrimmed: (listener) => state.history.trimListeners.push(listener),
     close: () => broker.close(),
   };
-}
-
-export interface EngineDeps {
-  logger: Logger;
-  /** Memory engine only: share state with other services of this process. */
-  memoryState?: MemoryState;
-}
-
-/** The one place an implementation is chosen: Redis when configured, memory otherwise. */
-export async function createEngine(config: Config, deps: EngineDeps): Promise<Engine> {
-  if (config.redis) {
-    return createRedisEngine(config, deps.logger);
-  }
-  const state =
-    deps.memoryState ??
-    createMemoryState({
-      logSize: config.limits.logSize,
-      keysFile: join(config.dataDir, 'keys.json'),
-      historyTtlSeconds: config.history.ttlSeconds,
-      webhookQueue: { maxEvents: config.webhooks.queueMaxEvents, maxBytes: config.webhooks.queueMaxBytes },
-    });
-  return createMemoryEngine(state);
 }

@@ -4,6 +4,7 @@ export * from './setup-error';
 export * from './logger';
 export * from './config/load';
 export type { Env, SeedKey } from './config/schema';
+export { DEFAULT_FAMILY, IDENTITY_FAMILIES, TOPIC_FAMILIES } from './config/families';
 export {
   configSchema,
   MAX_HISTORY_SIZE,
@@ -11,10 +12,10 @@ export {
   isWebhookUrl,
   webhookConfig,
 } from './config/schema';
-export * from './protocol/channel-name';
-export * from './protocol/api-key';
-export * from './protocol/domain';
-export * from './protocol/app-id';
+export * from './names/channel-name';
+export * from './names/api-key';
+export * from './names/domain';
+export * from './names/app-id';
 export * from './broker/broker';
 export * from './history/history';
 export * from './history/history-memory';
@@ -27,6 +28,7 @@ export * from './presence/presence-memory';
 export * from './counts/connection-counts';
 export * from './counts/counts-memory';
 export * from './quotas/quotas';
+export * from './quotas/quotas-memory';
 export * from './logs/iso-time';
 export * from './logs/message-log';
 export * from './logs/message-log-memory';
@@ -43,15 +45,5 @@ export * from './metrics/metrics';
 export * from './metrics/metrics-server';
 export * from './keys/seed-keys';
 export * from './auth/auth-failures';
-export * from './redis/keys';
-export { createRedisClients } from './redis/clients';
-export type { RedisClient, RedisClients } from './redis/clients';
-export * from './redis/broker-redis';
-export * from './redis/presence-redis';
-export * from './redis/counts-redis';
-export * from './redis/message-log-redis';
-export * from './redis/history-redis';
-export * from './redis/key-store-redis';
-export * from './redis/node-registry-redis';
-export * from './redis/redis-engine';
-export * from './redis/webhooks-redis';
+// The Redis engine as one unit: its clients, key names, scripts and stores stay inside core.
+export { createRedisEngine } from './redis/redis-engine';

@@ -2,8 +2,13 @@
 export type ApiKey = string;
 /** A channel name, validated by `isValidChannelName`. */
 export type ChannelName = string;
-/** The client protocol generation; V3 and V4 never see each other's messages. */
-export type Protocol = 'v3' | 'v4';
+/**
+ * A topic's family: an opaque namespace that a wire protocol of the gateway registers
+ * (`TOPIC_FAMILIES`). Channels of two families never see each other's messages, history or
+ * counts; presence reads a channel's identities across families. The value appears in Redis key
+ * names and stored data, so a family's name never changes.
+ */
+export type Protocol = string;
 /** A gateway node's identity in the cluster (`NODE_ID`). */
 export type NodeId = string;
 /** A connection id unique in the cluster: `<nodeId>/<sequence>`. */
@@ -29,7 +34,11 @@ export interface Topic {
   readonly channel: ChannelName;
 }
 
-export const PROTOCOLS: readonly Protocol[] = ['v3', 'v4'];
+/**
+ * A topic as one string, for maps and sets: its three parts joined by a separator (U+001F) that
+ * none of them can contain.
+ */
+export const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
 
 export function identityOf(member: Member): Identity {
   if (member.user === undefined || member.user === null) return member.uuid;

@@ -1,4 +1,4 @@
-import { RedisBroker } from '../src/redis/broker-redis';
+import { RedisBroker } from '../src/broker/broker-redis';
 import type { RedisClients } from '../src/redis/clients';
 import { describeBrokerContract } from './contracts/broker.contract';
 import { describeEachRedis } from './support/redis-targets';

@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
 import type { RedisClients } from '../src/redis/clients';
-import { RedisConnectionCounts } from '../src/redis/counts-redis';
+import { RedisConnectionCounts } from '../src/counts/counts-redis';
 import { describeCountsContract } from './contracts/counts.contract';
 import { describeEachRedis } from './support/redis-targets';
 import { unique } from './support/wait';

@@ -1,8 +1,8 @@
 import { Cluster } from 'ioredis';
-import { RedisBroker } from '../src/redis/broker-redis';
+import { RedisBroker } from '../src/broker/broker-redis';
 import { serverGeneration } from '../src/redis/clients';
 import type { RedisClients } from '../src/redis/clients';
-import { RedisHistory } from '../src/redis/history-redis';
+import { RedisHistory } from '../src/history/history-redis';
 import { onHistoryTrimmed } from '../src/redis/history-scripts';
 import { describeHistoryContract } from './contracts/history.contract';
 import type { HistoryEngine } from './contracts/history.contract';

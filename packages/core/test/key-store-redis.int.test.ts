@@ -1,5 +1,5 @@
 import type { RedisClients } from '../src/redis/clients';
-import { RedisKeyStore } from '../src/redis/key-store-redis';
+import { RedisKeyStore } from '../src/keys/key-store-redis';
 import { describeKeyStoreContract } from './contracts/key-store.contract';
 import { describeEachRedis } from './support/redis-targets';
 

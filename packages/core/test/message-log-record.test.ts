@@ -1,5 +1,5 @@
 import type { LogRecord } from '../src/logs/message-log';
-import { recordJson } from '../src/redis/message-log-redis';
+import { recordJson } from '../src/logs/message-log-redis';
 
 const base: LogRecord = {
   id: '4f0c8a43-3c8e-4a59-9d7e-0e4b7d0f3a11',

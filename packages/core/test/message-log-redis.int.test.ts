@@ -1,6 +1,6 @@
-import { RedisBroker } from '../src/redis/broker-redis';
+import { RedisBroker } from '../src/broker/broker-redis';
 import type { RedisClients } from '../src/redis/clients';
-import { RedisMessageLog } from '../src/redis/message-log-redis';
+import { RedisMessageLog } from '../src/logs/message-log-redis';
 import type { Topic } from '../src/types';
 import { describeMessageLogContract } from './contracts/message-log.contract';
 import { describeEachRedis } from './support/redis-targets';

@@ -1,5 +1,5 @@
 import type { RedisClients } from '../src/redis/clients';
-import { RedisNodeRegistry } from '../src/redis/node-registry-redis';
+import { RedisNodeRegistry } from '../src/nodes/node-registry-redis';
 import { describeNodeRegistryContract } from './contracts/node-registry.contract';
 import { describeEachRedis } from './support/redis-targets';
 

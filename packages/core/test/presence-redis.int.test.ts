@@ -1,7 +1,7 @@
 import type { RedisClients } from '../src/redis/clients';
-import { RedisPresenceStore } from '../src/redis/presence-redis';
+import { RedisPresenceStore } from '../src/presence/presence-redis';
 import type { Topic } from '../src/types';
-import { describePresenceContract } from './contracts/presence.contract';
+import { describePresenceContract, describePresenceFamiliesContract } from './contracts/presence.contract';
 import { describeEachRedis } from './support/redis-targets';
 import { unique } from './support/wait';
 
@@ -14,6 +14,11 @@ describeEachRedis((backend) => {
   describePresenceContract(
     'redis',
     async () => new RedisPresenceStore(clients.command, backend().freshKeys()),
+  );
+
+  describePresenceFamiliesContract(
+    'redis',
+    async (families) => new RedisPresenceStore(clients.command, backend().freshKeys(), families),
   );
 
   describe('on a 10,000-member topic', () => {

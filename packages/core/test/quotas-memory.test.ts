@@ -1,4 +1,4 @@
-import { createMemoryQuotas } from '../src/quotas/quotas';
+import { createMemoryQuotas } from '../src/quotas/quotas-memory';
 import { describeQuotasContract } from './contracts/quotas.contract';
 
 // Gateways on the memory engine share one state, hence one Quotas object.

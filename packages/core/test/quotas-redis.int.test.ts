@@ -1,5 +1,5 @@
 import type { RedisClients } from '../src/redis/clients';
-import { createRedisQuotas } from '../src/quotas/quotas';
+import { createRedisQuotas } from '../src/quotas/quotas-redis';
 import { describeQuotasContract } from './contracts/quotas.contract';
 import { describeEachRedis } from './support/redis-targets';
 

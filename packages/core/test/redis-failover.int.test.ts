@@ -4,7 +4,7 @@ import type { Engine } from '../src/engine';
 import type { StreamPosition } from '../src/history/history';
 import { createLogger } from '../src/logger';
 import { createRedisEngine } from '../src/redis/redis-engine';
-import type { RedisBroker } from '../src/redis/broker-redis';
+import type { RedisBroker } from '../src/broker/broker-redis';
 import type { Topic } from '../src/types';
 import calculateSlot from 'cluster-key-slot';
 import type { Publication } from '../src/broker/broker';

@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
 import { EngineUnavailableError } from '../src/errors';
-import { RedisBroker } from '../src/redis/broker-redis';
+import { RedisBroker } from '../src/broker/broker-redis';
 import { createRedisClients } from '../src/redis/clients';
 import type { RedisClients } from '../src/redis/clients';
 import { redisKeys } from '../src/redis/keys';
-import { RedisMessageLog } from '../src/redis/message-log-redis';
+import { RedisMessageLog } from '../src/logs/message-log-redis';
 import { MAX_BATCH_PUBLICATIONS } from '../src/redis/stream-publishes';
 import type { Topic } from '../src/types';
 import { startRedis, waitFor } from '@switchboard/harness';

@@ -1,9 +1,9 @@
 import { generateKeyRecord } from '../src/keys/key-store';
 import type { RedisClients } from '../src/redis/clients';
-import { RedisConnectionCounts } from '../src/redis/counts-redis';
-import { RedisKeyStore } from '../src/redis/key-store-redis';
-import { RedisPresenceStore } from '../src/redis/presence-redis';
-import { RedisWebhookQueue } from '../src/redis/webhooks-redis';
+import { RedisConnectionCounts } from '../src/counts/counts-redis';
+import { RedisKeyStore } from '../src/keys/key-store-redis';
+import { RedisPresenceStore } from '../src/presence/presence-redis';
+import { RedisWebhookQueue } from '../src/webhooks/webhooks-redis';
 import { describeWebhooksContract } from './contracts/webhooks.contract';
 import { describeEachRedis } from './support/redis-targets';
 import { unique } from './support/wait';

@@ -1,26 +1,40 @@
-import type { Config, Engine, Logger, NodeId } from '@switchboard/core';
+import type { Config, Engine, KickSelector, Logger, NodeId } from '@switchboard/core';
 import type { Transport } from './transport/types';
-import type { Registry } from './ws/registry';
-import type { BrokerSubscriptions } from './ws/broker-subscriptions';
+import type { Registry } from './fanout/registry';
+import type { BrokerSubscriptions } from './fanout/broker-subscriptions';
 import type { KeyCache } from './key-cache';
-import type { Recovery } from './cluster/recovery';
+import type { Repair } from './cluster/repair';
 import type { Meters } from './meters';
-import type { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
+import type { ClientAddresses, ConnectionRateLimit } from './limits/rate-limit';
 import type { AuthFailureLimiter } from '@switchboard/core';
-import type { Streams } from './history/streams';
-import type { SlowConsumers } from './ws/slow-consumers';
-import type { EarlyJoins } from './ws/early-joins';
+import type { Streams } from './streams/streams';
+import type { Delivery } from './fanout/delivery';
+import type { ListGate } from './fanout/list-gate';
+import type { SlowConsumers } from './fanout/slow-consumers';
+import type { EarlyJoins } from './connections/early-joins';
 import type { UnconfirmedPublications } from './api/unconfirmed';
+import type { Dialects } from './protocols';
 
-/** What every gateway module works with: built once by `createGateway`. */
+/**
+ * Everything the composition root (`createGateway`) builds, as one object. No service takes it:
+ * each declares the narrow slice it works with (`AdmissionDeps`, `ChannelDeps`, `RepairDeps`,
+ * `StreamDeps`, `RouterDeps`, …), which this object satisfies. Tests reach the node's parts
+ * through it (`Gateway.context`).
+ */
 export interface GatewayContext {
   readonly config: Config;
   readonly engine: Engine;
   readonly logger: Logger;
   readonly nodeId: NodeId;
+  /** The wire protocols spoken here. */
+  readonly dialects: Dialects;
   readonly transport: Transport;
   readonly registry: Registry;
   readonly subscriptions: BrokerSubscriptions;
+  /** Delivery to this node's sockets: plain subscribers and ordered streams alike. */
+  readonly delivery: Delivery;
+  /** Presence subscriptions waiting for their member list. */
+  readonly listGate: ListGate;
   /** Opted-in subscriptions' streams: offsets, history catch-up, gap filling. */
   readonly streams: Streams;
   /** Checks the sockets of topics delivered to for the slow-consumer limit. */
@@ -30,7 +44,7 @@ export interface GatewayContext {
   /** REST publications whose publish failed unconfirmed, delivered here if Redis makes them. */
   readonly unconfirmed: UnconfirmedPublications;
   readonly keys: KeyCache;
-  readonly recovery: Recovery;
+  readonly repair: Repair;
   readonly meters: Meters;
   /** Client addresses behind `TRUSTED_PROXIES`. */
   readonly addresses: ClientAddresses;
@@ -38,5 +52,7 @@ export interface GatewayContext {
   readonly connectionRate: ConnectionRateLimit;
   readonly authFailures: AuthFailureLimiter;
   readonly status: { draining: boolean; admitting: number };
+  /** Kicks this node's matching connections at once (`executeKick`). */
+  kickHere(selector: KickSelector): number;
   nextConnId(): string;
 }

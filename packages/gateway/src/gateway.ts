@@ -2,26 +2,28 @@ import { WebhookDispatcher } from '@switchboard/core';
 import type { Config, ControlCommand, DispatcherTiming, Engine, Logger, Metrics } from '@switchboard/core';
 import { bodyTooLarge, createApiHandler } from './api/router';
 import { Membership } from './cluster/membership';
-import { Recovery } from './cluster/recovery';
-import { EarlyJoins } from './ws/early-joins';
+import { Repair } from './cluster/repair';
+import { EarlyJoins } from './connections/early-joins';
 import { UnconfirmedPublications } from './api/unconfirmed';
 import type { GatewayContext } from './context';
 import { KeyCache } from './key-cache';
 import { createMeters } from './meters';
-import { ClientAddresses, ConnectionRateLimit } from './api/rate-limit';
+import { DIALECTS, Dialects } from './protocols';
+import { ClientAddresses, ConnectionRateLimit } from './limits/rate-limit';
 import { AuthFailureLimiter } from '@switchboard/core';
 import type { Transport } from './transport/types';
 import { createUwsTransport } from './transport/uws';
-import { Streams } from './history/streams';
-import { BrokerSubscriptions } from './ws/broker-subscriptions';
-import type { SocketData } from './ws/connection';
-import { deliverLocal } from './ws/delivery';
-import { flatString } from './ws/flat-string';
-import { executeKick } from './ws/kick';
-import { Registry } from './ws/registry';
-import { closeConnection } from './ws/send';
-import { SlowConsumers } from './ws/slow-consumers';
-import { createSocketHandlers } from './ws/socket-handlers';
+import { Streams } from './streams/streams';
+import { BrokerSubscriptions } from './fanout/broker-subscriptions';
+import type { SocketData } from './connections/connection';
+import { Delivery } from './fanout/delivery';
+import { ListGate } from './fanout/list-gate';
+import { flatString } from './flat-string';
+import { executeKick } from './connections/kick';
+import { Registry } from './fanout/registry';
+import { closeConnection } from './fanout/send';
+import { SlowConsumers } from './fanout/slow-consumers';
+import { createSocketHandlers } from './connections/socket-handlers';
 
 export interface GatewayDeps {
   readonly config: Config;
@@ -54,38 +56,56 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const { config, engine } = deps;
   const logger = deps.logger.child({ component: 'gateway' });
   const registry = new Registry();
+  const dialects = new Dialects(DIALECTS);
+  const meters = createMeters(deps.metrics, dialects.families);
+  const slowConsumers = new SlowConsumers(() => config.limits.slowConsumerBytes);
+  const listGate = new ListGate({ config });
   let sequence = 0;
+  // The transport is made last (its handlers need everything else): delivery reaches it late.
+  const delivery = new Delivery({
+    config,
+    get transport(): Transport {
+      return transport;
+    },
+    registry,
+    slowConsumers,
+    meters,
+    listGate,
+  });
+  const streams = new Streams({ config, engine, logger, delivery, listGate });
 
   const ctx: GatewayContext = {
     config,
     engine,
     logger,
     nodeId: config.nodeId,
-    // Getters: the transport and the recovery need the context themselves, so they come after it.
+    dialects,
+    // Getters: the transport's handlers and the repair take the context themselves, so they come
+    // after it (the repair is what the presence flow reports failed writes to).
     get transport(): Transport {
       return transport;
     },
     registry,
     subscriptions: new BrokerSubscriptions(engine.broker, logger),
+    delivery,
     keys: new KeyCache(engine.keys, config.cluster.keyCacheMs),
-    get recovery(): Recovery {
-      return recovery;
+    get repair(): Repair {
+      return repair;
     },
-    get streams(): Streams {
-      return streams;
-    },
-    slowConsumers: new SlowConsumers(() => config.limits.slowConsumerBytes),
+    streams,
+    listGate,
+    slowConsumers,
     earlyJoins: new EarlyJoins(),
     unconfirmed: new UnconfirmedPublications(),
     status: { draining: false, admitting: 0 },
-    meters: createMeters(deps.metrics),
+    meters,
     addresses: new ClientAddresses(config.trustedProxies),
     connectionRate: new ConnectionRateLimit(config.limits.newConnectionsPerSecondPerIp),
     authFailures: new AuthFailureLimiter(config.limits.authFailures),
+    kickHere: (selector) => executeKick(ctx, selector),
     nextConnId: () => flatString(`${config.nodeId}/${(++sequence).toString(36)}`),
   };
-  const recovery = new Recovery(ctx);
-  const streams = new Streams(ctx);
+  const repair = new Repair(ctx);
   const membership = new Membership(ctx);
   // Every gateway dispatches webhooks; one at a time per key (docs/webhooks.md).
   const webhooks = new WebhookDispatcher({
@@ -125,7 +145,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       // (those it never saw accepted, it delivers now); opted-in subscribers get stream
       // publications only now, with the offset the engine assigned.
       if (publication.origin !== config.nodeId || ctx.unconfirmed.claim(publication))
-        deliverLocal(ctx, publication);
+        delivery.deliver(publication);
       if (publication.offset !== undefined) streams.receive(publication);
     },
     resubscribed() {
@@ -136,7 +156,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       else if (command.type === 'key-changed') ctx.keys.invalidate(command.key);
       else if (command.type === 'node-dead' && command.nodeId === config.nodeId && !ctx.status.draining) {
         logger.warn('this node was declared dead by the cluster; rewriting its presence and counts');
-        void recovery.restore();
+        void repair.restore();
       }
     },
     dropped(kind, problem) {
@@ -164,7 +184,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ctx.meters.redisReconnected();
     // Once subscribed again, opted-in streams compare with history: pub/sub lost what was
     // published while the connection was down.
-    void recovery.restore().then(() => streams.resync());
+    void repair.restore().then(() => streams.resync());
     void membership.tick();
   });
 
@@ -213,7 +233,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       membership.stop();
       for (const state of [...registry.all()]) closeConnection(state, 'SERVER_DRAINING');
       ctx.status.draining = true;
-      recovery.stop();
+      repair.stop();
       ctx.transport.close();
       await webhooks.stop();
     },

@@ -4,16 +4,19 @@ import type { DroppedKind, Metrics, Protocol } from '@switchboard/core';
 type Count = { inc(value?: number): void };
 type Level = { inc(value?: number): void; dec(value?: number): void };
 
+/** One meter per registered topic family (absent for any other). */
+type PerFamily<T> = Readonly<Partial<Record<Protocol, T>>>;
+
 /**
  * The gateway's instruments, bound to their label values once, so a hot path pays one property
  * access and an addition, never a label lookup. Without a metrics registry every meter is a no-op.
  */
 export interface Meters {
-  readonly connections: Record<Protocol, Level>;
-  readonly subscriptions: Record<Protocol, Level>;
-  readonly messagesIn: Record<Protocol, { api: Count; client: Count }>;
-  readonly messagesOut: Record<Protocol, { api: Count; client: Count }>;
-  readonly kicks: Record<Protocol, Count>;
+  readonly connections: PerFamily<Level>;
+  readonly subscriptions: PerFamily<Level>;
+  readonly messagesIn: PerFamily<{ api: Count; client: Count }>;
+  readonly messagesOut: PerFamily<{ api: Count; client: Count }>;
+  readonly kicks: PerFamily<Count>;
   deliveryLatency(protocol: Protocol, seconds: number): void;
   /** Counts a WebSocket close; codes outside `CLOSE_LABELS` count as `other`. */
   closed(code: number): void;
@@ -43,9 +46,12 @@ export const CLOSE_LABELS: ReadonlySet<number> = new Set([
 
 const NOOP: Level = { inc: () => undefined, dec: () => undefined };
 
-export function createMeters(metrics: Metrics | undefined): Meters {
+/** The meters of the topic families in `families` (the registered dialects'). */
+export function createMeters(metrics: Metrics | undefined, families: readonly Protocol[]): Meters {
+  const per = <T>(make: (protocol: Protocol) => T): Record<Protocol, T> =>
+    Object.fromEntries(families.map((family) => [family, make(family)])) as Record<Protocol, T>;
   if (!metrics) {
-    const both = <T>(value: T): Record<Protocol, T> => ({ v3: value, v4: value });
+    const both = <T>(value: T): Record<Protocol, T> => per(() => value);
     return {
       connections: both(NOOP),
       subscriptions: both(NOOP),
@@ -63,10 +69,6 @@ export function createMeters(metrics: Metrics | undefined): Meters {
       historyTrimmed: () => undefined,
     };
   }
-  const per = <T>(make: (protocol: Protocol) => T): Record<Protocol, T> => ({
-    v3: make('v3'),
-    v4: make('v4'),
-  });
   const latency = per((protocol) => metrics.deliveryLatency.labels(protocol));
   // One labelled child per route and status (both bounded sets), found without hashing labels.
   const httpChildren = new Map<string, { inc(): void }>();
@@ -91,7 +93,7 @@ export function createMeters(metrics: Metrics | undefined): Meters {
       client: metrics.messagesOut.labels(protocol, 'client'),
     })),
     kicks: per((protocol) => metrics.kicks.labels(protocol)),
-    deliveryLatency: (protocol, seconds) => latency[protocol].observe(seconds),
+    deliveryLatency: (protocol, seconds) => latency[protocol]?.observe(seconds),
     closed: (code) => metrics.closes.inc({ code: CLOSE_LABELS.has(code) ? String(code) : 'other' }),
     dropped: (kind) => metrics.droppedMessages.inc({ kind }),
     http,

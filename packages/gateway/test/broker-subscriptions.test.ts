@@ -1,6 +1,6 @@
 import { MemoryBroker, createLogger } from '@switchboard/core';
 import type { Topic } from '@switchboard/core';
-import { BrokerSubscriptions } from '../src/ws/broker-subscriptions';
+import { BrokerSubscriptions } from '../src/fanout/broker-subscriptions';
 
 const topic = (): Topic => ({ key: 'k', protocol: 'v4', channel: 'room' });
 

@@ -1,4 +1,4 @@
-import { ClientAddresses, ConnectionRateLimit } from '../src/api/rate-limit';
+import { ClientAddresses, ConnectionRateLimit } from '../src/limits/rate-limit';
 
 describe('ClientAddresses (TRUSTED_PROXIES)', () => {
   const behind = new ClientAddresses(['10.0.0.0/8', '::1']);

@@ -9,7 +9,7 @@ import type { RedisServer } from '@switchboard/harness';
 import type { TestClient, TestGateway } from '@switchboard/testing';
 
 /**
- * A new presence socket's join starts while it is admitted (ws/early-joins.ts), and the upgrade
+ * A new presence socket's join starts while it is admitted (connections/early-joins.ts), and the upgrade
  * does not wait for it: the socket opens at once, gets its member list once the join is
  * answered, and a client that leaves while its join is in flight is announced, then removed.
  */

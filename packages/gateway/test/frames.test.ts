@@ -1,7 +1,8 @@
 import fc from 'fast-check';
-import { closeReasonText, stampChannel } from '../src/ws/frames';
-import { isOriginAllowed } from '../src/ws/origin';
-import { isFlagOn, parseQuery } from '../src/ws/query';
+import { stampChannel } from '../src/protocols/piesocket/frames';
+import { closeReasonText } from '../src/fanout/send';
+import { isOriginAllowed } from '../src/connections/origin';
+import { isFlagOn, parseQuery } from '../src/protocols/piesocket/query';
 
 describe('stampChannel', () => {
   it('adds system::channel to any JSON object text, equal to parsing and re-serializing', () => {

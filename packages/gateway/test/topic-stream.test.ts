@@ -6,9 +6,9 @@
  */
 import { MemoryHistory } from '@switchboard/core';
 import type { Publication } from '@switchboard/core';
-import { TopicStream } from '../src/history/topic-stream';
-import type { Joiner } from '../src/history/topic-stream';
-import type { PositionReport } from '../src/history/stream-frames';
+import { TopicStream } from '../src/streams/topic-stream';
+import type { Joiner } from '../src/streams/topic-stream';
+import type { PositionReport } from '../src/streams/topic-stream';
 
 const topic = { key: 'k', protocol: 'v4' as const, channel: 'c' };
 

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import {
-  createEngine,
   createLogger,
   createMemoryEngine,
   createMemoryState,
+  createRedisEngine,
   loadConfig,
 } from '@switchboard/core';
 import type { ApiKeyRecord, Config, DispatcherTiming, Engine, MemoryState, Metrics } from '@switchboard/core';
@@ -48,7 +48,7 @@ export async function startGateway(options: StartGatewayOptions = {}): Promise<T
   );
   const logger = createLogger({ level: config.logLevel, nodeId: config.nodeId });
   const engine = config.redis
-    ? await createEngine(config, { logger })
+    ? await createRedisEngine(config, logger)
     : createMemoryEngine(options.memoryState ?? createMemoryState({ logSize: config.limits.logSize }));
   const gateway = createGateway({
     config,

@@ -9,6 +9,9 @@ import {
   quotaError,
   readHistory,
   takePublishQuota,
+  DEFAULT_FAMILY,
+  IDENTITY_FAMILIES,
+  TOPIC_FAMILIES,
 } from '@switchboard/core';
 import type { HistoryAnswer, KickSelector } from '@switchboard/core';
 import { positiveIntegerParam, querySchema } from '../http/query';
@@ -18,7 +21,9 @@ import { defineEndpoint, definePostEndpoint } from './endpoint';
 export const HISTORY_LIMIT = 100;
 
 export const channelName = z.string().refine(isValidChannelName, { message: `must be ${CHANNEL_NAME_RULE}` });
-export const protocolParam = z.enum(['v3', 'v4'], { message: 'must be "v3" or "v4"' });
+export const protocolParam = z.enum(TOPIC_FAMILIES as [string, ...string[]], {
+  message: `must be ${TOPIC_FAMILIES.map((family) => JSON.stringify(family)).join(' or ')}`,
+});
 
 /**
  * `GET /api/history?channel=&protocol=&limit=`: the channel's stream position and its latest
@@ -36,7 +41,7 @@ export const historyEndpoint = defineEndpoint({
     readHistory(
       context,
       key,
-      { key: key.key, protocol: query.protocol ?? 'v4', channel: query.channel },
+      { key: key.key, protocol: query.protocol ?? DEFAULT_FAMILY, channel: query.channel },
       {
         limit: Math.min(query.limit ?? HISTORY_LIMIT, HISTORY_LIMIT),
       },
@@ -56,10 +61,12 @@ export const publishEndpoint = definePostEndpoint({
     // The key's publication quotas count console publishes too (429 with `Retry-After`).
     const refusal = await takePublishQuota(context.engine.quotas, context.config, key);
     if (refusal) throw quotaError(refusal);
+    const protocol = body.protocol ?? DEFAULT_FAMILY;
     return publishAnswer(
       await publishMessage(context, {
         record: key,
-        protocol: body.protocol ?? 'v4',
+        protocol,
+        marksObjects: IDENTITY_FAMILIES.has(protocol),
         channel: body.channel,
         message: body.message,
         origin: context.origin,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JsonValue, LogRecord } from '@switchboard/core';
+import type { JsonValue, LogRecord, Protocol } from '@switchboard/core';
 import { positiveIntegerParam, querySchema } from '../http/query';
 import { channelName } from './channel-actions';
 import { defineEndpoint } from './endpoint';
@@ -8,7 +8,7 @@ import { defineEndpoint } from './endpoint';
 export interface LogEntry {
   id: string;
   channel: string;
-  protocol: 'v3' | 'v4';
+  protocol: Protocol;
   source: 'api' | 'client';
   /** Left out with `messages=false`. */
   message?: string;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '@switchboard/core';
+import { AppError, DEFAULT_FAMILY, IDENTITY_FAMILIES } from '@switchboard/core';
 import type { ChannelMembers, JsonValue, Member, Protocol } from '@switchboard/core';
 import { channelName, protocolParam } from './channel-actions';
 import { positiveIntegerParam, querySchema } from '../http/query';
@@ -92,14 +92,14 @@ export const channelMembersEndpoint = defineEndpoint({
     limit: positiveIntegerParam('limit'),
   }),
   handle: async (key, query, { engine }): Promise<ChannelMembersPage> => {
-    const protocol = query.protocol ?? 'v4';
+    const protocol = query.protocol ?? DEFAULT_FAMILY;
     const page = query.page ?? 1;
     const limit = Math.min(query.limit ?? DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT);
     const topic = { key: key.key, protocol, channel: query.channel };
     const offset = (page - 1) * limit;
     let members: Member[];
     let total: number;
-    if (protocol === 'v4') {
+    if (IDENTITY_FAMILIES.has(protocol)) {
       const result = await engine.presence.identities(
         topic,
         Math.min(offset, Number.MAX_SAFE_INTEGER),

@@ -3,7 +3,7 @@ import { startAccountApi } from '@switchboard/account-api';
 import { runService, serveMetrics, startService } from '../bootstrap';
 import type { Runtime, Opened } from '../bootstrap';
 import { listenOn } from '../listen';
-import type { Env } from './index';
+import type { Env } from '../env';
 
 export interface AccountApiProcess {
   readonly port: number;

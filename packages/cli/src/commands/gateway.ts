@@ -1,7 +1,7 @@
 import { createGateway } from '@switchboard/gateway';
 import { runService, serveMetrics } from '../bootstrap';
 import { listenOn } from '../listen';
-import type { Env } from './index';
+import type { Env } from '../env';
 
 /** `switchboard gateway`: one gateway node. It binds last, after the metrics port. */
 export function runGateway(env: Env): Promise<number | undefined> {

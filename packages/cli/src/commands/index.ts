@@ -3,7 +3,8 @@ import { runGateway } from './gateway';
 import { runAccountApi } from './account-api';
 import { runKeys } from './keys';
 
-export type Env = Record<string, string | undefined>;
+export type { Env } from '../env';
+import type { Env } from '../env';
 
 const USAGE = `Usage: switchboard <command>
 

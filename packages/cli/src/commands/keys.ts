@@ -6,7 +6,6 @@ import {
   isWebhookUrl,
   resolvedWebhookUrlProblem,
   WEBHOOK_EVENTS,
-  createEngine,
   createLogger,
   domainProblem,
   generateKeyRecord,
@@ -17,6 +16,7 @@ import {
   MAX_HISTORY_SIZE,
   MAX_HISTORY_TTL_SECONDS,
 } from '@switchboard/core';
+import { createEngine } from '../engine';
 import type {
   ApiKeyRecord,
   Config,
@@ -26,7 +26,7 @@ import type {
   WebhookConfig,
   WebhookEventName,
 } from '@switchboard/core';
-import type { Env } from './index';
+import type { Env } from '../env';
 
 export const KEYS_USAGE = `Usage: switchboard keys <command> [--json]
 
@@ -314,7 +314,7 @@ const withoutWebhook = ({ webhook: _webhook, ...rest }: ApiKeyRecord): ApiKeyRec
  * A domain is a host as browsers send it in `Origin` (optionally with a port): the gateway compares
  * it with the Origin's host, so a scheme or path could never match and is refused here.
  */
-/** A domain as core validates it everywhere (protocol/domain.ts), or a usage error naming it. */
+/** A domain as core validates it everywhere (names/domain.ts), or a usage error naming it. */
 function checkDomain(domain: string): string {
   const problem = domainProblem(domain);
   if (problem) throw new UsageError(problem);

@@ -2,7 +2,7 @@ import { startAccountApi } from '@switchboard/account-api';
 import { createGateway } from '@switchboard/gateway';
 import { ensureDevelopmentKey, runService, serveMetrics } from '../bootstrap';
 import { listenOn } from '../listen';
-import type { Env } from './index';
+import type { Env } from '../env';
 
 /**
  * `switchboard start` / `npm start`: a gateway and the account API in one process, one engine.

@@ -22,9 +22,9 @@ const isPlainObject = (value: unknown): boolean =>
 
 /**
  * The message as delivered (docs/openapi.yaml): a string is the exact text, anything else its
- * compact JSON text. `stampable` when that text is a JSON object (V4 secondaries get
- * `system::channel` added); only V4 asks (`judge`): V3 frames are never stamped, so a V3 string
- * is not parsed.
+ * compact JSON text. `stampable` when that text is a JSON object (secondaries get their
+ * channel stamped in); only families whose dialect marks objects ask (`judge`): a string
+ * published to any other is not parsed.
  */
 export function messageText(message: unknown, judge = true): { text: string; stampable: boolean } {
   if (message === undefined || message === null) throw new AppError('SB_MISSING_MESSAGE');
@@ -49,6 +49,8 @@ export function messageText(message: unknown, judge = true): { text: string; sta
 export interface PublishRequest {
   readonly record: ApiKeyRecord;
   readonly protocol: Protocol;
+  /** The family's dialect marks JSON-object messages `stampable` where they enter (V4 does). */
+  readonly marksObjects: boolean;
   readonly channel: string;
   readonly message: unknown;
   /** The node the message enters on; a node ignores its own publications when the engine hands them back. */
@@ -83,7 +85,7 @@ export function publishMessage(
   const { engine } = deps;
   try {
     const { record, protocol, channel } = request;
-    const { text, stampable } = messageText(request.message, protocol === 'v4');
+    const { text, stampable } = messageText(request.message, request.marksObjects);
     const acceptedAt = Date.now();
     // Plain assignments: a conditional spread costs about 1 µs per publish on this path.
     const built: { -readonly [K in keyof Publication]: Publication[K] } = {

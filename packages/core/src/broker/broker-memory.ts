@@ -1,10 +1,9 @@
+import { topicId } from '../types';
 import type { HistoryRetention, StreamPosition } from '../history/history';
 import { MemoryHistory } from '../history/history-memory';
 import type { Topic } from '../types';
 import { reportHandlerFailure } from './broker';
 import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
-
-const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
 
 /**
  * The in-process bus several memory brokers share, standing in for Redis pub/sub: one per

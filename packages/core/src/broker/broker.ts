@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { HistoryRetention, StreamPosition } from '../history/history';
+import type { HistoryRetention, StreamPosition } from '../history/position';
 import type { ApiKey, ConnId, NodeId, Topic } from '../types';
 
 /**

@@ -6,16 +6,16 @@ import { MAX_SECRET_LENGTH } from '../keys/key-store';
 import type { HistoryOverride, KeyLimits } from '../keys/key-store';
 import { MAX_WEBHOOK_QUEUE_EVENTS, WEBHOOK_EVENTS } from '../webhooks/webhooks';
 import type { WebhookConfig } from '../webhooks/webhooks';
-import { isValidApiKey } from '../protocol/api-key';
-import { APP_ID_RULE, isValidAppId } from '../protocol/app-id';
-import { domainProblem } from '../protocol/domain';
+import { isValidApiKey } from '../names/api-key';
+import { APP_ID_RULE, isValidAppId } from '../names/app-id';
+import { domainProblem } from '../names/domain';
 import { privateWebhookUrlProblem } from '../webhooks/private-addresses';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().min(0);
 
-/** An allowed domain (protocol/domain.ts), stored in lower case. */
+/** An allowed domain (names/domain.ts), stored in lower case. */
 const domain = z.string().transform((value, ctx) => {
   const problem = domainProblem(value);
   if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });

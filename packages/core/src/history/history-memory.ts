@@ -1,4 +1,5 @@
 import type { Publication } from '../broker/broker';
+import { topicId } from '../types';
 import type { Topic } from '../types';
 import { newEpoch } from './epochs';
 import { ENTRY_OVERHEAD_BYTES, wholeOrZero } from './history';
@@ -30,8 +31,6 @@ export interface MemoryHistoryOptions {
 
 /** Idle streams are dropped by a sweep at most this often, run by the next publish or read. */
 const SWEEP_INTERVAL_MS = 5_000;
-
-const streamId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
 
 /**
  * The memory engine's streams: per topic a ring buffer of its last `size` publications, shared by
@@ -116,7 +115,7 @@ export class MemoryHistory implements History {
 
   /** Whether a stream is held for `topic` (an expired one included until accessed or swept), for tests. */
   holds(topic: Topic): boolean {
-    return this.streams.has(streamId(topic));
+    return this.streams.has(topicId(topic));
   }
 
   /** Number of streams held (expired ones included until swept), for tests. */
@@ -127,7 +126,7 @@ export class MemoryHistory implements History {
   /** The topic's stream unless it has none or it expired (an expired one is dropped now). */
   private live(topic: Topic, now: number): Stream | undefined {
     if (now >= this.nextSweep) this.sweep(now);
-    const id = streamId(topic);
+    const id = topicId(topic);
     const stream = this.streams.get(id);
     if (!stream || stream.expiresAt > now) return stream;
     this.streams.delete(id);
@@ -144,7 +143,7 @@ export class MemoryHistory implements History {
       kept: 0,
       bytes: 0,
     };
-    this.streams.set(streamId(topic), stream);
+    this.streams.set(topicId(topic), stream);
     return stream;
   }
 

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'no
 import { dirname } from 'node:path';
 import { SetupError, errorCode, fileSystemReason } from '../setup-error';
 import type { ApiKey } from '../types';
-import { assertValidAppId, isValidAppId } from '../protocol/app-id';
+import { assertValidAppId, isValidAppId } from '../names/app-id';
 import { assertValidDomains } from './key-store';
 import type { ApiKeyRecord, KeyStore } from './key-store';
 import { webhookEvents } from '../webhooks/webhooks';

@@ -1,6 +1,6 @@
 import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { normalizeDomain } from '../protocol/domain';
+import { normalizeDomain } from '../names/domain';
 import type { ApiKey } from '../types';
 import type { WebhookConfig } from '../webhooks/webhooks';
 

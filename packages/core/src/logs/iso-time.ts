@@ -1,7 +1,7 @@
 /**
  * `new Date(ms).toISOString()` for the timestamps of log records and stored publications, which
  * are taken at every publish: V8 formats a date through its generic printf machinery, about 7,000
- * instructions a call (counted with callgrind, docs/architecture.md, "What the gateway's
+ * instructions a call (counted with callgrind, docs/performance.md, "What the gateway's
  * JavaScript costs"). The text up to the second is kept and reused while the second lasts.
  */
 let second = Number.NaN;

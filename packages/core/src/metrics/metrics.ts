@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DroppedKind } from '../broker/broker';
-import type { Protocol } from '../types';
+import { TOPIC_FAMILIES } from '../config/families';
 import { heapUsedAfterGc, watchHeapAfterGc } from './heap-after-gc';
 
 /** Where a message entered the system: the REST publish endpoint or a client's WebSocket frame. */
@@ -71,7 +71,6 @@ export interface Metrics {
   readonly contentType: string;
 }
 
-const PROTOCOL_VALUES: readonly Protocol[] = ['v3', 'v4'];
 const SOURCE_VALUES: readonly MessageSource[] = ['api', 'client'];
 const DROPPED_KINDS: readonly DroppedKind[] = ['control', 'publication'];
 
@@ -214,7 +213,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   metrics.authFailures.inc({ api: 'cluster' }, 0);
   metrics.authFailures.inc({ api: 'account' }, 0);
   for (const result of ['delivered', 'failed', 'dropped']) metrics.webhookDeliveries.inc({ result }, 0);
-  for (const protocol of PROTOCOL_VALUES) {
+  for (const protocol of TOPIC_FAMILIES) {
     metrics.connections.set({ protocol }, 0);
     metrics.subscriptions.set({ protocol }, 0);
     metrics.kicks.inc({ protocol }, 0);

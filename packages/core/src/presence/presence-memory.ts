@@ -1,5 +1,6 @@
-import { identityOf } from '../types';
-import type { ApiKey, ConnId, Identity, Member, NodeId, Topic } from '../types';
+import { TOPIC_FAMILIES } from '../config/families';
+import { identityOf, topicId } from '../types';
+import type { ApiKey, ConnId, Identity, Member, NodeId, Protocol, Topic } from '../types';
 import type {
   ChannelListing,
   ChannelMembers,
@@ -29,21 +30,29 @@ interface TopicState {
 /** UTF-8 byte order, as Redis compares strings. */
 const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
-const topicId = (t: Topic): string => `${t.key}\u001f${t.protocol}\u001f${t.channel}`;
 const byActivity = (a: { activeAt: number; id: string }, b: { activeAt: number; id: string }): number =>
   b.activeAt - a.activeAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
-/** The same channel's topic of the other protocol. */
-const otherProtocol = (t: Topic): Topic => ({ ...t, protocol: t.protocol === 'v3' ? 'v4' : 'v3' });
 
 export class MemoryPresenceStore implements PresenceStore {
   private readonly topics = new Map<string, TopicState>();
 
-  /** `webhooks` hears each identity's first and last connection in a channel, both protocols counted. */
-  constructor(private readonly webhooks?: WebhookSink) {}
+  /**
+   * `webhooks` hears each identity's first and last connection in a channel, the channel's
+   * identities across `families` counted together.
+   */
+  constructor(
+    private readonly webhooks?: WebhookSink,
+    private readonly families: readonly Protocol[] = TOPIC_FAMILIES,
+  ) {}
 
-  private inOtherProtocol(topic: Topic, identity: Identity): boolean {
-    return this.topics.get(topicId(otherProtocol(topic)))?.byIdentity.has(identity) ?? false;
+  /** Whether `identity` has an entry in the same channel's topic of another family. */
+  private inOtherFamily(topic: Topic, identity: Identity): boolean {
+    for (const family of this.families) {
+      if (family === topic.protocol) continue;
+      const other = this.topics.get(topicId({ ...topic, protocol: family }));
+      if (other?.byIdentity.has(identity)) return true;
+    }
+    return false;
   }
 
   async join(topic: Topic, entry: PresenceEntry, now: number, listing?: JoinListing): Promise<JoinResult> {
@@ -59,10 +68,10 @@ export class MemoryPresenceStore implements PresenceStore {
     if (existing && existing.identity !== identity && this.webhooks) {
       // The connection now presents another identity: the old one may have left, the new one arrived.
       const { channel } = topic;
-      if (!state.byIdentity.has(existing.identity) && !this.inOtherProtocol(topic, existing.identity)) {
+      if (!state.byIdentity.has(existing.identity) && !this.inOtherFamily(topic, existing.identity)) {
         this.webhooks.emit(topic.key, { name: 'member_removed', channel, user_id: existing.identity });
       }
-      if (!state.byIdentity.has(identity) && !this.inOtherProtocol(topic, identity)) {
+      if (!state.byIdentity.has(identity) && !this.inOtherFamily(topic, identity)) {
         this.webhooks.emit(topic.key, { name: 'member_added', channel, user_id: identity });
       }
     }
@@ -71,7 +80,7 @@ export class MemoryPresenceStore implements PresenceStore {
     const conns = state.byIdentity.get(identity) ?? new Set<ConnId>();
     conns.add(entry.connId);
     state.byIdentity.set(identity, conns);
-    if (firstOfIdentity && this.webhooks && !this.inOtherProtocol(topic, identity)) {
+    if (firstOfIdentity && this.webhooks && !this.inOtherFamily(topic, identity)) {
       this.webhooks.emit(topic.key, { name: 'member_added', channel: topic.channel, user_id: identity });
     }
     const joined = { firstOfIdentity, identityCount: state.byIdentity.size };
@@ -93,7 +102,7 @@ export class MemoryPresenceStore implements PresenceStore {
     this.unindex(state, stored);
     if (state.entries.size === 0) this.topics.delete(id);
     const lastOfIdentity = !state.byIdentity.has(stored.identity);
-    if (lastOfIdentity && this.webhooks && !this.inOtherProtocol(topic, stored.identity)) {
+    if (lastOfIdentity && this.webhooks && !this.inOtherFamily(topic, stored.identity)) {
       this.webhooks.emit(topic.key, {
         name: 'member_removed',
         channel: topic.channel,
@@ -142,9 +151,9 @@ export class MemoryPresenceStore implements PresenceStore {
     const names = [...byChannel.keys()].sort(byBytes);
     const channels: ChannelMembers[] = [];
     for (const channel of names.slice(listing.offset, listing.offset + listing.limit)) {
-      const states = (byChannel.get(channel) ?? []).sort((a, b) =>
-        byBytes(a.topic.protocol, b.topic.protocol),
-      );
+      // Families in their registered order, as the Redis store lists them.
+      const order = (state: TopicState): number => this.families.indexOf(state.topic.protocol);
+      const states = (byChannel.get(channel) ?? []).sort((a, b) => order(a) - order(b));
       for (const { topic } of states) {
         const { members, total } = await this.roster(topic, listing.membersPerChannel);
         channels.push({ channel, protocol: topic.protocol, members, count: total });

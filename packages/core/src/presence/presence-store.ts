@@ -9,7 +9,8 @@ export interface PresenceEntry {
 
 /**
  * What a join also reads, in the same step, for the joiner: `entries` as `roster(topic, limit)`
- * gives them (V3), `identities` as `identities(topic, 0, limit)` gives their members (V4).
+ * gives them (one member per connection), `identities` as `identities(topic, 0, limit)` gives
+ * their members (one per identity). Which one is the joiner's dialect's choice.
  */
 export interface JoinListing {
   readonly of: 'entries' | 'identities';
@@ -17,7 +18,7 @@ export interface JoinListing {
 }
 
 export interface JoinResult {
-  /** No other entry of this identity was in the topic: a V4 `member_joined` is due. */
+  /** No other entry of this identity was in the topic (its arrival, for dialects that announce identities). */
   readonly firstOfIdentity: boolean;
   /** Distinct identities in the topic after the join. */
   readonly identityCount: number;
@@ -33,7 +34,7 @@ export interface EntryPlace {
 
 export interface LeaveResult {
   readonly member: Member;
-  /** No entry of this identity is left in the topic: a V4 `member_left` is due. */
+  /** No entry of this identity is left in the topic (its departure, for dialects that announce identities). */
   readonly lastOfIdentity: boolean;
   /** Distinct identities in the topic after the leave. */
   readonly identityCount: number;
@@ -59,13 +60,13 @@ export interface ChannelMembers {
 
 /** Which channels `channels` lists: a page of channel names, with a bounded member list each. */
 export interface ChannelListing {
-  /** One protocol's channels, or channels with entries of either (both listed for each). */
+  /** One family's channels, or channels with entries of any (each family's topic listed). */
   readonly protocol?: Protocol;
   /** Channels skipped, in name order (UTF-8 byte order). */
   readonly offset: number;
   /** Channels listed, at most. */
   readonly limit: number;
-  /** Members listed per channel and protocol, at most. */
+  /** Members listed per channel and family, at most. */
   readonly membersPerChannel: number;
 }
 
@@ -95,8 +96,9 @@ export interface PresenceStore {
   /** Identities from `offset`, at most `limit`, most recently active first. */
   identities(topic: Topic, offset: number, limit: number): Promise<IdentityPage>;
   /**
-   * A page of the channels of `key` with entries, by name, and the members of each topic: V3
-   * before V4 within a channel. `total` counts the channels the listing pages over.
+   * A page of the channels of `key` with entries, by name, and the members of each topic: the
+   * families in their registered order (`TOPIC_FAMILIES`) within a channel. `total` counts the
+   * channels the listing pages over.
    */
   channels(key: ApiKey, listing: ChannelListing): Promise<{ channels: ChannelMembers[]; total: number }>;
   /**

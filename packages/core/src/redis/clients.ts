@@ -9,8 +9,8 @@ import { clusterHealth, standaloneHealth } from './connection-health';
 import { evalFlat } from './flat-command';
 import type { ConnectionHealth } from './connection-health';
 
-/** A command connection: standalone or cluster; the ports only use what both offer. */
-export type RedisClient = Redis | Cluster;
+export type { RedisClient } from './flat-command';
+import type { RedisClient } from './flat-command';
 
 export interface RedisClients {
   readonly target: RedisTarget;

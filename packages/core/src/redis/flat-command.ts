@@ -1,12 +1,15 @@
 import { Buffer } from 'node:buffer';
 import { Command } from 'ioredis';
-import type { RedisClient } from './clients';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A command connection: standalone or cluster; the ports only use what both offer. */
+export type RedisClient = Redis | Cluster;
 
 /**
  * ioredis' `Command` flattens its arguments with `Array.prototype.flat`, which V8 runs element by
  * element through its generic runtime path: about 1,300 instructions an argument, 18,000 for the
  * publish script's call, more than ioredis spends encoding and writing it (counted with callgrind,
- * docs/architecture.md, "What the gateway's JavaScript costs"). The product's calls always hand
+ * docs/performance.md, "What the gateway's JavaScript costs"). The product's calls always hand
  * over flat arrays, so they are given to the command after it is built: the same command, reply,
  * timeout and error handling, without the flattening.
  */

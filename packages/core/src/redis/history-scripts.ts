@@ -77,7 +77,7 @@ end
  * slot than the topic's on a cluster): the publish then costs one command, one write and one
  * reply instead of two, and the record is in the log when the publish is answered.
  *
- * What Redis spends on a call, counted in instructions (docs/architecture.md, "What the publish
+ * What Redis spends on a call, counted in instructions (docs/performance.md, "What the publish
  * script costs Redis"): every string the script receives or builds is hashed whole by Redis' Lua,
  * each `redis.call` costs about as much as the command it runs, and a table reply is read back
  * field by field. Hence a string reply, and the channel's command in the source rather than

@@ -5,15 +5,17 @@ import { WEBHOOK_LIB } from './webhook-scripts';
  * Presence scripts. Every key a script touches comes in KEYS (none is built inside Lua), and all
  * carry the API key's hash tag, so one script is one slot on Redis Cluster.
  *
- * Shared KEYS of the write scripts: KEYS[1] the key's channel names (either protocol), KEYS[2]
- * its V3 channel names, KEYS[3] its V4 channel names, KEYS[4] its entries by node, KEYS[5] its
- * webhook switch, KEYS[6] its webhook event stream; then `WRITE_TOPIC_KEYS` keys per topic: the
- * `TOPIC_KEYS` in `PRESENCE_TOPIC_SUFFIXES` order (keys.ts: conns, byconn, byident, identconn,
- * idententries), then the `byident` of the same channel's topic of the other protocol.
+ * Shared KEYS of the write scripts: KEYS[1] the key's channel names (any family), KEYS[2] its
+ * entries by node, KEYS[3] its webhook switch, KEYS[4] its webhook event stream; then
+ * `writeTopicKeys(families)` keys per topic: the `TOPIC_KEYS` in `PRESENCE_TOPIC_SUFFIXES` order
+ * (keys.ts: conns, byconn, byident, identconn, idententries), the key's channel names of the
+ * topic's family, then for each other family of the deployment (`TOPIC_FAMILIES`) the key's
+ * channel names of that family and the `byident` of the same channel's topic in it. The scripts
+ * know how many other families there are (their text is built for that number), never which.
  *
  * Webhooks: an identity's first entry in a topic is `member_added` unless the identity has an
- * entry in the other protocol's topic of the channel (and likewise its last entry and
- * `member_removed`), so both protocols count together (webhook-scripts.ts).
+ * entry in the channel's topic of another family (and likewise its last entry and
+ * `member_removed`): the channel's identities across families count together (webhook-scripts.ts).
  *
  * Scores are −(last active ms): ascending ZRANGE gives most recent first and, on equal scores,
  * members in ascending byte order (the contract's tie-break). `idententries` holds one member
@@ -25,16 +27,40 @@ import { WEBHOOK_LIB } from './webhook-scripts';
 /** Keys per topic in the scripts' KEYS. */
 export const TOPIC_KEYS = 5;
 
-/** Keys per topic in the write scripts' KEYS: the topic's, then the other protocol's `byident`. */
-export const WRITE_TOPIC_KEYS = TOPIC_KEYS + 1;
+/**
+ * Keys per topic in the write scripts' KEYS, with `others` families besides the topic's: the
+ * topic's own, its family's channel names, then two per other family.
+ */
+export const writeTopicKeys = (others: number): number => TOPIC_KEYS + 1 + 2 * others;
 
 /** KEYS before the first topic's in the write scripts. */
-export const SHARED_KEYS = 6;
+export const SHARED_KEYS = 4;
 
-const LIB = `${WEBHOOK_LIB}
+/** The library of the write scripts, for `others` families besides a topic's. */
+const lib = (others: number): string => `${WEBHOOK_LIB}
 local function topicAt(i)
-  return {conns = KEYS[i], byconn = KEYS[i + 1], byident = KEYS[i + 2], identconn = KEYS[i + 3],
-    entries = KEYS[i + 4], other = KEYS[i + 5]}
+  local t = {conns = KEYS[i], byconn = KEYS[i + 1], byident = KEYS[i + 2], identconn = KEYS[i + 3],
+    entries = KEYS[i + 4], channels = KEYS[i + 5], others = {}}
+  for k = 1, ${others} do
+    t.others[k] = {channels = KEYS[i + 4 + 2 * k], byident = KEYS[i + 5 + 2 * k]}
+  end
+  return t
+end
+
+-- Whether the identity has an entry in the channel's topic of another family.
+local function elsewhere(t, identity)
+  for k = 1, #t.others do
+    if redis.call('ZSCORE', t.others[k].byident, identity) then return true end
+  end
+  return false
+end
+
+-- Whether the channel has entries in another family.
+local function channelElsewhere(t, channel)
+  for k = 1, #t.others do
+    if redis.call('ZSCORE', t.others[k].channels, channel) then return true end
+  end
+  return false
 end
 
 local COMPLEMENT = {['0'] = '9', ['1'] = '8', ['2'] = '7', ['3'] = '6', ['4'] = '5', ['5'] = '4',
@@ -78,13 +104,11 @@ local function leaveEntry(t, protocol, channel, connId)
   redis.call('HDEL', t.conns, connId)
   redis.call('ZREM', t.byconn, connId)
   local last = refreshIdentity(t, e.i)
-  if last and HOOKS and not redis.call('ZSCORE', t.other, e.i) then emit('member_removed', channel, e.i) end
-  redis.call('ZREM', KEYS[4], nodeItem(e.n, protocol, channel, connId))
+  if last and HOOKS and not elsewhere(t, e.i) then emit('member_removed', channel, e.i) end
+  redis.call('ZREM', KEYS[2], nodeItem(e.n, protocol, channel, connId))
   if redis.call('EXISTS', t.conns) == 0 then
-    local own, other = KEYS[2], KEYS[3]
-    if protocol == 'v4' then own, other = KEYS[3], KEYS[2] end
-    redis.call('ZREM', own, channel)
-    if not redis.call('ZSCORE', other, channel) then redis.call('ZREM', KEYS[1], channel) end
+    redis.call('ZREM', t.channels, channel)
+    if not channelElsewhere(t, channel) then redis.call('ZREM', KEYS[1], channel) end
   end
   return {old, last and 1 or 0, redis.call('ZCARD', t.byident)}
 end
@@ -105,8 +129,9 @@ end
 export const WRITE_ARGS = 10;
 
 /**
- * Joins and leaves of one API key, applied in the order given (as if run one by one).
- * KEYS: the `SHARED_KEYS`, then the `WRITE_TOPIC_KEYS` keys of write j's topic.
+ * Joins and leaves of one API key, applied in the order given (as if run one by one), with
+ * `others` families besides each topic's. KEYS: the `SHARED_KEYS`, then the
+ * `writeTopicKeys(others)` keys of write j's topic.
  * ARGV, `WRITE_ARGS` per write:
  * - a join: 'join', protocol, channel, connId, nodeId, identity, entry JSON, score (−now),
  *   listing ('' none, 'entries', 'identities'), listing limit;
@@ -116,7 +141,8 @@ export const WRITE_ARGS = 10;
  * identity's most recent entry). A leave: nil when absent, else {entry JSON, lastOfIdentity
  * 0|1, identityCount}.
  */
-export const presenceWrites = new LuaScript(`${LIB}${READ_LIB}
+const presenceWrites = (others: number): LuaScript =>
+  new LuaScript(`${lib(others)}${READ_LIB}
 local function join(t, protocol, channel, connId, nodeId, identity, json, score, listing, limit)
   local old = redis.call('HGET', t.conns, connId)
   local first = 0
@@ -124,25 +150,25 @@ local function join(t, protocol, channel, connId, nodeId, identity, json, score,
     local e = cjson.decode(old)
     redis.call('ZREM', t.entries, entryMember(e.i, redis.call('ZSCORE', t.byconn, connId), connId))
     local gone = refreshIdentity(t, e.i)
-    if e.n ~= nodeId then redis.call('ZREM', KEYS[4], nodeItem(e.n, protocol, channel, connId)) end
+    if e.n ~= nodeId then redis.call('ZREM', KEYS[2], nodeItem(e.n, protocol, channel, connId)) end
     -- The connection now presents another identity: the old one may have left, the new one arrived.
     if HOOKS and e.i ~= identity then
-      if gone and not redis.call('ZSCORE', t.other, e.i) then emit('member_removed', channel, e.i) end
-      if not redis.call('ZSCORE', t.byident, identity) and not redis.call('ZSCORE', t.other, identity) then
+      if gone and not elsewhere(t, e.i) then emit('member_removed', channel, e.i) end
+      if not redis.call('ZSCORE', t.byident, identity) and not elsewhere(t, identity) then
         emit('member_added', channel, identity)
       end
     end
   elseif not redis.call('ZSCORE', t.byident, identity) then
     first = 1
-    if HOOKS and not redis.call('ZSCORE', t.other, identity) then emit('member_added', channel, identity) end
+    if HOOKS and not elsewhere(t, identity) then emit('member_added', channel, identity) end
   end
   redis.call('HSET', t.conns, connId, json)
   redis.call('ZADD', t.byconn, score, connId)
   redis.call('ZADD', t.entries, 0, entryMember(identity, score, connId))
   refreshIdentity(t, identity)
   redis.call('ZADD', KEYS[1], 0, channel)
-  redis.call('ZADD', protocol == 'v4' and KEYS[3] or KEYS[2], 0, channel)
-  redis.call('ZADD', KEYS[4], 0, nodeItem(nodeId, protocol, channel, connId))
+  redis.call('ZADD', t.channels, 0, channel)
+  redis.call('ZADD', KEYS[2], 0, nodeItem(nodeId, protocol, channel, connId))
   local identities = redis.call('ZCARD', t.byident)
   local total, entries = 0, {}
   if listing == 'entries' then
@@ -158,10 +184,10 @@ local function join(t, protocol, channel, connId, nodeId, identity, json, score,
   return {first, identities, total, entries}
 end
 
-hooksOn(KEYS[5], KEYS[6])
+hooksOn(KEYS[3], KEYS[4])
 local out = {}
-for j = 1, (#KEYS - ${SHARED_KEYS}) / ${WRITE_TOPIC_KEYS} do
-  local t = topicAt(${SHARED_KEYS} + 1 + (j - 1) * ${WRITE_TOPIC_KEYS})
+for j = 1, (#KEYS - ${SHARED_KEYS}) / ${writeTopicKeys(others)} do
+  local t = topicAt(${SHARED_KEYS} + 1 + (j - 1) * ${writeTopicKeys(others)})
   local a = 1 + (j - 1) * ${WRITE_ARGS}
   if ARGV[a] == 'join' then
     out[#out + 1] = join(t, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5],
@@ -177,7 +203,7 @@ return out
  * KEYS the topic's `TOPIC_KEYS` keys; ARGV[1] connId, ARGV[2] score (−now)
  * Returns 1 when the entry exists, else 0 (nothing written).
  */
-export const presenceTouch = new LuaScript(`${LIB}
+export const presenceTouch = new LuaScript(`${lib(0)}
 local t = topicAt(1)
 local connId, score = ARGV[1], ARGV[2]
 local old = redis.call('HGET', t.conns, connId)
@@ -218,20 +244,22 @@ export const REMOVE_ARGS = 4;
 
 /**
  * Removes some entries of one node (a bounded chunk of its `by-node` items; the caller repeats
- * until none is left). KEYS: the `SHARED_KEYS`, then `WRITE_TOPIC_KEYS` keys per topic of the chunk.
+ * until none is left), with `others` families besides each topic's. KEYS: the `SHARED_KEYS`,
+ * then `writeTopicKeys(others)` keys per topic of the chunk.
  * ARGV[1] nodeId; then `REMOVE_ARGS` per entry: topic number (1-based, in KEYS order), protocol,
  * channel, connId. An entry is removed only by the call that takes its item out of `by-node`,
  * so concurrent callers each see an entry once at most.
  * Returns {{entry number (1-based), entry JSON, lastOfIdentity 0|1, identityCount}…}.
  */
-export const presenceRemoveEntries = new LuaScript(`${LIB}
-hooksOn(KEYS[5], KEYS[6])
+const presenceRemoveEntries = (others: number): LuaScript =>
+  new LuaScript(`${lib(others)}
+hooksOn(KEYS[3], KEYS[4])
 local out = {}
 for j = 1, (#ARGV - 1) / ${REMOVE_ARGS} do
   local a = 2 + (j - 1) * ${REMOVE_ARGS}
   local protocol, channel, connId = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  if redis.call('ZREM', KEYS[4], nodeItem(ARGV[1], protocol, channel, connId)) == 1 then
-    local t = topicAt(${SHARED_KEYS} + 1 + (tonumber(ARGV[a]) - 1) * ${WRITE_TOPIC_KEYS})
+  if redis.call('ZREM', KEYS[2], nodeItem(ARGV[1], protocol, channel, connId)) == 1 then
+    local t = topicAt(${SHARED_KEYS} + 1 + (tonumber(ARGV[a]) - 1) * ${writeTopicKeys(others)})
     local old = redis.call('HGET', t.conns, connId)
     if old and cjson.decode(old).n == ARGV[1] then
       local left = leaveEntry(t, protocol, channel, connId)
@@ -241,3 +269,15 @@ for j = 1, (#ARGV - 1) / ${REMOVE_ARGS} do
 end
 return out
 `);
+
+/** The write scripts of a deployment with `others` families besides a topic's, made once per number. */
+const writeScripts = new Map<number, { writes: LuaScript; removeEntries: LuaScript }>();
+
+export function presenceWriteScripts(others: number): { writes: LuaScript; removeEntries: LuaScript } {
+  let scripts = writeScripts.get(others);
+  if (!scripts) {
+    scripts = { writes: presenceWrites(others), removeEntries: presenceRemoveEntries(others) };
+    writeScripts.set(others, scripts);
+  }
+  return scripts;
+}

@@ -4,18 +4,18 @@ import { EngineUnavailableError } from '../errors';
 import type { Engine } from '../engine';
 import type { Logger } from '../logger';
 import type { StreamPosition } from '../history/history';
-import { RedisBroker } from './broker-redis';
+import { RedisBroker } from '../broker/broker-redis';
 import { createRedisClients, onCommandError } from './clients';
 import { onHistoryTrimmed } from './history-scripts';
-import { RedisConnectionCounts } from './counts-redis';
-import { RedisHistory } from './history-redis';
-import { RedisKeyStore } from './key-store-redis';
+import { RedisConnectionCounts } from '../counts/counts-redis';
+import { RedisHistory } from '../history/history-redis';
+import { RedisKeyStore } from '../keys/key-store-redis';
 import { redisKeys } from './keys';
-import { RedisMessageLog } from './message-log-redis';
-import { RedisNodeRegistry } from './node-registry-redis';
-import { RedisPresenceStore } from './presence-redis';
-import { RedisWebhookQueue } from './webhooks-redis';
-import { createRedisQuotas } from '../quotas/quotas';
+import { RedisMessageLog } from '../logs/message-log-redis';
+import { RedisNodeRegistry } from '../nodes/node-registry-redis';
+import { RedisPresenceStore } from '../presence/presence-redis';
+import { RedisWebhookQueue } from '../webhooks/webhooks-redis';
+import { createRedisQuotas } from '../quotas/quotas-redis';
 
 /** How long start-up waits for Redis before it carries on unavailable (and recovers later). */
 const STARTUP_WAIT_MS = 5000;

@@ -5,7 +5,7 @@ import type { Topic } from '../types';
 import { atTurnEnd, guard, serverGeneration } from './clients';
 import type { RedisKeys } from './keys';
 import { positionFrom, runHistoryPublish, runHistoryPublishBatch } from './history-scripts';
-import type { LogAppend } from './message-log-redis';
+import type { LogAppend } from '../logs/message-log-redis';
 
 /** One stream publication waiting for the end of its turn. */
 export interface StreamPublish {

@@ -1,6 +1,6 @@
 import { generateKeyRecord } from '../../src/keys/key-store';
-import { InvalidDomainError } from '../../src/protocol/domain';
-import { InvalidAppIdError, appIdOf } from '../../src/protocol/app-id';
+import { InvalidDomainError } from '../../src/names/domain';
+import { InvalidAppIdError, appIdOf } from '../../src/names/app-id';
 import type { ApiKeyRecord, KeyStore } from '../../src/keys/key-store';
 
 /** The KeyStore port's contract (key-store.ts); each `createStore()` starts empty. */

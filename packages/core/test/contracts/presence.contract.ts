@@ -419,3 +419,42 @@ export function describePresenceContract(name: string, createStore: () => Promis
     });
   });
 }
+
+/**
+ * A deployment's topic families are registered, not built in: with three of them, a channel is
+ * listed while any family holds entries in it, each family's topic in their registered order.
+ */
+export function describePresenceFamiliesContract(
+  name: string,
+  createStore: (families: readonly string[]) => Promise<PresenceStore>,
+): void {
+  describe(`PresenceStore with three topic families: ${name}`, () => {
+    const families = ['v3', 'v4', 'x3'];
+    const all = { offset: 0, limit: 100, membersPerChannel: 100 };
+
+    it("lists a channel while any family holds entries, in the families' order", async () => {
+      const store = await createStore(families);
+      const key = unique('key');
+      const topic = (protocol: string): Topic => ({ key, protocol, channel: 'room' });
+      const member = { uuid: 'u1', user: 'alice' };
+      await store.join(topic('x3'), { connId: 'a/1', nodeId: 'a', member }, 1000);
+      await store.join(topic('v3'), { connId: 'a/2', nodeId: 'a', member }, 1001);
+      expect(await store.channels(key, all)).toEqual({
+        channels: [
+          { channel: 'room', protocol: 'v3', members: [member], count: 1 },
+          { channel: 'room', protocol: 'x3', members: [member], count: 1 },
+        ],
+        total: 1,
+      });
+      await store.leave(topic('v3'), 'a/2');
+      expect(await store.channels(key, all)).toEqual({
+        channels: [{ channel: 'room', protocol: 'x3', members: [member], count: 1 }],
+        total: 1,
+      });
+      expect((await store.channels(key, { ...all, protocol: 'x3' })).total).toBe(1);
+      expect((await store.channels(key, { ...all, protocol: 'v3' })).total).toBe(0);
+      await store.leave(topic('x3'), 'a/1');
+      expect(await store.channels(key, all)).toEqual({ channels: [], total: 0 });
+    });
+  });
+}

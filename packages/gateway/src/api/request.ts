@@ -8,11 +8,14 @@ import {
   UNKNOWN_KEY_SECRET,
 } from '@switchboard/core';
 import type { ApiKeyRecord } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { HttpRequest } from '../transport/types';
-import { takeApiRequest } from './rate-limit';
+import { takeApiRequest } from '../limits/rate-limit';
+import type { ApiDeps } from './deps';
 
 export type Body = Record<string, unknown>;
+
+/** The largest page a paginated read returns. */
+export const MAX_LIMIT = 100;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -58,7 +61,7 @@ export function optionalString(body: Body, field: string, maxLength = 1024): str
  * request rate is unlimited (the common request): a promise only when a round trip is needed.
  * Problems are thrown, at once or as the promise's rejection.
  */
-export function authenticate(ctx: GatewayContext, body: Body): ApiKeyRecord | Promise<ApiKeyRecord> {
+export function authenticate(ctx: ApiDeps, body: Body): ApiKeyRecord | Promise<ApiKeyRecord> {
   const key = body['key'];
   const secret = body['secret'];
   if (key === undefined || key === null || key === '') throw missing('key');
@@ -73,7 +76,7 @@ export function authenticate(ctx: GatewayContext, body: Body): ApiKeyRecord | Pr
 }
 
 function admitRequest(
-  ctx: GatewayContext,
+  ctx: ApiDeps,
   record: ApiKeyRecord | null,
   secret: string,
 ): ApiKeyRecord | Promise<ApiKeyRecord> {

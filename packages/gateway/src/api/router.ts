@@ -1,27 +1,22 @@
 import { AppError } from '@switchboard/core';
-import type { GatewayContext } from '../context';
 import type { HttpReply, HttpRequest } from '../transport/types';
 import { health } from './health';
-import { history } from './history';
-import { kick } from './kick';
-import { membersV3, membersV4 } from './members';
-import { publish } from './publish';
 import { parseBody } from './request';
-import type { Body } from './request';
+import type { RouteHandler } from '../protocols/dialect';
+import type { AuthFailureLimiter } from '@switchboard/core';
+import type { ClientAddresses } from '../limits/rate-limit';
+import type { Dialects } from '../protocols/registry';
+import type { HealthDeps } from './health';
+import type { ApiDeps } from './deps';
 
-type Handler = (ctx: GatewayContext, body: Body) => Promise<object>;
+/** What the cluster API takes: its handlers' dependencies, the dialects' routes and the failed-authentication limits. */
+export interface RouterDeps extends ApiDeps, HealthDeps {
+  readonly dialects: Dialects;
+  readonly addresses: ClientAddresses;
+  readonly authFailures: AuthFailureLimiter;
+}
+
 type Answer = HttpReply | Promise<HttpReply>;
-
-const POST_ROUTES: Record<string, Handler> = {
-  '/api/publish': (ctx, body) => publish(ctx, 'v3', body),
-  '/api/v4/publish': (ctx, body) => publish(ctx, 'v4', body),
-  '/api/members': membersV3,
-  '/api/v4/members': membersV4,
-  '/api/history': (ctx, body) => history(ctx, 'v3', body),
-  '/api/v4/history': (ctx, body) => history(ctx, 'v4', body),
-  '/api/kick': (ctx, body) => kick(ctx, 'v3', body),
-  '/api/v4/kick': (ctx, body) => kick(ctx, 'v4', body),
-};
 
 const json = (status: number, value: object, headers?: Record<string, string>): HttpReply =>
   headers ? { status, headers, body: JSON.stringify(value) } : { status, body: JSON.stringify(value) };
@@ -47,7 +42,7 @@ function refusalReply(error: AppError): HttpReply {
 }
 
 /** The one mapping from errors to responses: `{"success":false,"error":text,"code":CODE}`. */
-export function errorReply(error: unknown, ctx: GatewayContext): HttpReply {
+export function errorReply(error: unknown, ctx: RouterDeps): HttpReply {
   if (error instanceof AppError) {
     if (error.status === 429) return refusalReply(error);
     const headers =
@@ -66,18 +61,25 @@ export const bodyTooLarge = (limit: number): HttpReply =>
   });
 
 /**
- * The cluster API (docs/openapi.yaml) on the gateway port. Written without `async`: a refusal
- * is answered in the request's own turn, and a handler's answer is one promise step away.
+ * The cluster API (docs/openapi.yaml) on the gateway port: every dialect's POST routes, health
+ * and liveness. Written without `async`: a refusal is answered in the request's own turn, and a
+ * handler's answer is one promise step away.
  */
-export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) => Answer {
+export function createApiHandler(ctx: RouterDeps): (request: HttpRequest) => Answer {
+  const postRoutes: Record<string, RouteHandler> = Object.assign(
+    {},
+    ...ctx.dialects.all.map((dialect) => dialect.routes),
+  ) as Record<string, RouteHandler>;
+  /** Route labels for metrics: known paths only, never a raw URL (unbounded label values). */
+  const routeNames = new Set([...Object.keys(postRoutes), '/api/health', '/api/live']);
   return (request) => {
     const path =
       request.path.length > 1 && request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
     const counted = (reply: HttpReply): HttpReply => {
-      ctx.meters.http(ROUTE_NAMES.has(request.path) ? request.path : 'other', reply.status);
+      ctx.meters.http(routeNames.has(request.path) ? request.path : 'other', reply.status);
       return reply;
     };
-    const handler = POST_ROUTES[path];
+    const handler = postRoutes[path];
     if (handler && request.method === 'POST') return authenticated(request, handler, counted);
     if (path === '/api/live' && (request.method === 'GET' || request.method === 'HEAD'))
       return counted(json(200, { status: 'alive' }));
@@ -107,7 +109,7 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
    */
   function authenticated(
     request: HttpRequest,
-    handler: Handler,
+    handler: RouteHandler,
     counted: (reply: HttpReply) => HttpReply,
   ): Answer {
     const address = (): string =>
@@ -130,6 +132,3 @@ export function createApiHandler(ctx: GatewayContext): (request: HttpRequest) =>
     return answer.then((value) => counted(json(200, value)), failed);
   }
 }
-
-/** Route labels for metrics: known paths only, never a raw URL (unbounded label values). */
-const ROUTE_NAMES = new Set([...Object.keys(POST_ROUTES), '/api/health', '/api/live']);

@@ -1,5 +1,5 @@
+import { topicId } from '@switchboard/core';
 import type { Publication } from '@switchboard/core';
-import { topicKey } from '../ws/topics';
 
 /** How long a publication whose publish failed unconfirmed is waited for. */
 export const UNCONFIRMED_WAIT_MS = 60_000;
@@ -38,4 +38,4 @@ export class UnconfirmedPublications {
   }
 }
 
-const identity = (p: Publication): string => `${topicKey(p.topic)}\n${p.acceptedAt ?? ''}\n${p.body}`;
+const identity = (p: Publication): string => `${topicId(p.topic)}\n${p.acceptedAt ?? ''}\n${p.body}`;

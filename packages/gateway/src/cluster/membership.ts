@@ -1,6 +1,6 @@
 import type { NodeId } from '@switchboard/core';
-import type { GatewayContext } from '../context';
-import { publishLeave } from '../ws/presence-events';
+import { publishLeave } from '../connections/presence-events';
+import type { PresenceDeps } from '../connections/presence-events';
 
 /**
  * Cluster membership (docs/scaling.md). Every node heartbeats into the node registry; every node also
@@ -17,7 +17,7 @@ export class Membership {
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
 
-  constructor(private readonly ctx: GatewayContext) {}
+  constructor(private readonly ctx: PresenceDeps) {}
 
   /** Clears what a previous incarnation under the same `NODE_ID` left, then starts heartbeating. */
   async start(): Promise<void> {

@@ -90,18 +90,28 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
   const native = loadUws().uws;
   const app = native.App();
   let listenSocket: uWS.us_listen_socket | undefined;
-  /** The upgrade being completed by `upgradeLate`, while its `res.cork` runs. */
+  /** The upgrade being completed by `upgradeLate`, while uWS runs its `open`. */
   let late: { ws: uWS.WebSocket<Carrier<T>> | undefined; closed: boolean } | undefined;
+  /** Every open socket (past `open`, before `close`): `upgradeLate` borrows the cork of one. */
+  const sockets = new Set<uWS.WebSocket<Carrier<T>>>();
+  /** The open socket whose cork `upgradeLate` borrows; another open one replaces it when it closes. */
+  let anchor: uWS.WebSocket<Carrier<T>> | undefined;
 
   /**
-   * Completes an upgrade decided after uWS's upgrade handler returned. It has to go through
-   * `res.cork`, and uWebSockets.js 20.30's `cork` can close the new socket right after its `open`:
-   * upgrading shrinks the socket's memory in place, and `cork` then reads the HTTP response's
-   * "connection: close" flag from memory the WebSocket no longer owns (fixed upstream in
-   * uWebSockets fe7c01a; docs/architecture.md, "Upgrades that wait"). Whatever is allocated
-   * between the two can land there, so nothing of the gateway's runs inside that `cork`: the
-   * socket's `open` is held until it returned and then runs in the socket's own cork. A socket
-   * the bug closed never reaches `open`: it goes to `upgradeLost` instead.
+   * Completes an upgrade decided after uWS's upgrade handler returned, never inside a cork of the
+   * upgrading socket itself. uWebSockets.js 20.30's and 20.57's `res.cork`, once its callback
+   * returned, reads the HTTP response's "connection: close" flag from the socket's memory: after an
+   * upgrade that memory was shrunk in place and the flag's bytes are no longer the WebSocket's, so
+   * whatever reused them can close the new socket right after its `101` (fixed upstream in
+   * uWebSockets fe7c01a; docs/architecture.md, "Upgrades that wait"). `res.cork` does that only
+   * when it corked the socket itself, which it does not while another socket is corked: so the
+   * upgrade runs in `res.cork` (uWebSockets.js prints a warning for every write made outside a
+   * cork callback or its own callbacks) inside the cork of another open socket, the anchor. The
+   * `101` is then written without buffering, in a few small writes. With no socket open (the first
+   * late upgrade of a fresh or idle process), `res.upgrade` runs bare: as safe, with that warning
+   * on stderr. The socket's `open` is held until the upgrade returned, then runs in the socket's
+   * own cork; a socket closed meanwhile goes to `upgradeLost` (kept as a safety net: none was,
+   * docs/operations.md).
    */
   const upgradeLate = (
     res: Response,
@@ -112,9 +122,11 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
     context: uWS.us_socket_context_t,
   ): void => {
     const upgrading: NonNullable<typeof late> = { ws: undefined, closed: false };
+    const upgrade = (): void => res.upgrade<Carrier<T>>({ data }, key, protocol, extensions, context);
     late = upgrading;
     try {
-      res.cork(() => res.upgrade<Carrier<T>>({ data }, key, protocol, extensions, context));
+      if (anchor) anchor.cork(() => res.cork(upgrade));
+      else upgrade();
     } finally {
       late = undefined;
     }
@@ -123,6 +135,8 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       handlers.upgradeLost(data);
       return;
     }
+    sockets.add(ws);
+    anchor ??= ws;
     ws.cork(() => handlers.open(ws as unknown as Conn, data));
   };
 
@@ -185,13 +199,20 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       );
     },
     open: (ws) => {
-      if (late) late.ws = ws;
-      else handlers.open(ws as unknown as Conn, ws.getUserData().data);
+      if (late) {
+        late.ws = ws;
+        return;
+      }
+      sockets.add(ws);
+      anchor ??= ws;
+      handlers.open(ws as unknown as Conn, ws.getUserData().data);
     },
     message: (ws, message, isBinary) =>
       handlers.message(ws as unknown as Conn, ws.getUserData().data, message, isBinary),
     drain: (ws) => handlers.drain(ws as unknown as Conn, ws.getUserData().data),
     close: (ws, code) => {
+      sockets.delete(ws);
+      if (ws === anchor) anchor = sockets.values().next().value;
       if (late && late.ws === ws) late.closed = true;
       else handlers.close(ws as unknown as Conn, ws.getUserData().data, code);
     },

@@ -1,0 +1,2 @@
+/** The process environment as the commands read it. */
+export type Env = Record<string, string | undefined>;

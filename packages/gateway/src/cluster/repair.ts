@@ -1,0 +1,157 @@
+import { seedKeys } from '@switchboard/core';
+import type { EntryPlace } from '@switchboard/core';
+import { publishToChannel } from '../fanout/events';
+import { memberOf } from '../connections/connection';
+import { activityNow, publishLeave } from '../connections/presence-events';
+import { topicId } from '@switchboard/core';
+import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
+import type { Registry } from '../fanout/registry';
+import type { KeyCache } from '../key-cache';
+import type { PresenceDeps } from '../connections/presence-events';
+
+/** What a repair takes: the node's connections and the engine they are rewritten to. */
+export interface RepairDeps extends PresenceDeps {
+  readonly keys: KeyCache;
+  readonly registry: Registry;
+  readonly subscriptions: BrokerSubscriptions;
+}
+
+const BATCH = 500;
+
+/** How long after a failed write the node's share is rewritten (failures in a burst share one). */
+export const REPAIR_DELAY_MS = 2000;
+
+/**
+ * Repairs are at least this far apart: failures that come from load (timeouts) must not turn
+ * into a rewrite of every connection every few seconds, which is more load.
+ */
+const REPAIR_INTERVAL_MS = 30_000;
+
+/**
+ * Brings the engine back in line with this node's own connections (docs/scaling.md), after Redis was
+ * unreachable or after this node was wrongly declared dead:
+ * - counts and socket reservations: this node's share is removed and written again from the
+ *   open connections;
+ * - presence: every entry the engine holds for this node without an open connection behind it is
+ *   removed (with its events): the leaves that failed while the engine was away, and joins whose
+ *   reply was lost. The node's own index in the engine says where its entries are, read in
+ *   batches, so the node keeps nothing per closed connection however long an outage lasts; then
+ *   every open presence subscription is joined again (idempotent; announced as its dialect does:
+ *   a V4 identity that had been removed gets `member_joined` again);
+ * - broker subscriptions: every topic with local subscribers is subscribed again;
+ * - keys: `SWITCHBOARD_KEYS` is applied again, so a Redis that came back empty (no
+ *   persistence) still knows the deployment's keys. Keys created with `switchboard keys` live
+ *   only in Redis: keep Redis persistent if you use them (docs/scaling.md).
+ */
+export class Repair {
+  private running: Promise<void> | undefined;
+  private again = false;
+  private repairTimer: NodeJS.Timeout | undefined;
+  private lastRepairAt = -Infinity;
+
+  constructor(private readonly ctx: RepairDeps) {}
+
+  /**
+   * A count or presence write of this node failed. When the engine is unreachable, the restore
+   * on its return rewrites everything; but a write can fail while the connection stays up (a
+   * command timeout under load, an error reply such as OOM), and nothing else would then set
+   * the count right. A restore runs `REPAIR_DELAY_MS` after the first such failure (it is
+   * idempotent; failures meanwhile share it), `REPAIR_INTERVAL_MS` after the previous repair at
+   * the soonest, and again if it fails too.
+   */
+  repairSoon(): void {
+    if (this.repairTimer || this.ctx.status.draining) return;
+    const delay = Math.max(REPAIR_DELAY_MS, this.lastRepairAt + REPAIR_INTERVAL_MS - Date.now());
+    this.repairTimer = setTimeout(() => {
+      this.repairTimer = undefined;
+      if (this.ctx.status.draining || !this.ctx.engine.isAvailable()) return;
+      this.lastRepairAt = Date.now();
+      void this.restore();
+    }, delay);
+    this.repairTimer.unref();
+  }
+
+  /** Stops a pending repair (the gateway is closing). */
+  stop(): void {
+    clearTimeout(this.repairTimer);
+    this.repairTimer = undefined;
+  }
+
+  /** Runs a restore; a request while one runs schedules exactly one more after it. */
+  restore(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.run().finally(() => {
+      this.running = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.restore();
+      }
+    });
+    return this.running;
+  }
+
+  private async run(): Promise<void> {
+    const { ctx } = this;
+    const { engine, nodeId, logger } = ctx;
+    const started = Date.now();
+    try {
+      await ctx.subscriptions.restore();
+      for (const key of await seedKeys(engine.keys, ctx.config.seedKeys)) ctx.keys.invalidate(key);
+      await engine.counts.removeNode(nodeId);
+      for await (const places of engine.presence.nodeEntries(nodeId, BATCH)) {
+        const stale = places.filter((place) => !this.isOpen(place));
+        await Promise.all(
+          stale.map(async ({ topic, connId }) => {
+            const left = await engine.presence.leave(topic, connId);
+            if (left) await publishLeave(ctx, topic, left);
+          }),
+        );
+      }
+      let batch: Promise<unknown>[] = [];
+      let subscriptions = 0;
+      for (const state of ctx.registry.all()) {
+        // Sockets admitted while the engine was away are reserved now (over the limit, if need be).
+        if (ctx.config.limits.maxConnectionsPerKey > 0) {
+          state.socketReserved = true;
+          batch.push(engine.counts.reserveSocket(nodeId, state.key, 0));
+        }
+        for (const sub of state.subs.values()) {
+          subscriptions++;
+          batch.push(engine.counts.increment(nodeId, state.key, sub.channel));
+          if (sub.presence) {
+            const entry = { connId: state.id, nodeId, member: memberOf(sub) };
+            batch.push(
+              engine.presence.join(sub.topic, entry, sub.touchedAt || activityNow()).then((joined) => {
+                const event = state.dialect.presence.rejoined(sub, memberOf(sub), joined);
+                if (event) void publishToChannel(ctx, sub.topic, event.body, { stampable: event.stampable });
+              }),
+            );
+          }
+          if (batch.length >= BATCH) {
+            await Promise.all(batch);
+            batch = [];
+          }
+        }
+      }
+      await Promise.all(batch);
+      logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
+    } catch (error) {
+      logger.warn({ err: error }, 'rewriting local state failed; retried');
+      // Unreachable engine: its return restores. Reachable (an error reply): try again later.
+      if (engine.isAvailable()) this.repairSoon();
+    }
+  }
+
+  /** Whether an open connection of this node is present at `place` (a leave in flight is not). */
+  private isOpen({ topic, connId }: EntryPlace): boolean {
+    // A connection still being admitted has its entry before its socket (`EarlyJoins`).
+    if (this.ctx.earlyJoins.holds(connId, (sub) => topicId(sub.topic) === topicId(topic))) return true;
+    const state = this.ctx.registry.byId(connId);
+    if (!state || state.closed) return false;
+    const sub = state.subs.get(topic.channel);
+    return sub !== undefined && sub.presence && topicId(sub.topic) === topicId(topic);
+  }
+}
