@@ -5,10 +5,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestGateway } from '@switchboard/testing';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestGateway } from '@switchboard/testing';
 import type { Channel, Member, SwitchboardError } from '../src';
-import { closeClients, newClient, nextEvent, nextPublication, waitUntil } from './support/helpers';
+import { closeClients, newClient, nextEvent, nextPublication } from './support/helpers';
 
 let redis: RedisServer;
 let a: TestGateway;
@@ -99,7 +101,7 @@ describe('across two gateways on Redis', () => {
         channel.on('n', (data) => list.push(data as number));
         return list;
       });
-      await waitUntil(() => channels.every((channel) => channel.epoch !== undefined), 5000, 'positions');
+      await waitFor('positions', () => channels.every((channel) => channel.epoch !== undefined), 5000);
       let n = 0;
       const publishRound = async (node: TestGateway): Promise<void> => {
         n++;
@@ -134,7 +136,7 @@ describe('across two gateways on Redis', () => {
       expect({ outcome, unrecovered }).toEqual({ outcome: 'recovered', unrecovered: [] });
       for (let i = 0; i < 3; i++) await publishRound(a);
       await draining;
-      await waitUntil(() => seen.every((list) => list.length === n), 10_000, 'every publication');
+      await waitFor('every publication', () => seen.every((list) => list.length === n), 10_000);
       for (const list of seen) expect(list).toEqual(Array.from({ length: n }, (_, i) => i + 1));
     } finally {
       await doomed.close();
