@@ -17,9 +17,12 @@ COPY package.json package-lock.json .npmrc ./
 COPY packages/core/package.json packages/core/
 COPY packages/gateway/package.json packages/gateway/
 COPY packages/account-api/package.json packages/account-api/
+COPY packages/harness/package.json packages/harness/
 COPY packages/testing/package.json packages/testing/
 COPY packages/client/package.json packages/client/
 COPY packages/cli/package.json packages/cli/
+COPY bench/package.json bench/
+COPY chaos/package.json chaos/
 # --ignore-scripts: the root `prepare` script would build before the sources are copied.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./
@@ -35,9 +38,12 @@ COPY package.json package-lock.json .npmrc ./
 COPY packages/core/package.json packages/core/
 COPY packages/gateway/package.json packages/gateway/
 COPY packages/account-api/package.json packages/account-api/
+COPY packages/harness/package.json packages/harness/
 COPY packages/testing/package.json packages/testing/
 COPY packages/client/package.json packages/client/
 COPY packages/cli/package.json packages/cli/
+COPY bench/package.json bench/
+COPY chaos/package.json chaos/
 # Workspace packages are linked into node_modules/@switchboard/*; only their dist/ is copied below.
 # The uWebSockets.js builds ship binaries for every platform and Node ABI (~230 MB together): keep only
 # this image's ABI; the check after the copies below fails the build when none of them loads.

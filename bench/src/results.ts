@@ -1,15 +1,17 @@
-/** The shape of a benchmark run's results, as run.ts collects them and report.ts renders them. */
+// The shapes of a benchmark run's results (bench/results/*.json): what run.ts writes and report.ts
+// reads, so neither imports the other.
+
 import type { Machine } from './lib/machine';
 import type { SystemName } from './lib/procs';
-import type { ConnectCostRun } from './scenarios/connect-cost';
-import type { MemoryCase } from './scenarios/memory';
-import type { PusherResults } from './scenarios/pusher';
-import type { PresenceResult } from './scenarios/presence';
-import type { CostRun, CostVariant } from './scenarios/publish-cost';
-import type { RecoveryResult } from './scenarios/recovery';
-import type { ScaleResult } from './scenarios/scale';
-import type { ProfileResult } from './scenarios/profile';
-import type { ThroughputCase } from './scenarios/throughput';
+import type { ConnectCostRun } from './scenarios/connect-cost/run';
+import type { MemoryCase } from './scenarios/memory/run';
+import type { PresenceResult } from './scenarios/presence/run';
+import type { PusherResults } from './scenarios/pusher/run';
+import type { ProfileResult } from './scenarios/profile/run';
+import type { CostRun, CostVariant } from './scenarios/publish-cost/run';
+import type { RecoveryResult } from './scenarios/recovery/run';
+import type { ScaleResult } from './scenarios/scale/run';
+import type { ThroughputCase } from './scenarios/throughput/run';
 
 export interface Meta {
   command: string;
@@ -117,4 +119,13 @@ export interface Options {
   pusherSystems?: SystemName[];
   /** pusher: presence joins per system and run (0: none). */
   pusherPresence: number;
+}
+
+/** One row of the report's verdict table: a target, what was measured, whether it was met. */
+export interface Target {
+  name: string;
+  goal: string;
+  measured: string;
+  met: boolean | undefined;
+  gap: string;
 }

@@ -10,26 +10,25 @@ import { fleetDefaults } from './lib/fleet';
 import { connectDefaults } from './lib/native-fleet';
 import { gitCommit, machine } from './lib/machine';
 import { resultsDir as resultsDirOf } from './lib/results-dir';
-import { ROOT, onRedis, product, serverRuntime, stopDescendants } from './lib/procs';
+import { runMain } from '@switchboard/harness';
+import { ROOT, onRedis, product, serverRuntime } from './lib/procs';
 import type { SystemName } from './lib/procs';
-import { connectCostRun, medianConnectCostRun } from './scenarios/connect-cost';
-import type { ConnectCostRun } from './scenarios/connect-cost';
-import { memoryCase } from './scenarios/memory';
-import type { MemoryCase } from './scenarios/memory';
-import { presenceScenario } from './scenarios/presence';
-import { PUSHER_SYSTEMS, pusherScenario } from './scenarios/pusher';
-import type { PresenceResult } from './scenarios/presence';
-import { profileScenario } from './scenarios/profile';
-import { publishCostScenario } from './scenarios/publish-cost';
-import type { CostVariant } from './scenarios/publish-cost';
-import { recoveryScenario } from './scenarios/recovery';
-import type { RecoveryResult } from './scenarios/recovery';
-import { scaleScenario } from './scenarios/scale';
-import { TARGET_SHARE, throughputCase } from './scenarios/throughput';
-import type { ThroughputCase } from './scenarios/throughput';
+import { connectCostRun, medianConnectCostRun } from './scenarios/connect-cost/run';
+import type { ConnectCostRun } from './scenarios/connect-cost/run';
+import { memoryCase } from './scenarios/memory/run';
+import type { MemoryCase } from './scenarios/memory/run';
+import { presenceScenario } from './scenarios/presence/run';
+import { PUSHER_SYSTEMS, pusherScenario } from './scenarios/pusher/run';
+import type { PresenceResult } from './scenarios/presence/run';
+import { profileScenario } from './scenarios/profile/run';
+import { publishCostScenario } from './scenarios/publish-cost/run';
+import type { CostVariant } from './scenarios/publish-cost/run';
+import { recoveryScenario } from './scenarios/recovery/run';
+import type { RecoveryResult } from './scenarios/recovery/run';
+import { scaleScenario } from './scenarios/scale/run';
+import { TARGET_SHARE, throughputCase } from './scenarios/throughput/run';
+import type { ThroughputCase } from './scenarios/throughput/run';
 import { writeReport } from './report';
-
-export type { Meta, Options, Results, ThroughputShape } from './results';
 import type { Meta, Options, Results, ThroughputShape } from './results';
 
 // Each Switchboard system right after its ceiling: a pair sees the same machine, and Switchboard
@@ -600,26 +599,4 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-let interrupted = false;
-
-// Ctrl-C, or SIGTERM to `npm run bench`: nothing the harness started may outlive it. Then the
-// harness ends by the same signal, so npm and shells see how it ended.
-const onSignal = (signal: NodeJS.Signals): void => {
-  if (interrupted) return;
-  interrupted = true;
-  console.error(`bench: ${signal}; stopping the processes it started`);
-  void stopDescendants().then(() => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.kill(process.pid, signal);
-  });
-};
-process.on('SIGINT', onSignal);
-process.on('SIGTERM', onSignal);
-
-main().catch((error: unknown) => {
-  // Once interrupted, failures of the scenario whose processes are being stopped are expected.
-  if (interrupted) return;
-  console.error(error);
-  process.exit(1);
-});
+runMain('bench', main, 1);

@@ -1,6 +1,7 @@
 import { createMemoryState } from '@switchboard/core';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { createTestKey, postJson, startGateway, waitFor } from '@switchboard/testing';
+import { waitFor } from '@switchboard/harness';
+import { createTestKey, postJson, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import { ChurnFleet } from '../src/soak/fleet';
 import type { Conn } from '../src/soak/fleet';

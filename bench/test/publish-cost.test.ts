@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resultsDir } from '../src/lib/results-dir';
 import { targets, writeReport } from '../src/report';
-import type { Meta, Results } from '../src/run';
-import { costVerdict } from '../src/scenarios/publish-cost';
-import type { CostRun, CostVariant } from '../src/scenarios/publish-cost';
+import type { Meta, Results } from '../src/results';
+import { costVerdict } from '../src/scenarios/publish-cost/run';
+import type { CostRun, CostVariant } from '../src/scenarios/publish-cost/run';
 import type { Step } from '../src/scenarios/load';
 
 // Issue 12's publish-cost target is judged on these ratios: Switchboard's CPU per 1,000

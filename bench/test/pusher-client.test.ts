@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import Pusher from 'pusher';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import { parseQuery, verifySignedRequest } from '../../packages/gateway/src/protocols/pusher/http-auth';
+import { parseQuery, verifySignedRequest } from '@switchboard/gateway';
 import { payload } from '../src/lib/payload';
 import { publishAtRate } from '../src/lib/publish-loop';
 import {

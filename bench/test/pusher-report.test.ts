@@ -1,6 +1,6 @@
-import { pusherTargets } from '../src/report-pusher';
+import { pusherTargets } from '../src/scenarios/pusher/report';
 import type { Step } from '../src/scenarios/load';
-import type { PusherCase, PusherResults } from '../src/scenarios/pusher';
+import type { PusherCase, PusherResults } from '../src/scenarios/pusher/run';
 
 // Issue 32's verdicts in the Pusher section: each Switchboard round against the ceiling and Soketi
 // of the same round; while Switchboard has no figures, what it would need and why it has none.

@@ -1,6 +1,6 @@
 import { targets } from '../src/report';
-import { SCALE_TARGETS, scaleLayout, serverSlack } from '../src/scenarios/scale';
-import type { ScalePublish, ScaleResult, ScaleSystem } from '../src/scenarios/scale';
+import { SCALE_TARGETS, scaleLayout, serverSlack } from '../src/scenarios/scale/run';
+import type { ScalePublish, ScaleResult, ScaleSystem } from '../src/scenarios/scale/run';
 import { reachableFdLimit } from '../src/lib/procs';
 
 // Issue 16's targets, judged on measurements given as data, and the layout the scenario picks

@@ -1,9 +1,9 @@
 import { targets } from '../src/report';
-import type { Results, ThroughputShape } from '../src/run';
+import type { Results, ThroughputShape } from '../src/results';
 import { lossReason } from '../src/scenarios/load';
 import type { Step } from '../src/scenarios/load';
-import { sustainedMax } from '../src/scenarios/throughput';
-import type { ThroughputCase } from '../src/scenarios/throughput';
+import { sustainedMax } from '../src/scenarios/throughput/run';
+import type { ThroughputCase } from '../src/scenarios/throughput/run';
 
 // The benchmark's verdicts are what issue 6 is closed on: these pin how a maximum is found and
 // how a throughput target is judged, on measurements given as data.

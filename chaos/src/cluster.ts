@@ -1,22 +1,23 @@
 import { randomBytes } from 'node:crypto';
-import { startHaproxy } from '@switchboard/testing/dist/haproxy';
-import type { HaproxyServerState, RunningHaproxy } from '@switchboard/testing/dist/haproxy';
-import { fixedFreePort } from '@switchboard/testing/dist/ports';
-import { startSwitchboardProcess } from '@switchboard/testing/dist/process';
-import type { SwitchboardProcess } from '@switchboard/testing/dist/process';
-import { startRedis, startRedisSentinelGroup } from '@switchboard/testing/dist/redis-server';
-import type { RedisServer } from '@switchboard/testing/dist/redis-server';
-import { startTcpProxy } from '@switchboard/testing/dist/tcp-proxy';
-import { waitFor } from '@switchboard/testing/dist/wait';
+import {
+  BalancedCluster,
+  fixedFreePort,
+  startRedisSentinelGroup,
+  startSwitchboardProcess,
+  startTcpProxy,
+  waitFor,
+} from '@switchboard/harness';
+import type { ClusterGround, RedisServer, SwitchboardProcess } from '@switchboard/harness';
 import { GATEWAYS } from './plan';
 import type { Gateway } from './plan';
 
 /**
- * The cluster under chaos, as docker-compose runs it but without containers: one Redis, three
- * gateway processes on fixed ports (a gateway restarts on its port under its NODE_ID, as
- * `docker compose restart gwN` does), HAProxy rendered from the shipped deploy/haproxy.cfg in
- * front of them, and the account API process. Every process is kept with what the schedule did
- * to it, so the end of the run can tell a crash from a kill.
+ * The cluster under chaos: the balanced topology of @switchboard/harness (one Redis, three
+ * gateway processes on fixed ports, HAProxy rendered from the shipped deploy/haproxy.cfg in
+ * front of them; a gateway restarts on its port under its NODE_ID, as `docker compose restart
+ * gwN` does), plus the account API process, each gateway's metrics port and Redis on a fixed
+ * port so it can be restarted. Every process is kept with what the schedule did to it, so the
+ * end of the run can tell a crash from a kill.
  */
 
 /** Redis that can fail over: `failover` SIGKILLs the primary and resolves once a replica serves. */
@@ -113,22 +114,11 @@ export interface Incarnation {
   refusedStart?: boolean;
 }
 
-export interface ApiKey {
-  readonly key: string;
-  readonly secret: string;
-}
-
-export class ChaosCluster {
-  readonly key: ApiKey = {
-    key: `chaos${randomBytes(5).toString('hex')}`,
-    secret: randomBytes(16).toString('hex'),
-  };
-  readonly prefix = `chaos${randomBytes(3).toString('hex')}`;
+export class ChaosCluster extends BalancedCluster {
   readonly incarnations: Incarnation[] = [];
   /** The running incarnation of each gateway; absent while it is down. */
   readonly live = new Map<Gateway, Incarnation>();
   private account: Incarnation | undefined;
-  private haproxy: RunningHaproxy | undefined;
   /** Resolves when Redis is up again; undefined while it is up. */
   private redisBack: Promise<void> | undefined;
   private redisBackResolve: (() => void) | undefined;
@@ -137,41 +127,49 @@ export class ChaosCluster {
   refusedStarts = 0;
 
   private constructor(
-    readonly redis: RedisServer | FailoverRedis,
-    readonly ports: Readonly<Record<Gateway, number>>,
+    ground: ClusterGround,
     readonly metricsPorts: Readonly<Record<Gateway, number>>,
-    readonly balancerPort: number,
     readonly accountPort: number,
     private readonly log: (line: string) => void,
-  ) {}
+  ) {
+    super(
+      {
+        names: GATEWAYS,
+        env: { HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+        gatewayEnv: (name) => ({
+          METRICS_PORT: String(metricsPorts[name as Gateway]),
+          NODE_TIMEOUT_MS: String(CLUSTER_TIMING.nodeTimeoutMs),
+          HEARTBEAT_INTERVAL_MS: String(CLUSTER_TIMING.heartbeatIntervalMs),
+          DRAIN_GRACE_MS: String(CLUSTER_TIMING.drainGraceMs),
+          // Generous: recovery is tested by catching up, not by the retention limit.
+          HISTORY_SIZE: '1000',
+        }),
+        checkIntervalMs: CLUSTER_TIMING.checkIntervalMs,
+        // Restarted many times on its port: a fixed port, which no outgoing connection can take meanwhile.
+        redisOnFixedPort: true,
+        key: { key: `chaos${randomBytes(5).toString('hex')}`, secret: randomBytes(16).toString('hex') },
+        prefix: `chaos${randomBytes(3).toString('hex')}`,
+        readyTimeoutMs: 30_000,
+        rotationTimeoutMs: 20_000,
+      },
+      ground,
+    );
+  }
 
-  static async start(
+  static async launch(
     log: (line: string) => void,
     options: { failover?: boolean } = {},
   ): Promise<ChaosCluster> {
-    const ports = {} as Record<Gateway, number>;
     const metricsPorts = {} as Record<Gateway, number>;
-    for (const name of GATEWAYS) {
-      ports[name] = await fixedFreePort();
-      metricsPorts[name] = await fixedFreePort();
-    }
-    const cluster = new ChaosCluster(
-      // Restarted many times on its port: a fixed port, which no outgoing connection can take meanwhile.
-      options.failover ? await startFailoverRedis() : await startRedis({ port: await fixedFreePort() }),
-      ports,
-      metricsPorts,
-      await fixedFreePort(),
-      await fixedFreePort(),
-      log,
-    );
+    const ground = await BalancedCluster.ground({
+      names: GATEWAYS,
+      redisOnFixedPort: true,
+      ...(options.failover ? { startRedis: startFailoverRedis } : {}),
+    });
+    for (const name of GATEWAYS) metricsPorts[name] = await fixedFreePort();
+    const cluster = new ChaosCluster(ground, metricsPorts, await fixedFreePort(), log);
+    await cluster.open();
     try {
-      await Promise.all(GATEWAYS.map((name) => cluster.startGateway(name)));
-      cluster.haproxy = await startHaproxy({
-        listenPort: cluster.balancerPort,
-        backends: GATEWAYS.map((name) => ({ name, port: ports[name] })),
-        checkIntervalMs: CLUSTER_TIMING.checkIntervalMs,
-      });
-      for (const name of GATEWAYS) await cluster.waitUntilInRotation(name);
       await cluster.startAccountApi();
     } catch (error) {
       await cluster.stop();
@@ -180,39 +178,15 @@ export class ChaosCluster {
     return cluster;
   }
 
-  /** Configuration shared by every process of the cluster. */
-  get env(): Record<string, string> {
-    return {
-      REDIS_URL: this.redis.url,
-      REDIS_PREFIX: this.prefix,
-      SWITCHBOARD_KEYS: JSON.stringify([{ key: this.key.key, secret: this.key.secret, domains: [] }]),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-    };
-  }
-
-  get balancerUrl(): string {
-    return `http://127.0.0.1:${this.balancerPort}`;
-  }
-
-  get balancerWsUrl(): string {
-    return `ws://127.0.0.1:${this.balancerPort}`;
-  }
-
   get accountUrl(): string {
     return `http://127.0.0.1:${this.accountPort}`;
-  }
-
-  get balancer(): RunningHaproxy {
-    if (!this.haproxy) throw new Error('HAProxy is not running');
-    return this.haproxy;
   }
 
   get redisUp(): boolean {
     return this.redisBack === undefined;
   }
 
-  private track(role: Incarnation['role'], name: string, proc: SwitchboardProcess): Incarnation {
+  private incarnation(role: Incarnation['role'], name: string, proc: SwitchboardProcess): Incarnation {
     const incarnation: Incarnation = { role, name, proc, startedAt: Date.now() };
     this.incarnations.push(incarnation);
     void proc.exited.then(({ code, signal }) => {
@@ -226,26 +200,14 @@ export class ChaosCluster {
    * with "Redis … is unreachable" (it must apply SWITCHBOARD_KEYS): like a supervisor, try again
    * once Redis is back.
    */
-  async startGateway(name: Gateway): Promise<Incarnation> {
+  override async startGateway(name: string): Promise<SwitchboardProcess> {
     for (let attempt = 1; ; attempt++) {
-      const proc = startSwitchboardProcess(['gateway'], {
-        ...this.env,
-        PORT: String(this.ports[name]),
-        METRICS_PORT: String(this.metricsPorts[name]),
-        NODE_ID: name,
-        NODE_TIMEOUT_MS: String(CLUSTER_TIMING.nodeTimeoutMs),
-        HEARTBEAT_INTERVAL_MS: String(CLUSTER_TIMING.heartbeatIntervalMs),
-        DRAIN_GRACE_MS: String(CLUSTER_TIMING.drainGraceMs),
-        // Generous: recovery is tested by catching up, not by the retention limit.
-        HISTORY_SIZE: '1000',
-      });
-      const incarnation = this.track('gateway', name, proc);
+      const proc = this.launchGateway(name);
+      const incarnation = this.incarnation('gateway', name, proc);
       try {
-        const ready = await proc.waitForLog({ msg: 'ready' }, 30_000);
-        if (ready['port'] !== this.ports[name])
-          throw new Error(`${name} listens on ${String(ready['port'])}, not ${this.ports[name]}`);
-        this.live.set(name, incarnation);
-        return incarnation;
+        await this.gatewayReady(name, proc);
+        this.live.set(name as Gateway, incarnation);
+        return proc;
       } catch (error) {
         const exit = await Promise.race([
           proc.exited,
@@ -308,7 +270,7 @@ export class ChaosCluster {
 
   /** Failover runs: the primary SIGKILLed, its replica promoted; resolves with the new master's port. */
   async failoverRedis(): Promise<number> {
-    const { redis } = this;
+    const redis = this.redis as RedisServer | FailoverRedis;
     if (!('failover' in redis)) throw new Error('this run has no replica to fail over to');
     this.redisBack = new Promise((resolve) => (this.redisBackResolve = resolve));
     try {
@@ -335,47 +297,8 @@ export class ChaosCluster {
       ...this.env,
       ACCOUNT_PORT: String(this.accountPort),
     });
-    this.account = this.track('account-api', 'account-api', proc);
+    this.account = this.incarnation('account-api', 'account-api', this.track(proc));
     await proc.waitForLog({ msg: 'ready' }, 30_000);
-  }
-
-  /** The status of a node's own /api/health; 0 when nothing listens. */
-  async health(name: Gateway): Promise<number> {
-    try {
-      return (
-        await fetch(`http://127.0.0.1:${this.ports[name]}/api/health`, { signal: AbortSignal.timeout(2000) })
-      ).status;
-    } catch {
-      return 0;
-    }
-  }
-
-  /** The balancer's view of its servers; an empty list when its runtime API did not answer. */
-  async servers(): Promise<HaproxyServerState[]> {
-    try {
-      return await this.balancer.servers();
-    } catch {
-      return [];
-    }
-  }
-
-  /** Health 200 on the node, then HAProxy's check passes: new clients may land on it. */
-  async waitUntilInRotation(name: Gateway, timeoutMs = 20_000): Promise<void> {
-    await waitFor(`${name} /api/health 200`, async () => (await this.health(name)) === 200, timeoutMs, 50);
-    await waitFor(
-      `haproxy sees ${name} UP`,
-      async () => (await this.servers()).some((s) => s.name === name && s.status === 'UP'),
-      timeoutMs,
-      50,
-    );
-  }
-
-  /** Kills every process the run started, HAProxy and Redis. */
-  async stop(): Promise<void> {
-    for (const incarnation of this.incarnations) incarnation.proc.kill('SIGKILL');
-    await Promise.all(this.incarnations.map((incarnation) => incarnation.proc.exited));
-    await this.haproxy?.close();
-    await this.redis.stop();
   }
 
   /** The account API process (for the end-of-run process check). */

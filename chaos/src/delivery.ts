@@ -1,6 +1,7 @@
-import { ranges } from '@switchboard/testing/dist/wait';
+import { ranges } from '@switchboard/harness';
 import type { Ack } from './publisher';
-import type { AppTrack, ChannelTrack, PositionEntry, Standing } from './fleet';
+import type { PositionEntry, Standing } from '@switchboard/harness';
+import type { AppTrack, ChannelTrack } from './fleet';
 
 /**
  * What one subscription received, against what the publisher was told (docs/protocol.md,

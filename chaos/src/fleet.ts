@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
-import { Waiters } from '@switchboard/testing/dist/wait';
+import { Waiters } from '@switchboard/harness';
+import type { Entry, PositionEntry, PublicationEntry, Standing } from '@switchboard/harness';
 import { Switchboard } from '@switchboard/client';
 import type { ChaosCluster } from './cluster';
 import type { ClientSpec, Protocol } from './plan';
@@ -11,37 +12,6 @@ import type { ClientSpec, Protocol } from './plan';
  * wire, so a duplicate the client would silently drop still counts, and the sockets actually
  * open, whatever the client believes.
  */
-
-/** Where a subscription stood when it asked to resume. */
-export interface Standing {
-  readonly epoch: string;
-  readonly offset: number;
-}
-
-export interface PositionEntry {
-  readonly kind: 'position';
-  readonly session: number;
-  readonly at: number;
-  readonly epoch: string;
-  readonly offset: number;
-  readonly recovered: boolean | undefined;
-  readonly missed: number;
-  /** What the subscription asked to resume from (undefined: no `since`, or a position the gateway sent mid-subscription). */
-  readonly since: Standing | undefined;
-}
-
-export interface PublicationEntry {
-  readonly kind: 'publication';
-  readonly session: number;
-  readonly at: number;
-  /** The epoch of the latest position: a publication frame carries its offset only. */
-  readonly epoch: string;
-  readonly offset: number;
-  /** The publisher's sequence number in the message, to check content as well as position. */
-  readonly seq: unknown;
-}
-
-export type Entry = PositionEntry | PublicationEntry;
 
 /** One channel of a client, on the wire, across all its sockets. */
 export class ChannelTrack {

@@ -1,5 +1,6 @@
 import { freshSeed } from './random';
 import { runChaos } from './run';
+import { runMain } from '@switchboard/harness';
 
 /**
  * `npm run chaos [-- --seed N] [--duration SECONDS] [--failover]`: one chaos run
@@ -45,7 +46,4 @@ async function main(): Promise<void> {
   process.exitCode = result.ok ? 0 : 1;
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+runMain('chaos', main, 1);

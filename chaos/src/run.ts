@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os';
 import Redis from 'ioredis';
-import { waitFor } from '@switchboard/testing/dist/wait';
+import { waitFor } from '@switchboard/harness';
 import { ChaosCluster, CLUSTER_TIMING } from './cluster';
 import type { Incarnation } from './cluster';
 import { appProblems, deliveryProblems, describePositions, epochRanking } from './delivery';
@@ -78,7 +78,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       .join(', ');
   out(`plan: ${plan.initialClients.length} clients, ${plan.events.length} events (${counts(plan.events)})`);
 
-  const cluster = await ChaosCluster.start(say, { failover: options.failover ?? false });
+  const cluster = await ChaosCluster.launch(say, { failover: options.failover ?? false });
   const fleet = new Fleet(cluster);
   let publisher: Publisher | undefined;
   let redis: Redis | undefined;

@@ -1,4 +1,4 @@
-import { ranges } from '@switchboard/testing/dist/wait';
+import { ranges } from '@switchboard/harness';
 import { deliveryProblems, epochRanking } from '../src/delivery';
 import type { DeliveryStats } from '../src/delivery';
 import { ChannelTrack } from '../src/fleet';

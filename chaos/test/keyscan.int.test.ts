@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
-import { startRedis } from '@switchboard/testing';
-import type { RedisServer } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import type { RedisServer } from '@switchboard/harness';
 import type { ChaosCluster } from '../src/cluster';
 import { scanKeys } from '../src/keyscan';
 import type { Truth } from '../src/state';

@@ -4,8 +4,10 @@ import { createLogger, loadConfig } from '@switchboard/core';
 import { createEngine } from '../../packages/cli/src/engine';
 import type { ApiKeyRecord, Engine } from '@switchboard/core';
 import { createAccountApi } from '@switchboard/account-api';
-import { connectClient, createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 import type { Express } from 'express';
 
 /**

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startSwitchboardProcess } from '@switchboard/testing';
-import type { SwitchboardProcess } from '@switchboard/testing';
+import { startSwitchboardProcess } from '@switchboard/harness';
+import type { SwitchboardProcess } from '@switchboard/harness';
 
 /** The built `switchboard` binary: `keys` and `account-api` as an operator runs them. */
 

@@ -6,11 +6,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import { postJson, startRedis } from '@switchboard/testing';
-import type { RedisServer } from '@switchboard/testing';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { postJson } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
 import { Switchboard } from '@switchboard/client';
 import type { Channel } from '@switchboard/client';
-import { startNodeProcess, testKey, waitUntil } from './support-nodes';
+import { startNodeProcess, testKey } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
 const CLIENTS = 500;
@@ -72,10 +73,10 @@ describe('a reconnect storm', () => {
       watched.push(entry);
     }
     // Connected, with a position to resume from.
-    await waitUntil(
+    await waitFor(
+      'every client positioned',
       () => watched.every((w) => w.channel.epoch !== undefined),
       30_000,
-      'every client positioned',
     );
     for (const w of watched) w.reconnectedAt = undefined;
 
@@ -95,7 +96,7 @@ describe('a reconnect storm', () => {
       );
     };
     await publishRound(doomed);
-    await waitUntil(() => watched.every((w) => w.seen.length === 1), 10_000, 'the first round');
+    await waitFor('the first round', () => watched.every((w) => w.seen.length === 1), 10_000);
 
     const terminatedAt = Date.now();
     doomed.proc.kill('SIGTERM');
@@ -109,11 +110,7 @@ describe('a reconnect storm', () => {
     expect((await doomed.proc.exited).code).toBe(0);
 
     const total = published[0]!;
-    await waitUntil(
-      () => watched.every((w) => w.seen.length >= total),
-      20_000,
-      'every publication everywhere',
-    );
+    await waitFor('every publication everywhere', () => watched.every((w) => w.seen.length >= total), 20_000);
     expect(watched.filter((w) => w.unrecovered)).toHaveLength(0);
     for (const w of watched) expect(w.seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
     // Some publications were made while clients were away: recovery, not live delivery, brought them.

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 
 /** Three gateway nodes on one Redis behave as one service (docs/scaling.md). */
 let redis: RedisServer;

@@ -17,16 +17,10 @@ import { createEngine } from '../../packages/cli/src/engine';
 import type { Engine } from '@switchboard/core';
 import { startAccountApi } from '@switchboard/account-api';
 import type { RunningAccountApi } from '@switchboard/account-api';
-import {
-  chromiumPath,
-  connectClient,
-  createTestKey,
-  startGateway,
-  startRedis,
-  startSwitchboardProcess,
-} from '@switchboard/testing';
-import type { RedisServer, SwitchboardProcess, TestClient, TestGateway } from '@switchboard/testing';
-import { waitUntil } from './support-nodes';
+import { chromiumPath, startRedis, startSwitchboardProcess, waitFor } from '@switchboard/harness';
+import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import type { RedisServer, SwitchboardProcess } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 
 const CONSOLE_BUILD = join(__dirname, '..', '..', 'packages', 'account-api', 'dist', 'console', 'console.js');
 const SCREENSHOTS = join(__dirname, '..', '..', 'docs', 'console');
@@ -269,14 +263,14 @@ describe('web console against Redis with two gateways and the account API', () =
 
     await redis.restart();
     // The restarted Redis is empty (no persistence): the key is put back, as a persisted store keeps it.
-    await waitUntil(
+    await waitFor(
+      'the key put back',
       () =>
         engine.keys.put(key).then(
           () => true,
           () => false,
         ),
       10_000,
-      'the key put back',
     );
     await page
       .locator('#status')

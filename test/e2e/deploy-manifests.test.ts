@@ -15,8 +15,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { configSchema } from '../../packages/core/src/config/schema';
-import { createMetrics } from '../../packages/core/src/metrics/metrics';
+import { configSchema, createMetrics } from '@switchboard/core';
 import { asModel, validateK8sObject } from './support/k8s-schemas';
 import type { K8sObject } from './support/kustomize';
 import { objectId, readKustomization, renderKustomization } from './support/kustomize';
@@ -28,9 +27,9 @@ import {
   readDotEnv,
 } from './support/compose';
 import { contextCopySources, execForm, isDockerIgnored, parseDockerfile } from './support/dockerfile';
-import { haproxyBinary, startHaproxy } from './support/haproxy';
-import type { RunningHaproxy } from './support/haproxy';
-import { NODE_FLAGS } from '../../packages/cli/src/node-flags';
+import { haproxyBinary, startHaproxy } from '@switchboard/harness';
+import type { RunningHaproxy } from '@switchboard/harness';
+import { NODE_FLAGS } from '@switchboard/cli';
 import WebSocket, { WebSocketServer } from 'ws';
 
 const ROOT = join(__dirname, '..', '..');

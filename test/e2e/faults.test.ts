@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { createLogger, loadConfig } from '@switchboard/core';
 import { createEngine } from '../../packages/cli/src/engine';
 import type { Engine } from '@switchboard/core';
-import { connectClient, postJson, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient } from '@switchboard/testing';
-import { startNodeProcess, testKey, waitUntil } from './support-nodes';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { connectClient, postJson } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient } from '@switchboard/testing';
+import { startNodeProcess, testKey } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
 /** Node crashes, Redis outages and drains, with real processes (docs/scaling.md). */
@@ -72,7 +74,7 @@ describe('a node that dies without warning', () => {
     await at(b, '/v3/crash', { presence: '1', user: 'carl' });
     await watcher.next((f) => f.json?.['event'] === 'system::member_joined' && f.text.includes('"bob"'));
     await bob.nextEvent('system::member_list');
-    await waitUntil(async () => (await reader.counts.sum(key.key)) === 5, 5000, 'counts written');
+    await waitFor('counts written', async () => (await reader.counts.sum(key.key)) === 5, 5000);
 
     const killedAt = Date.now();
     b.proc.kill('SIGKILL');
@@ -83,10 +85,10 @@ describe('a node that dies without warning', () => {
     );
     expect(convergenceMs).toBeLessThanOrEqual(NODE_TIMEOUT_MS + 500);
 
-    await waitUntil(
+    await waitFor(
+      'counts of the dead node removed',
       async () => (await reader.counts.sum(key.key)) === 2,
       2000,
-      'counts of the dead node removed',
     );
     expect((await reader.counts.list(key.key)).items).toEqual([{ channel: 'crash', count: 2 }]);
     expect((await api(a, '/api/v4/members', { channel: 'crash' })).body).toMatchObject({ count: 2 });
@@ -127,7 +129,7 @@ describe('Redis outages', () => {
     expect((await health(a)).status).toBe(200);
 
     await redis.kill();
-    await waitUntil(async () => (await health(a)).status === 503, 5000, 'health 503');
+    await waitFor('health 503', async () => (await health(a)).status === 503, 5000);
     expect((await health(a)).body).toMatchObject({ status: 'unavailable' });
     expect((await fetch(`${a.httpUrl}/api/live`)).status).toBe(200);
     expect((await api(a, '/api/publish', { channel: 'outage', message: 'x' })).status).toBe(503);
@@ -142,22 +144,22 @@ describe('Redis outages', () => {
 
     const restartedAt = Date.now();
     await redis.restart();
-    await waitUntil(
+    await waitFor(
+      'health ok again',
       async () => (await health(a)).status === 200 && (await health(b)).status === 200,
       15_000,
-      'health ok again',
     );
     process.stdout.write(
       `Redis restart recovery: health ok ${Date.now() - restartedAt} ms after redis-server restarted\n`,
     );
-    await waitUntil(
+    await waitFor(
+      'presence rewritten',
       async () => ((await api(a, '/api/v4/members', { channel: 'outage' })).body['count'] as number) === 4,
       5000,
-      'presence rewritten',
     );
     // The test's own reader reconnects on its own schedule, which may be later than the gateways'.
-    await waitUntil(() => reader.isAvailable(), 5000, 'the reader reconnected');
-    await waitUntil(async () => (await reader.counts.sum(key.key)) === 4, 5000, 'counts rewritten');
+    await waitFor('the reader reconnected', () => reader.isAvailable(), 5000);
+    await waitFor('counts rewritten', async () => (await reader.counts.sum(key.key)) === 4, 5000);
     expect((await api(b, '/api/v4/publish', { channel: 'outage', message: 'back' })).status).toBe(200);
     for (const c of [c1, c2, late, remote]) await c.next((f) => f.text === 'back');
   });

@@ -1,15 +1,8 @@
 import { createMemoryState } from '@switchboard/core';
-import {
-  createTestKey,
-  freePort,
-  rawRequest,
-  startGateway,
-  UPGRADE_HEADERS,
-  waitFor,
-} from '@switchboard/testing';
+import { freePort, rawRequest, startHaproxy, UPGRADE_HEADERS, waitFor } from '@switchboard/harness';
+import { createTestKey, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
-import { startHaproxy } from './support/haproxy';
-import type { RunningHaproxy } from './support/haproxy';
+import type { RunningHaproxy } from '@switchboard/harness';
 
 /**
  * A client behind the shipped deploy/haproxy.cfg cannot choose its address by writing its own

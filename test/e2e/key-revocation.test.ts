@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, postJson, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestGateway } from '@switchboard/testing';
-import { runKeys } from '../../packages/cli/src/commands/keys';
+import { startRedis } from '@switchboard/harness';
+import { connectClient, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestGateway } from '@switchboard/testing';
+import { runKeys } from '@switchboard/cli';
 
 /**
  * `switchboard keys …` against the cluster's Redis reaches gateways that cache key records for a

@@ -4,8 +4,10 @@ import request from 'supertest';
 import { createAccountApi } from '@switchboard/account-api';
 import { createLogger, loadConfig } from '@switchboard/core';
 import type { ApiKeyRecord, Protocol, Topic } from '@switchboard/core';
-import { createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestGateway } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import { createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestGateway } from '@switchboard/testing';
 import type { Express } from 'express';
 
 /**

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { connectClient, freePort, postJson, startRedis, startSwitchboardProcess } from '@switchboard/testing';
-import type { RedisServer, SwitchboardProcess, TestClient } from '@switchboard/testing';
-import { startHaproxy } from './support/haproxy';
-import type { RunningHaproxy } from './support/haproxy';
-import { startNodeProcess, waitUntil } from './support-nodes';
+import { freePort, startHaproxy, startRedis, startSwitchboardProcess, waitFor } from '@switchboard/harness';
+import { connectClient, postJson } from '@switchboard/testing';
+import type { RedisServer, RunningHaproxy, SwitchboardProcess } from '@switchboard/harness';
+import type { TestClient } from '@switchboard/testing';
+import { startNodeProcess } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
 /**
@@ -46,7 +46,7 @@ beforeAll(async () => {
     backends: [{ name: 'gw1', port: gateway.port }],
     checkIntervalMs: 200,
   });
-  await waitUntil(async () => (await haproxy.servers())[0]?.status === 'UP', 10_000, 'haproxy sees gw1 UP');
+  await waitFor('haproxy sees gw1 UP', async () => (await haproxy.servers())[0]?.status === 'UP', 10_000);
 });
 
 afterAll(async () => {
@@ -87,10 +87,10 @@ it('no secret or JWT reaches any log line', async () => {
   expect((await ask('/api/connections', SECRET)).status).toBe(200);
   expect((await ask('/api/connections', WRONG_SECRET)).status).toBe(401);
   await redis.kill();
-  await waitUntil(
+  await waitFor(
+    'account API sees Redis down',
     async () => (await fetch(`${accountUrl}/api/health`)).status === 503,
     10_000,
-    'account API sees Redis down',
   );
   const query = new URLSearchParams({ secret: SECRET, jwt: jwtInQuery }).toString();
   expect((await ask(`/api/domains?${query}`, SECRET)).status).toBe(503);
@@ -99,15 +99,15 @@ it('no secret or JWT reaches any log line', async () => {
   await redis.restart();
 
   // HAProxy logs a WebSocket when its tunnel ends: both upgrades were kicked or refused.
-  await waitUntil(
+  await waitFor(
+    'HAProxy logs the refused upgrade',
     () => haproxy.output().includes('/v3/private-bad'),
     10_000,
-    'HAProxy logs the refused upgrade',
   );
-  await waitUntil(
+  await waitFor(
+    'HAProxy logs the kicked upgrade',
     () => haproxy.output().includes('/v3/private-query'),
     10_000,
-    'HAProxy logs the kicked upgrade',
   );
 
   const lines = [...gateway.proc.lines, ...account.lines, ...haproxy.output().split('\n')];

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { redisKeys } from '../../packages/core/src/redis/keys';
-import { connectClient, postJson, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient } from '@switchboard/testing';
-import { startNodeProcess, testKey, waitUntil } from './support-nodes';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { connectClient, postJson } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient } from '@switchboard/testing';
+import { startNodeProcess, testKey } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
 /**
@@ -78,7 +80,11 @@ it('drops and counts malformed control messages and publications; every node kee
   for (const node of [a, b]) clients.push(await connectClient(node.wsUrl('/v3/room', { api_key: key.key })));
   const [onA, onB] = clients as [TestClient, TestClient];
   const fanout = keys.fanout({ key: key.key, protocol: 'v3', channel: 'room' });
-  await waitUntil(async () => (await raw.call('PUBSUB', 'NUMSUB', fanout))?.toString() === `${fanout},2`);
+  await waitFor(
+    'condition',
+    async () => (await raw.call('PUBSUB', 'NUMSUB', fanout))?.toString() === `${fanout},2`,
+    10_000,
+  );
   for (const node of [a, b]) {
     expect(await dropped(node, 'control')).toBe(0);
     expect(await dropped(node, 'publication')).toBe(0);
@@ -88,12 +94,12 @@ it('drops and counts malformed control messages and publications; every node kee
   for (const message of BAD_PUBLICATIONS) expect(await raw.publish(fanout, message)).toBe(2);
 
   for (const node of [a, b]) {
-    await waitUntil(
+    await waitFor(
+      `node ${node.id} counted every dropped message`,
       async () =>
         (await dropped(node, 'control')) === BAD_CONTROL.length &&
         (await dropped(node, 'publication')) === BAD_PUBLICATIONS.length,
       10_000,
-      `node ${node.id} counted every dropped message`,
     );
   }
 

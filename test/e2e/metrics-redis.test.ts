@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createMetrics } from '@switchboard/core';
-import { createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import { createTestKey, postJson, startGateway } from '@switchboard/testing';
 
 /** The Redis series move with a Redis outage: connected 1 → 0 → 1, errors counted, one reconnect. */
 it('records Redis availability, command errors and reconnects', async () => {

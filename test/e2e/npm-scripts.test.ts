@@ -4,7 +4,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectClient, freePort } from '@switchboard/testing';
+import { freePort } from '@switchboard/harness';
+import { connectClient } from '@switchboard/testing';
 
 // npm scripts that start long-running processes, run as a process manager or a terminal runs
 // them (systemd `ExecStart=npm start`, a container command, Ctrl-C): a signal to npm must reach

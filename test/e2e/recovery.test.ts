@@ -1,11 +1,16 @@
 import { Redis } from 'ioredis';
 import { redisKeys } from '../../packages/core/src/redis/keys';
-import { ranges, startRedisCluster, startRedisSentinelGroup, startTcpProxy } from '@switchboard/testing';
-import { BalancedCluster, within } from './support/balanced-cluster';
-import { waitUntil } from './support-nodes';
-import type { Waiters } from './support/balanced-cluster';
-import { RecoveringFleet } from './support/recovering-client';
-import type { ChannelLog, PositionEntry, RecoveringClient } from './support/recovering-client';
+import {
+  BalancedCluster,
+  ranges,
+  RecoveringFleet,
+  startRedisCluster,
+  startRedisSentinelGroup,
+  startTcpProxy,
+  waitFor,
+  within,
+} from '@switchboard/harness';
+import type { ChannelLog, PositionEntry, RecoveringClient, Waiters } from '@switchboard/harness';
 
 /**
  * Delivery guarantees end to end (docs/protocol.md, "History and recovery"): Redis, three gateway
@@ -579,10 +584,10 @@ async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> 
     }
     await group.primary.kill();
     group.replica.thaw();
-    await waitUntil(
+    await waitFor(
+      'the sentinels promote the replica',
       async () => (await group.masterPort()) === group.replica.port,
       30_000,
-      'the sentinels promote the replica',
     );
     proxy?.retarget(group.replica.port);
     const replica = new Redis(group.replica.port, '127.0.0.1');
@@ -598,10 +603,10 @@ async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> 
       const open = (): number =>
         run.fleet.clients.filter((client) => client.open).reduce((sum, client) => sum + client.logs.size, 0);
       let total = '';
-      await waitUntil(
+      await waitFor(
+        'the connection count equal to the open subscriptions',
         async () => (total = (await replica.get(counted)) ?? '0') === String(open()),
         15_000,
-        'the connection count equal to the open subscriptions',
       ).catch((error: Error) => {
         throw new Error(`${error.message}: counted ${total}, open ${open()}`);
       });
@@ -691,14 +696,14 @@ it('Redis Cluster master failover that loses acknowledged publications: no posit
     const owner = rows.find((row) => row[2]!.includes('master') && owns(row, slot))!;
     const portOf = (row: string[]): number => Number(row[1]!.split('@')[0]!.split(':')[1]);
     let replicaRow: string[] | undefined;
-    await waitUntil(
+    await waitFor(
+      'the replica of the channel’s master known',
       async () => {
         const table = ((await any.call('CLUSTER', 'NODES')) as string).trim().split('\n');
         replicaRow = table.map((line) => line.split(' ')).find((row) => row[3] === owner[0]);
         return replicaRow !== undefined;
       },
       15_000,
-      'the replica of the channel’s master known',
     );
     // The topics whose history lives on the master that fails.
     const failing = new Set<string>();
@@ -715,10 +720,10 @@ it('Redis Cluster master failover that loses acknowledged publications: no posit
     try {
       await master.connect();
       await replica.connect();
-      await waitUntil(
+      await waitFor(
+        'the replica in sync',
         async () => ((await replica.info('replication')) as string).includes('master_link_status:up'),
         15_000,
-        'the replica in sync',
       );
       expect(await master.call('WAIT', '1', '5000')).toBe(1);
       redisCluster.signal(replicaPort, 'SIGSTOP');
@@ -729,10 +734,10 @@ it('Redis Cluster master failover that loses acknowledged publications: no posit
       master.disconnect();
       redisCluster.signal(masterPort, 'SIGKILL');
       redisCluster.signal(replicaPort, 'SIGCONT');
-      await waitUntil(
+      await waitFor(
+        'the cluster promotes the replica',
         async () => ((await replica.info('replication').catch(() => '')) as string).includes('role:master'),
         30_000,
-        'the cluster promotes the replica',
       );
       expect(await replica.call('GET', marker)).toBeNull();
     } finally {

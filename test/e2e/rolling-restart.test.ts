@@ -1,9 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { UPGRADE_LOST } from '@switchboard/gateway';
-import { startSwitchboardProcess } from '@switchboard/testing';
-import type { SwitchboardProcess } from '@switchboard/testing';
-import { BalancedCluster, request, Waiters, within } from './support/balanced-cluster';
+import { BalancedCluster, request, startSwitchboardProcess, Waiters, within } from '@switchboard/harness';
+import type { SwitchboardProcess } from '@switchboard/harness';
 
 /**
  * The docker-compose topology without containers (issue 5): Redis, three gateway processes on

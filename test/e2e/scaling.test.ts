@@ -3,9 +3,10 @@ import WebSocket from 'ws';
 import { createLogger, loadConfig } from '@switchboard/core';
 import { createEngine } from '../../packages/cli/src/engine';
 import type { Engine } from '@switchboard/core';
-import { postJson, startRedis } from '@switchboard/testing';
-import type { RedisServer } from '@switchboard/testing';
-import { startNodeProcess, testKey, waitUntil } from './support-nodes';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { postJson } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import { startNodeProcess, testKey } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
 /**
@@ -96,7 +97,7 @@ it('adds and removes nodes under load without losing messages for connected clie
   let pool: NodeProcess[] = [a];
   const clients: ReconnectingClient[] = [];
   for (let i = 0; i < 20; i++) clients.push(new ReconnectingClient(`a${i}`, () => pool, a));
-  await waitUntil(() => clients.every((c) => c.connected), 5000, 'first clients connected');
+  await waitFor('first clients connected', () => clients.every((c) => c.connected), 5000);
 
   // A backend publishing through the node that stays, one message at a time.
   const acked: number[] = [];
@@ -120,28 +121,28 @@ it('adds and removes nodes under load without losing messages for connected clie
   const [b, c] = [await launch(), await launch()];
   pool = [a, b, c];
   for (let i = 0; i < 10; i++) clients.push(new ReconnectingClient(`b${i}`, () => pool, i % 2 ? b : c));
-  await waitUntil(() => clients.every((cl) => cl.connected), 5000, 'clients on new nodes connected');
-  await waitUntil(() => acked.length > 100, 10_000, 'publishes under way');
+  await waitFor('clients on new nodes connected', () => clients.every((cl) => cl.connected), 5000);
+  await waitFor('publishes under way', () => acked.length > 100, 10_000);
 
   pool = [a];
   b.proc.kill('SIGTERM');
   c.proc.kill('SIGTERM');
   expect((await b.proc.exited).code).toBe(0);
   expect((await c.proc.exited).code).toBe(0);
-  await waitUntil(
+  await waitFor(
+    'everyone back on the remaining node',
     () => clients.every((cl) => cl.connected?.node === a),
     5000,
-    'everyone back on the remaining node',
   );
   const resumedAt = acked.length;
-  await waitUntil(() => acked.length > resumedAt + 50, 10_000, 'more publishes');
+  await waitFor('more publishes', () => acked.length > resumedAt + 50, 10_000);
   publishing = false;
   await publisher;
   const last = acked[acked.length - 1]!;
-  await waitUntil(
+  await waitFor(
+    'last message delivered',
     () => clients.every((cl) => cl.connected!.seqs.includes(last)),
     5000,
-    'last message delivered',
   );
 
   for (const client of clients) {
@@ -163,7 +164,7 @@ it('adds and removes nodes under load without losing messages for connected clie
     channel: 'scale',
   });
   expect(members.body['count']).toBe(30);
-  await waitUntil(async () => (await reader.counts.sum(key.key)) === 30, 5000, 'counts match the sockets');
+  await waitFor('counts match the sockets', async () => (await reader.counts.sum(key.key)) === 30, 5000);
   expect((await reader.counts.list(key.key)).items).toEqual([{ channel: 'scale', count: 30 }]);
   for (const client of clients) {
     client.stop();

@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectClient, postJson, startSwitchboardProcess } from '@switchboard/testing';
-import type { SwitchboardProcess } from '@switchboard/testing';
+import { startSwitchboardProcess } from '@switchboard/harness';
+import { connectClient, postJson } from '@switchboard/testing';
+import type { SwitchboardProcess } from '@switchboard/harness';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'sb-start-'));
 const env = {

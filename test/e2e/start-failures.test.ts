@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startSwitchboardProcess } from '@switchboard/testing';
+import { freePort, startSwitchboardProcess } from '@switchboard/harness';
 
 // Start-up failures a user can cause, each run as the command a user types: the process exits 1,
 // keeps no listener open, and says what happened and what to do in exactly one stderr line.

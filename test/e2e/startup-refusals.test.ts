@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startSwitchboardProcess } from '@switchboard/testing';
-import type { SwitchboardProcess } from '@switchboard/testing';
+import { startSwitchboardProcess } from '@switchboard/harness';
+import type { SwitchboardProcess } from '@switchboard/harness';
 
 /**
  * What the built `switchboard` binary refuses, as an operator sees it: domains that are not

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { startSwitchboardProcess } from '@switchboard/testing';
-import type { SwitchboardProcess } from '@switchboard/testing';
+import { startSwitchboardProcess } from '@switchboard/harness';
+import type { SwitchboardProcess } from '@switchboard/harness';
 
 /** A gateway node as a real child process, so it can be SIGKILLed or SIGTERMed. */
 export interface NodeProcess {
@@ -41,17 +41,4 @@ export async function startNodeProcess(
     httpUrl: `http://127.0.0.1:${port}`,
     wsUrl: (path, query) => `ws://127.0.0.1:${port}${path}?${new URLSearchParams(query).toString()}`,
   };
-}
-
-export async function waitUntil(
-  condition: () => Promise<boolean> | boolean,
-  timeoutMs = 10_000,
-  what = 'condition',
-): Promise<number> {
-  const started = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return Date.now() - started;
 }

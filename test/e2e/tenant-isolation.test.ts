@@ -3,11 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import Redis from 'ioredis';
-import { connectClient, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient } from '@switchboard/testing';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { connectClient } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient } from '@switchboard/testing';
 import { startFlooder } from './support/flooder';
 import type { FloodStats, Flooder } from './support/flooder';
-import { startNodeProcess, testKey, waitUntil } from './support-nodes';
+import { startNodeProcess, testKey } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
 /**
@@ -98,13 +100,13 @@ const delta = (after: FloodStats, before: FloodStats) => {
 async function floodWarmUp(flooder: Flooder): Promise<void> {
   const before = await flooder.stats();
   flooder.flood(true);
-  await waitUntil(
+  await waitFor(
+    'the warm-up flood refused',
     async () => {
       const d = delta(await flooder.stats(), before);
       return d.rest429 > 5000 && d.wsErrorFrames > 200 && d.ws4029 > 200;
     },
     30_000,
-    'the warm-up flood refused',
   );
   await stopFlood(flooder, 'the warm-up flood stopped');
 }
@@ -112,13 +114,13 @@ async function floodWarmUp(flooder: Flooder): Promise<void> {
 /** Stops the flood and waits until none of its requests or sockets is left. */
 async function stopFlood(flooder: Flooder, what: string): Promise<void> {
   flooder.flood(false);
-  await waitUntil(
+  await waitFor(
+    what,
     async () => {
       const s = await flooder.stats();
       return s.inFlight === 0 && s.openSockets === 0;
     },
     10_000,
-    what,
   );
 }
 
@@ -210,10 +212,10 @@ describe('tenant isolation', () => {
       const before = await flooder.stats();
       flooder.flood(true);
       // The flood is on once key A's publishes are being refused.
-      await waitUntil(
+      await waitFor(
+        'the flood refused',
         async () => delta(await flooder!.stats(), before).rest429 > 100,
         10_000,
-        'the flood refused',
       );
       const [floodTimes, floodFor] = await timed(cpu.on, () => sample(SAMPLES_PER_PHASE));
       on.push(...floodTimes);

@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { DEFAULT_DISPATCHER_TIMING, createMemoryState, createMetrics } from '@switchboard/core';
 import type { ApiKeyRecord, WebhookConfig } from '@switchboard/core';
-import { connectClient, createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
-import { WebhookReceiver } from './support/webhook-receiver';
-import type { ReceivedHook } from './support/webhook-receiver';
-import { startNodeProcess, testKey, waitUntil } from './support-nodes';
+import { startRedis, waitFor, WebhookReceiver } from '@switchboard/harness';
+import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { ReceivedHook, RedisServer, WebhookEvent, WebhookVerifier } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
+import Pusher from 'pusher';
+import { startNodeProcess, testKey } from './support-nodes';
 import type { NodeProcess } from './support-nodes';
 
 /** Webhooks end to end: real gateways, real Redis, a receiver that verifies with the Pusher SDK. */
@@ -35,8 +36,19 @@ afterAll(async () => {
 
 const prefix = (): string => `w${randomBytes(4).toString('hex')}`;
 
+/** Verifies a request with the official Pusher SDK's webhook helper (key and HMAC-SHA256 of the raw body). */
+function pusherVerifier(key: ApiKeyRecord): WebhookVerifier {
+  // `cluster` only completes the options: verifying a webhook makes no request.
+  const pusher = new Pusher({ appId: '1', key: key.key, secret: key.secret, cluster: 'mt1' });
+  return (headers, rawBody) => {
+    const webhook = pusher.webhook({ headers: headers as Record<string, string>, rawBody });
+    const valid = webhook.isValid();
+    return { valid, events: valid ? (webhook.getEvents() as unknown as WebhookEvent[]) : [] };
+  };
+}
+
 async function receiverFor(key: ApiKeyRecord): Promise<WebhookReceiver> {
-  const receiver = new WebhookReceiver(key.key, key.secret);
+  const receiver = new WebhookReceiver({ verify: pusherVerifier(key) });
   receivers.push(receiver);
   await receiver.up();
   return receiver;
@@ -75,11 +87,11 @@ describe('webhooks on Redis, two gateways', () => {
     await tab1.nextEvent('system::member_list');
     const tab2 = await client(b.wsUrl('/v3/room', { api_key: key.key, presence: '1', user: 'alice' }));
     await tab2.nextEvent('system:member_list');
-    await waitUntil(() => receiver.events().length >= 2, 5000, 'occupied and member_added');
+    await waitFor('occupied and member_added', () => receiver.events().length >= 2, 5000);
 
     tab1.close();
     tab2.close();
-    await waitUntil(() => receiver.events().length >= 4, 5000, 'vacated and member_removed');
+    await waitFor('vacated and member_removed', () => receiver.events().length >= 4, 5000);
     expect(receiver.requests.every((r) => r.valid)).toBe(true);
     expect(names(receiver.events()).sort()).toEqual([
       'channel_occupied room',
@@ -191,7 +203,7 @@ describe('webhooks on Redis, two gateways', () => {
               if (m > 0 && n === 0) note(`${channel} ${user}`, 'member_removed');
             }
           }
-          await waitUntil(settled, 5000, 'the burst applied in Redis');
+          await waitFor('the burst applied in Redis', settled, 5000);
         };
         for (const burst of plan) await run(burst);
         await run(
@@ -216,10 +228,10 @@ describe('webhooks on Redis, two gateways', () => {
           JSON.stringify([...received()].sort()) === JSON.stringify([...expected].sort());
         // Every event was stored with its transition (settled above); once the queue is empty and
         // the receiver has them, nothing more can come.
-        await waitUntil(
+        await waitFor(
+          'every transition delivered',
           async () => same() && (await nodes[0]!.engine.webhooks.depth(key.key)) === 0,
           5000,
-          'every transition delivered',
         ).catch(() => undefined);
         expect(await nodes[0]!.engine.webhooks.depth(key.key)).toBe(0);
         expect(Object.fromEntries([...received()].sort())).toEqual(Object.fromEntries([...expected].sort()));
@@ -239,7 +251,7 @@ describe('kicks and drains', () => {
     await kicked.nextEvent('system::member_list');
     const drained = await client(b.wsUrl('/v4/d', { api_key: key.key, presence: '1', user: 'dan' }));
     await drained.nextEvent('system::member_list');
-    await waitUntil(() => receiver.events().length >= 4, 5000, 'the joins');
+    await waitFor('the joins', () => receiver.events().length >= 4, 5000);
 
     const kick = await postJson(`${a.httpUrl}/api/v4/kick`, {
       key: key.key,
@@ -248,7 +260,7 @@ describe('kicks and drains', () => {
     });
     expect(kick.status).toBe(200);
     await b.gateway.drain();
-    await waitUntil(() => receiver.events().length >= 8, 5000, 'the leaves');
+    await waitFor('the leaves', () => receiver.events().length >= 8, 5000);
     expect(names(receiver.events().slice(4)).sort()).toEqual([
       'channel_vacated d',
       'channel_vacated k',
@@ -272,7 +284,7 @@ describe('client events', () => {
     sender.send({ event: 'typing', data: { on: true } });
     sender.send('plain text, not an event');
     sender.send({ event: 'said', data: 'hi' });
-    await waitUntil(() => receiver.events().length >= 2, 5000, 'two client events');
+    await waitFor('two client events', () => receiver.events().length >= 2, 5000);
     const [typing, said] = receiver.events();
     expect(typing).toEqual({
       name: 'client_event',
@@ -313,11 +325,11 @@ describe('a crashed gateway', () => {
     await stay.nextEvent('system::member_list');
     const doomed = await client(b.wsUrl('/v4/crash', { api_key: key.key, presence: '1', user: 'alice' }));
     await doomed.nextEvent('system::member_list');
-    await waitUntil(() => receiver.events().length >= 4, 5000, 'the joins');
+    await waitFor('the joins', () => receiver.events().length >= 4, 5000);
 
     const killedAt = Date.now();
     b.proc.kill('SIGKILL');
-    await waitUntil(() => receiver.events().length >= 6, NODE_TIMEOUT_MS + 3000, 'the crash events');
+    await waitFor('the crash events', () => receiver.events().length >= 6, NODE_TIMEOUT_MS + 3000);
     process.stdout.write(`crash webhooks: ${Date.now() - killedAt} ms after SIGKILL\n`);
     expect(names(receiver.events().slice(4)).sort()).toEqual([
       'channel_vacated crash',
@@ -348,13 +360,13 @@ describe('a dispatcher that dies mid-batch', () => {
     processes.push(first);
     // Alone, the first node holds the key's lease and keeps retrying the batch.
     await client(first.wsUrl('/v4/batch', { api_key: key.key }));
-    await waitUntil(() => receiver.requests.length >= 2, 5000, 'retries of the first node');
+    await waitFor('retries of the first node', () => receiver.requests.length >= 2, 5000);
     const delivery = receiver.requests[0]!.delivery;
     processes.push(await startNodeProcess(env));
     first.proc.kill('SIGKILL');
     await first.proc.exited;
     failing = false;
-    await waitUntil(() => receiver.accepted.length >= 1, 8000, 'the batch from the second node');
+    await waitFor('the batch from the second node', () => receiver.accepted.length >= 1, 8000);
     expect(receiver.accepted[0]!.delivery).toBe(delivery);
     expect(names(receiver.accepted[0]!.events)).toEqual(['channel_occupied batch']);
   });
@@ -378,9 +390,9 @@ describe('an unavailable receiver', () => {
     const expected = new Map<string, string[]>();
     const cycle = async (channel: string): Promise<void> => {
       const c = await client(gateway.wsUrl(`/v4/${channel}`, { api_key: key.key }));
-      await waitUntil(async () => (await gateway.engine.counts.sum(key.key)) > 0, 2000, 'counted');
+      await waitFor('counted', async () => (await gateway.engine.counts.sum(key.key)) > 0, 2000);
       c.close();
-      await waitUntil(async () => (await gateway.engine.counts.sum(key.key)) === 0, 2000, 'uncounted');
+      await waitFor('uncounted', async () => (await gateway.engine.counts.sum(key.key)) === 0, 2000);
       expected.set(channel, [...(expected.get(channel) ?? []), 'channel_occupied', 'channel_vacated']);
     };
 
@@ -389,10 +401,10 @@ describe('an unavailable receiver', () => {
     const downAt = Date.now();
     await cycle('x');
     await cycle('y');
-    await waitUntil(
+    await waitFor(
+      '15 s of refused connections, retried',
       async () => Date.now() - downAt >= 15_000 && (await failedAttempts()) >= 3,
       20_000,
-      '15 s of refused connections, retried',
     );
     const refused = await failedAttempts();
     expect(receiver.requests).toHaveLength(0);
@@ -400,18 +412,18 @@ describe('an unavailable receiver', () => {
     // Up but failing: 500 for the next 15 s, and more events.
     await receiver.up();
     await cycle('x');
-    await waitUntil(
+    await waitFor(
+      '15 s of 500s, retried',
       () => Date.now() - downAt >= 30_000 && receiver.requests.some((r) => r.status === 500),
       20_000,
-      '15 s of 500s, retried',
     );
     const upAt = Date.now();
     failing = false;
     const maxDelayMs = DEFAULT_DISPATCHER_TIMING.maxDelayMs;
-    await waitUntil(
+    await waitFor(
+      'every event, within the backoff cap',
       () => receiver.events().length >= 6,
       maxDelayMs + 5000,
-      'every event, within the backoff cap',
     );
     process.stdout.write(
       `receiver down 30 s: ${refused} refused attempts, ${receiver.requests.filter((r) => r.status === 500).length} answered 500; every event ${Date.now() - upAt} ms after it answered 200\n`,
@@ -436,11 +448,7 @@ describe('an unavailable receiver', () => {
     for (const id of failed) expect(receiver.accepted.map((r) => r.delivery)).toContain(id);
     expect(receiver.requests.every((r) => r.valid)).toBe(true);
     // Acknowledged once the 2xx reaches the dispatcher, just after the receiver recorded it.
-    await waitUntil(
-      async () => (await gateway.engine.webhooks.depth(key.key)) === 0,
-      2000,
-      'all acknowledged',
-    );
+    await waitFor('all acknowledged', async () => (await gateway.engine.webhooks.depth(key.key)) === 0, 2000);
   }, 90_000);
 
   it('drops and counts a batch after WEBHOOK_RETRY_SECONDS, and never slows publishing (memory engine)', async () => {
@@ -469,13 +477,13 @@ describe('an unavailable receiver', () => {
     expect(Date.now() - started).toBeLessThan(500);
     const dropped = async (): Promise<number> =>
       (await metrics.webhookDroppedBatches.get()).values[0]?.value ?? 0;
-    await waitUntil(async () => (await dropped()) === 1, 5000, 'a dropped batch');
+    await waitFor('a dropped batch', async () => (await dropped()) === 1, 5000);
     expect(receiver.requests.length).toBeGreaterThan(1);
     expect(receiver.requests.every((r) => r.valid && r.events[0]?.name === 'channel_occupied')).toBe(true);
-    await waitUntil(
+    await waitFor(
+      'dropped from the queue',
       async () => (await gateway.engine.webhooks.depth(key.key)) === 0,
       2000,
-      'dropped from the queue',
     );
   });
 });

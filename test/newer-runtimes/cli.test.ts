@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { CLI_PATH, connectClient, postJson, startRedis, startSwitchboardProcess } from '@switchboard/testing';
-import type { RedisServer, SwitchboardProcess, TestClient } from '@switchboard/testing';
+import { CLI_PATH, startRedis, startSwitchboardProcess } from '@switchboard/harness';
+import { connectClient, postJson } from '@switchboard/testing';
+import type { RedisServer, SwitchboardProcess } from '@switchboard/harness';
+import type { TestClient } from '@switchboard/testing';
 import {
   chooseBuilds,
   currentRuntime,

@@ -1,11 +1,11 @@
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import Redis from 'ioredis';
-import { existsSync, readFileSync, readdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
-import type { RedisServer } from '@switchboard/testing/dist/redis-server';
+import { freePort, startRedis } from '@switchboard/harness';
+import type { RedisServer } from '@switchboard/harness';
 import { ensureSoketi, soketiConfig } from './soketi';
 
 export const ROOT = join(__dirname, '..', '..', '..');
@@ -70,59 +70,6 @@ export function rssKiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const match = /VmRSS:\s+(\d+) kB/.exec(status);
   return match ? Number(match[1]) : 0;
-}
-
-/** Every live descendant of `root` (children, grandchildren…), from /proc; zombies left out. */
-export function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (state === 'Z') continue;
-      const siblings = children.get(Number(ppid)) ?? [];
-      siblings.push(Number(name));
-      children.set(Number(ppid), siblings);
-    } catch {
-      // The process ended while being read.
-    }
-  }
-  const found: number[] = [];
-  const queue = [root];
-  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
-    for (const child of children.get(pid) ?? []) {
-      found.push(child);
-      queue.push(child);
-    }
-  }
-  return found;
-}
-
-/**
- * Stops every process this one started, however deep (gateways, Redis, client and publisher
- * workers, ceiling servers): SIGTERM to each (gateways drain), then SIGKILL to what is left after
- * `graceMs`. Processes started meanwhile by a scenario still running get the same. Resolves once
- * none is left.
- */
-export async function stopDescendants(graceMs = 5000): Promise<void> {
-  const signalled = new Set<number>();
-  const deadline = Date.now() + graceMs;
-  for (;;) {
-    const left = descendants(process.pid);
-    if (left.length === 0) return;
-    const late = Date.now() > deadline;
-    for (const pid of left) {
-      if (!late && signalled.has(pid)) continue;
-      signalled.add(pid);
-      try {
-        process.kill(pid, late ? 'SIGKILL' : 'SIGTERM');
-      } catch {
-        // It exited meanwhile.
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /**

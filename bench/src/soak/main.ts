@@ -8,7 +8,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadavg } from 'node:os';
 import { gitCommit, machine } from '../lib/machine';
-import { ROOT, product, stopDescendants } from '../lib/procs';
+import { runMain } from '@switchboard/harness';
+import { ROOT, product } from '../lib/procs';
 import { soakSvg } from './plot';
 import { soakSummary } from './summary';
 import { DEFAULT_SOAK, runSoak } from './soak';
@@ -140,24 +141,4 @@ async function main(): Promise<void> {
   process.exit(result.verdict.ok ? 0 : 1);
 }
 
-let interrupted = false;
-const onSignal = (signal: NodeJS.Signals): void => {
-  if (interrupted) return;
-  interrupted = true;
-  console.error(`soak: ${signal}; stopping the processes it started`);
-  void stopDescendants().then(() => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.kill(process.pid, signal);
-  });
-};
-
-if (require.main === module) {
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  main().catch((error: unknown) => {
-    if (interrupted) return;
-    console.error(error);
-    void stopDescendants().then(() => process.exit(2));
-  });
-}
+if (require.main === module) runMain('soak', main, 2);

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
-import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
-import type { RedisServer } from '@switchboard/testing/dist/redis-server';
+import { freePort, startRedis } from '@switchboard/harness';
+import type { RedisServer } from '@switchboard/harness';
 import { KeepAliveConnection, postRequest } from '../lib/http';
 import {
   HOST,

@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startRedis } from '@switchboard/testing/dist/redis-server';
+import { freePort, runMain, startRedis } from '@switchboard/harness';
 import WebSocket from 'ws';
 import {
   CEILING,
@@ -261,7 +261,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+runMain('bench:gateway-instructions', main, 1);

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startRedis } from '@switchboard/testing/dist/redis-server';
+import { runMain, startRedis } from '@switchboard/harness';
 import { product } from '../lib/procs';
 import { openProductEngine } from '../lib/product';
 
@@ -174,7 +174,4 @@ async function main(): Promise<void> {
   console.log(`- publish script (history + log record): ${Math.round(counts.script)} (${ratio}×)`);
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+runMain('bench:redis-instructions', main, 1);

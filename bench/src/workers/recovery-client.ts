@@ -1,7 +1,7 @@
 import { nowUs } from '../lib/payload';
 import { RawWebSocket } from '../lib/raw-ws';
-import { RecoveringClient } from '../lib/recovering-client';
-import type { ResumeStatus } from '../lib/recovering-client';
+import { ResumeRecorder } from '@switchboard/harness';
+import type { ResumeStatus } from '@switchboard/harness';
 
 /**
  * Client process of the `recovery` scenario: opted-in V3 sockets (`recover=1`) that follow the
@@ -21,7 +21,7 @@ export interface RecoveryConnectReport {
   firstError?: string;
 }
 
-const clients: { state: RecoveringClient; socket: RawWebSocket | undefined; stopping: boolean }[] = [];
+const clients: { state: ResumeRecorder; socket: RawWebSocket | undefined; stopping: boolean }[] = [];
 
 function open(
   entry: (typeof clients)[number],
@@ -72,7 +72,7 @@ async function connectAll(
   const lane = async (): Promise<void> => {
     while (next < command.urls.length && Date.now() < deadline) {
       const i = next++;
-      const entry = { state: new RecoveringClient(), socket: undefined, stopping: false };
+      const entry = { state: new ResumeRecorder(), socket: undefined, stopping: false };
       clients.push(entry);
       await new Promise<void>((resolve) =>
         open(entry, command.urls[i]!, command.resumeUrls[i]!, (error) => {
@@ -90,7 +90,7 @@ async function connectAll(
 }
 
 function status(first: number, last: number): ResumeStatus {
-  return RecoveringClient.summarize(
+  return ResumeRecorder.summarize(
     clients.map((c) => c.state),
     first,
     last,

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { createEngine } from '../../cli/src/engine';
 import type { Engine } from '@switchboard/core';
-import { startRedis, startRedisCluster } from '@switchboard/testing';
-import type { RedisClusterHandle, RedisServer } from '@switchboard/testing';
+import { startRedis, startRedisCluster, waitFor } from '@switchboard/harness';
+import type { RedisClusterHandle, RedisServer } from '@switchboard/harness';
 import type { Express } from 'express';
 import { createAccountApi } from '../src';
 import { authA, authB, KEY_A, populate, populatedApp, silentLogger, testConfig } from './fixtures';
@@ -20,14 +20,6 @@ const PATHS = [
   '/api/logs',
   '/api/members',
 ];
-
-async function waitUntil(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 let redis: RedisServer;
 let engine: Engine;
@@ -78,7 +70,7 @@ describe('account API on the Redis engine', () => {
 
   test('Redis killed: 503 and health unavailable; back: served again without a restart', async () => {
     await redis.kill();
-    await waitUntil('the engine to notice Redis is gone', () => !engine.isAvailable());
+    await waitFor('the engine to notice Redis is gone', () => !engine.isAvailable(), 10_000);
     for (const path of PATHS) {
       const res = await request(app).get(path).set(authA);
       expect(res.status).toBe(503);
@@ -91,7 +83,7 @@ describe('account API on the Redis engine', () => {
     expect(health.body).toMatchObject({ status: 'unavailable' });
 
     await redis.restart();
-    await waitUntil('the engine to reconnect', () => engine.isAvailable());
+    await waitFor('the engine to reconnect', () => engine.isAvailable(), 10_000);
     await request(app).get('/api/health').expect(200, { status: 'ok' });
     // The restarted server has no persistence: the key is gone until it is stored again.
     await request(app).get('/api/domains').set(authA).expect(401);

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { rawRequest } from '@switchboard/testing';
+import { rawRequest } from '@switchboard/harness';
 import { createMetrics } from '@switchboard/core';
 import { createAccountApi } from '../src';
 import { authA, KEY_A, populatedEngine, silentLogger, testConfig } from './fixtures';

@@ -11,14 +11,8 @@ import { connectClient, createTestKey, postJson, startGateway } from '@switchboa
 import type { TestGateway } from '@switchboard/testing';
 import { SwitchboardError } from '../src';
 import type { ConnectionState, Member } from '../src';
-import {
-  closeClients,
-  newClient,
-  nextEvent,
-  nextPublication,
-  RecordingWebSocket,
-  waitUntil,
-} from './support/helpers';
+import { closeClients, newClient, nextEvent, nextPublication, RecordingWebSocket } from './support/helpers';
+import { waitFor } from '@switchboard/harness';
 
 let node: TestGateway;
 let key: ApiKeyRecord;
@@ -123,7 +117,7 @@ describe('channels on one V4 socket', () => {
     expect(early.state).toBe('pending');
     const sent = [1, 2, 3].map((n) => early.publish('n', n));
     await Promise.all(sent);
-    await waitUntil(() => seen.length === 3, 5000, 'three messages');
+    await waitFor('three messages', () => seen.length === 3, 5000);
     expect(seen).toEqual([1, 2, 3]);
   });
 
@@ -152,7 +146,7 @@ describe('channels on one V4 socket', () => {
     const miraLobby = mira.channel('p-home');
     const miraRoom = mira.channel('p-room', { presence: true });
     await Promise.all([miraLobby.ready(), miraRoom.ready()]);
-    await waitUntil(() => miraRoom.members.length === 1, 5000, "mira's own member_list");
+    await waitFor("mira's own member_list", () => miraRoom.members.length === 1, 5000);
     expect(miraRoom.members).toEqual([{ uuid: mira.uuid, user: 'mira' }]);
 
     const joined = nextEvent<[Member, readonly Member[]]>(miraRoom, 'member_joined', (m) => m.user === 'kai');
@@ -230,7 +224,7 @@ describe('channels on one V4 socket', () => {
     expect(socketsOf(sb.uuid)).toHaveLength(2);
     // Leaving the last channel closes the socket: nothing left to carry.
     second.leave();
-    await waitUntil(() => sb.state === 'idle', 5000, 'idle');
+    await waitFor('idle', () => sb.state === 'idle', 5000);
   });
 
   it('close() ends every channel and the socket at once, opening nothing more', async () => {
@@ -259,11 +253,11 @@ describe('channels on one V4 socket', () => {
       });
       const room = sb.channel('never');
       sb.channel('never-2');
-      await waitUntil(() => socketsOf(sb.uuid).length === 1, 5000, 'a socket');
+      await waitFor('a socket', () => socketsOf(sb.uuid).length === 1, 5000);
       expect(sb.state).toBe('connecting');
       // Leaving the primary moves the socket: the connecting one is abandoned, a new one starts.
       room.leave();
-      await waitUntil(() => socketsOf(sb.uuid).length === 2, 5000, 'the moved socket');
+      await waitFor('the moved socket', () => socketsOf(sb.uuid).length === 2, 5000);
       sb.close();
       expect(sb.state).toBe('closed');
       await socketsOf(sb.uuid)[1]!.closeEvent;
@@ -318,7 +312,7 @@ describe('reconnecting', () => {
       await room.ready();
       const [socket] = socketsOf(sb.uuid);
       flood(socket!);
-      await waitUntil(() => sb.state === 'disconnected', 5000, 'disconnected');
+      await waitFor('disconnected', () => sb.state === 'disconnected', 5000);
       for (const listener of listeners) listener();
       await nextEvent(room, 'subscribed');
       expect(sb.state).toBe('connected');
@@ -434,7 +428,7 @@ describe('private channels', () => {
 
     // Wait until the first tokens are past the leeway: reusing them now would be refused.
     const firstToken = issued.find((entry) => entry.channel === 'private-tok-b')!.token;
-    await waitUntil(() => Date.now() / 1000 > now + 2, 5000, 'token expiry');
+    await waitFor('token expiry', () => Date.now() / 1000 > now + 2, 5000);
     const stale = await connectClient(node.wsUrl('/v4/private-tok-b', { api_key: key.key, jwt: firstToken }));
     expect(await stale.closed).toMatchObject({ code: 4504 });
 

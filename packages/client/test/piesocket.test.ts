@@ -12,7 +12,8 @@ import { createTestKey, postJson, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import PieSocket from '../src/piesocket';
 import type { PieChannel, PieSocketOptions } from '../src/piesocket';
-import { RecordingWebSocket, waitUntil } from './support/helpers';
+import { RecordingWebSocket } from './support/helpers';
+import { waitFor } from '@switchboard/harness';
 
 let node: TestGateway;
 let key: ApiKeyRecord;
@@ -124,7 +125,7 @@ describe('PieSocket facade, V3 (piesocket-js 5.1.0 default)', () => {
     expect(data['member']).toEqual({ uuid: kai.uuid, user: 'kai' });
     expect((data['members'] as unknown[]).length).toBe(2);
     expect(mira.members).toEqual(data['members']);
-    await waitUntil(() => kai.members.length === 2, 5000, "kai's roster");
+    await waitFor("kai's roster", () => kai.members.length === 2, 5000);
     expect(kai.getCurrentMember()).toEqual({ uuid: kai.uuid, user: 'kai' });
     expect(mira.getMemberByUUID(kai.uuid)).toEqual({ uuid: kai.uuid, user: 'kai' });
 
@@ -157,7 +158,7 @@ describe('PieSocket facade, V3 (piesocket-js 5.1.0 default)', () => {
       .sign(new TextEncoder().encode(key.secret));
     const channel = await subscribe(newSdk({ presence: 1, userId: 'ignored', jwt }), 'private-fa-room');
     expect(lastSocket().query.get('jwt')).toBe(jwt);
-    await waitUntil(() => channel.members.length === 1, 5000, 'own member');
+    await waitFor('own member', () => channel.members.length === 1, 5000);
     expect(channel.getCurrentMember()).toEqual({ uuid: channel.uuid, user: { id: 42, role: 'editor' } });
   });
 
@@ -205,7 +206,7 @@ describe('PieSocket facade, V3 (piesocket-js 5.1.0 default)', () => {
     channel.on('error', (error) => errors.push(error));
     const socket = lastSocket();
     expect(await socket.closeEvent).toEqual({ code: 4501, reason: 'Invalid API key' });
-    await waitUntil(() => errors.length === 1, 5000, 'the error');
+    await waitFor('the error', () => errors.length === 1, 5000);
     expect(errors[0]).toMatchObject({ kind: 'closed', code: 4501, reason: 'Invalid API key' });
     const opened = RecordingWebSocket.opened.length;
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -220,7 +221,7 @@ describe('PieSocket facade, V3 (piesocket-js 5.1.0 default)', () => {
     // Past the server's 20 frames per second (the client itself keeps to its pace: the socket).
     for (let i = 0; i <= 20; i++) socket.send(JSON.stringify({ event: 'flood', data: i }));
     expect((await socket.closeEvent).code).toBe(4029);
-    await waitUntil(() => opens.length === 1, 5000, 'reopen');
+    await waitFor('reopen', () => opens.length === 1, 5000);
     const again = lastSocket();
     expect(again).not.toBe(socket);
     expect(new URL(again.url).pathname).toBe('/v3/fa-restart');

@@ -13,7 +13,8 @@ import type { ApiKeyRecord } from '@switchboard/core';
 import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import { QueueFullError, SwitchboardError } from '../src';
-import { closeClients, newClient, nextEvent, RecordingWebSocket, waitUntil } from './support/helpers';
+import { closeClients, newClient, nextEvent, RecordingWebSocket } from './support/helpers';
+import { waitFor } from '@switchboard/harness';
 
 let node: TestGateway;
 let key: ApiKeyRecord;
@@ -91,7 +92,7 @@ describe('publishing while offline', () => {
     const room = sb.channel('offline-room');
     await room.ready();
     relay.cut();
-    await waitUntil(() => sb.state === 'disconnected', 5000, 'disconnected');
+    await waitFor('disconnected', () => sb.state === 'disconnected', 5000);
 
     const results = Array.from({ length: 250 }, (_, n) => room.publish('n', n));
     const settled = Promise.allSettled(results);
@@ -165,7 +166,7 @@ describe('confirmation', () => {
       expect(error).toBeInstanceOf(SwitchboardError);
       expect(error).toMatchObject({ kind: 'unconfirmed' });
     }
-    await waitUntil(() => sb.state === 'disconnected', 5000, 'disconnected');
+    await waitFor('disconnected', () => sb.state === 'disconnected', 5000);
     // Nothing written is left waiting: a publish now waits in the queue, not for a socket.
     expect(room.state).toBe('pending');
   });
@@ -186,7 +187,7 @@ describe('online', () => {
       const rooms = clients.map((sb, i) => sb.channel(`online-${i}`));
       await Promise.all(rooms.map((room) => room.ready()));
       relay.cut();
-      await waitUntil(() => clients.every((sb) => sb.state === 'disconnected'), 5000, 'all disconnected');
+      await waitFor('all disconnected', () => clients.every((sb) => sb.state === 'disconnected'), 5000);
       relay.restore();
       const back = Promise.all(rooms.map((room) => nextEvent(room, 'subscribed', () => true, 5000)));
       const onlineAt = Date.now();

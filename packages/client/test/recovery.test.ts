@@ -11,7 +11,8 @@ import type { ApiKeyRecord, MemoryState } from '@switchboard/core';
 import { createTestKey, postJson, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import type { Channel, Switchboard } from '../src';
-import { closeClients, newClient, nextEvent, RecordingWebSocket, waitUntil } from './support/helpers';
+import { closeClients, newClient, nextEvent, RecordingWebSocket } from './support/helpers';
+import { waitFor } from '@switchboard/harness';
 
 afterEach(() => closeClients());
 
@@ -66,7 +67,7 @@ const range = (from: number, to: number): number[] =>
 
 /** The channel has its position (epoch and offset) from the server. */
 const positioned = (channel: Channel): Promise<void> =>
-  waitUntil(() => channel.epoch !== undefined, 5000, `${channel.name} position`);
+  waitFor(`${channel.name} position`, () => channel.epoch !== undefined, 5000);
 
 describe('recovery against gateways sharing one memory engine', () => {
   let state: MemoryState;
@@ -105,10 +106,10 @@ describe('recovery against gateways sharing one memory engine', () => {
       const recovered = channels.map((channel) => nextEvent<[{ missed: number }]>(channel, 'recovered'));
       await Promise.all(channels.map(positioned));
       for (const name of names) await publishN(a, key, name, 1, 5, version);
-      await waitUntil(() => seen.every((list) => list.length === 5), 5000, 'the first five');
+      await waitFor('the first five', () => seen.every((list) => list.length === 5), 5000);
 
       const draining = a.gateway.drain();
-      await waitUntil(() => sb.state === 'disconnected', 5000, 'disconnected');
+      await waitFor('disconnected', () => sb.state === 'disconnected', 5000);
       // Published while the client has no socket: only history can bring these.
       for (const name of names) await publishN(b, key, name, 6, 15, version);
       online.fire();
@@ -116,7 +117,7 @@ describe('recovery against gateways sharing one memory engine', () => {
       expect(missed.map(([info]) => info.missed)).toEqual([10, 10, 10]);
       await draining;
       for (const name of names) await publishN(b, key, name, 16, 20, version);
-      await waitUntil(() => seen.every((list) => list.length >= 20), 5000, 'all twenty');
+      await waitFor('all twenty', () => seen.every((list) => list.length >= 20), 5000);
       for (const list of seen) expect(list).toEqual(range(1, 20));
       // The resume asked for what it had: since = 5 with the channel's epoch.
       const resumed = RecordingWebSocket.opened.filter((s) => s.query.get('uuid') === sb.uuid).at(-1)!;
@@ -138,10 +139,10 @@ describe('recovery against gateways sharing one memory engine', () => {
       for (let n = 1; n <= 30; n++)
         for (const name of ['mv-2', 'mv-3']) await publishN(a, key, name, n, n, 'v4');
     })();
-    await waitUntil(() => seen[0]!.length >= 3, 5000, 'some publications');
+    await waitFor('some publications', () => seen[0]!.length >= 3, 5000);
     first!.leave();
     await flowing;
-    await waitUntil(() => seen.every((list) => list.length >= 30), 5000, 'all thirty');
+    await waitFor('all thirty', () => seen.every((list) => list.length >= 30), 5000);
     for (const list of seen) expect(list).toEqual(range(1, 30));
   });
 
@@ -158,17 +159,17 @@ describe('recovery against gateways sharing one memory engine', () => {
     await publishN(a, key, 'own', 1, 1, 'v4');
     await room.publish('n', 2);
     await publishN(a, key, 'own', 3, 3, 'v4');
-    await waitUntil(() => room.offset === 3, 5000, 'offset 3');
+    await waitFor('offset 3', () => room.offset === 3, 5000);
     expect(seen).toEqual([1, 3]);
     await room.publish('n', 4);
-    await waitUntil(() => room.offset === 4, 5000, 'offset 4');
+    await waitFor('offset 4', () => room.offset === 4, 5000);
 
     void a.gateway.drain();
-    await waitUntil(() => sb.state === 'disconnected', 5000, 'disconnected');
+    await waitFor('disconnected', () => sb.state === 'disconnected', 5000);
     await publishN(b, key, 'own', 5, 6, 'v4');
     online.fire();
     expect((await nextEvent<[{ missed: number }]>(room, 'recovered'))[0].missed).toBe(2);
-    await waitUntil(() => seen.length === 4, 5000, 'four');
+    await waitFor('four', () => seen.length === 4, 5000);
     expect(seen).toEqual([1, 3, 5, 6]);
   });
 
@@ -182,7 +183,7 @@ describe('recovery against gateways sharing one memory engine', () => {
       const seen = record(room);
       await positioned(room);
       await publishN(a, key, 'lost', 1, 3, 'v4');
-      await waitUntil(() => seen.length === 3, 5000, 'three');
+      await waitFor('three', () => seen.length === 3, 5000);
       const epoch = room.epoch;
       const unrecovered = nextEvent<[{ epoch: string; offset: number }]>(room, 'unrecovered');
       void a.gateway.drain();
@@ -190,7 +191,7 @@ describe('recovery against gateways sharing one memory engine', () => {
       expect(info.epoch).not.toBe(epoch);
       expect(room.epoch).toBe(info.epoch);
       await publishN(fresh, key, 'lost', 100, 101, 'v4');
-      await waitUntil(() => seen.length === 5, 5000, 'live after');
+      await waitFor('live after', () => seen.length === 5, 5000);
       expect(seen).toEqual([1, 2, 3, 100, 101]);
     } finally {
       await fresh.close();
@@ -289,7 +290,7 @@ describe('ordering against a server that repeats offsets', () => {
     const seen = record(room);
     const recovered = nextEvent<[{ missed: number }]>(room, 'recovered');
     expect((await recovered)[0].missed).toBe(2);
-    await waitUntil(() => seen.length === 5, 5000, 'five');
+    await waitFor('five', () => seen.length === 5, 5000);
     expect(seen).toEqual([1, 2, 3, 4, 5]);
     expect(urls).toHaveLength(2);
     expect(urls[0]).toContain('recover=1');

@@ -5,7 +5,13 @@ export * from './logger';
 export * from './config/load';
 export type { Env, SeedKey } from './config/schema';
 export { DEFAULT_FAMILY, IDENTITY_FAMILIES, TOPIC_FAMILIES } from './config/families';
-export { MAX_HISTORY_SIZE, MAX_HISTORY_TTL_SECONDS, isWebhookUrl, webhookConfig } from './config/schema';
+export {
+  configSchema,
+  MAX_HISTORY_SIZE,
+  MAX_HISTORY_TTL_SECONDS,
+  isWebhookUrl,
+  webhookConfig,
+} from './config/schema';
 export * from './names/channel-name';
 export * from './names/api-key';
 export * from './names/domain';

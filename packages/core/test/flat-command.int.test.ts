@@ -3,8 +3,8 @@ import { evalFlat, sendFlat } from '../src/redis/flat-command';
 import type { RedisClients } from '../src/redis/clients';
 import { describeEachRedis } from './support/redis-targets';
 import { unique } from './support/wait';
-import { startRedis } from '../../testing/src/redis-server';
-import type { RedisServer } from '../../testing/src/redis-server';
+import { startRedis } from '@switchboard/harness';
+import type { RedisServer } from '@switchboard/harness';
 
 /** Commands sent without ioredis' argument flattening answer what ioredis' own methods answer. */
 describeEachRedis((backend) => {

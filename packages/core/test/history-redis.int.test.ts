@@ -8,7 +8,8 @@ import { describeHistoryContract } from './contracts/history.contract';
 import type { HistoryEngine } from './contracts/history.contract';
 import { describeEachRedis } from './support/redis-targets';
 import type { RedisBackend } from './support/redis-targets';
-import { unique, waitUntil } from './support/wait';
+import { unique } from './support/wait';
+import { waitFor } from '@switchboard/harness';
 import type { Publication } from '../src/broker/broker';
 import type { Topic } from '../src/types';
 import { EngineUnavailableError } from '../src/errors';
@@ -171,7 +172,7 @@ function describeRedisStreams(backend: () => RedisBackend): void {
         },
         { size: 5, ttlSeconds: 30 },
       );
-      await waitUntil('the publication', () => received.length === 1);
+      await waitFor('the publication', () => received.length === 1);
       const expected = {
         topic,
         body: '{"a":"b|c"}',
@@ -216,7 +217,7 @@ describeEachRedis((backend) => {
     if (second instanceof Error) expect(second).toBeInstanceOf(EngineUnavailableError);
     expect(await publish('c')).toMatchObject({ offset: second instanceof Error ? 2 : 3 });
     const expected = second instanceof Error ? ['1:a', '2:c'] : ['1:a', '2:b', '3:c'];
-    await waitUntil('the publications', () => received.length >= expected.length);
+    await waitFor('the publications', () => received.length >= expected.length);
     expect(received).toEqual(expected);
     await broker.close();
   });

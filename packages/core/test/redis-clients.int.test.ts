@@ -2,8 +2,8 @@ import type { Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { createRedisClients, guard } from '../src/redis/clients';
 import type { RedisClients } from '../src/redis/clients';
-import { startRedis } from '../../testing/src/redis-server';
-import type { RedisServer } from '../../testing/src/redis-server';
+import { startRedis } from '@switchboard/harness';
+import type { RedisServer } from '@switchboard/harness';
 import { silentLogger } from './support/redis-targets';
 import { unique } from './support/wait';
 

@@ -9,9 +9,9 @@ import { createRedisEngine } from '../src/redis/redis-engine';
 import { redisKeys } from '../src/redis/keys';
 import { generationOf } from '../src/redis/connection-health';
 import type { Topic } from '../src/types';
-import { startRedis, startRedisCluster } from '../../testing/src/redis-server';
-import type { RedisClusterHandle, RedisServer } from '../../testing/src/redis-server';
-import { unique, waitUntil } from './support/wait';
+import { startRedis, startRedisCluster, waitFor } from '@switchboard/harness';
+import type { RedisClusterHandle, RedisServer } from '@switchboard/harness';
+import { unique } from './support/wait';
 
 /** Outages against a standalone redis-server this file kills and restarts on the same port. */
 describe('Redis engine through an outage', () => {
@@ -67,7 +67,7 @@ describe('Redis engine through an outage', () => {
     expect(b.isAvailable()).toBe(true);
 
     await server.kill();
-    await waitUntil('availability false', () => !b.isAvailable() && !a.isAvailable(), 2000);
+    await waitFor('availability false', () => !b.isAvailable() && !a.isAvailable(), 2000);
     expect(changes).toEqual([false]);
 
     const calls: Array<() => Promise<unknown>> = [
@@ -94,11 +94,11 @@ describe('Redis engine through an outage', () => {
     expect(Date.now() - unsubscribing).toBeLessThan(100);
 
     await server.restart();
-    await waitUntil('availability true', () => b.isAvailable() && a.isAvailable(), 5000);
+    await waitFor('availability true', () => b.isAvailable() && a.isAvailable(), 5000);
     expect(changes).toEqual([false, true]);
 
     // The subscriber connection may come back a moment after the command connection.
-    await waitUntil(
+    await waitFor(
       'delivery after the restart',
       () => {
         if (received.some((p) => p.topic.channel === 'later')) return true;
@@ -109,7 +109,7 @@ describe('Redis engine through an outage', () => {
     );
     await a.broker.publish({ topic: gone, body: 'unsubscribed', origin: 'node-a' });
     await a.broker.publish({ topic: room, body: 'back', origin: 'node-a' });
-    await waitUntil('delivery on the old subscription', () => received.some((p) => p.body === 'back'), 2000);
+    await waitFor('delivery on the old subscription', () => received.some((p) => p.body === 'back'), 2000);
     // One server, one subscriber connection: 'unsubscribed' would have arrived before 'back'.
     expect(received.some((p) => p.body === 'lost' || p.body === 'unsubscribed')).toBe(false);
 
@@ -150,11 +150,11 @@ describe('Redis engine through an outage', () => {
     expect(config.history).toEqual({ size: 100, ttlSeconds: 9, maxBytes: 1024 * 1024 });
 
     await server.restart();
-    await waitUntil('availability true', () => h.isAvailable(), 5000);
+    await waitFor('availability true', () => h.isAvailable(), 5000);
     const after = await h.history.read(room, { since: 1, limit: 10 });
     expect(after.offset).toBe(0);
     expect(after.epoch).not.toBe(before.epoch);
-    await waitUntil(
+    await waitFor(
       'a publication of the new epoch delivered',
       () => {
         if (received.some((p) => p.body === 'b')) return true;
@@ -176,7 +176,7 @@ describe('Redis engine through an outage', () => {
     expect(c.isAvailable()).toBe(false);
     await expect(c.nodes.heartbeat('node-c', 1)).rejects.toBeInstanceOf(EngineUnavailableError);
     await server.restart();
-    await waitUntil('availability', () => c.isAvailable(), 5000);
+    await waitFor('availability', () => c.isAvailable(), 5000);
     await c.nodes.heartbeat('node-c', 1);
     expect(lines.filter((l) => l.msg === 'Redis back')).toHaveLength(1);
   }, 20_000);
@@ -222,10 +222,10 @@ describe('Redis Cluster engine through an outage', () => {
     for (const room of rooms) await b.broker.subscribe(room);
     for (const room of rooms)
       await a.broker.publish({ topic: room, body: `before ${room.channel}`, origin: 'node-a' });
-    await waitUntil('delivery before the outage', () => received.length === rooms.length);
+    await waitFor('delivery before the outage', () => received.length === rooms.length);
 
     await cluster.kill();
-    await waitUntil('availability false', () => !a.isAvailable() && !b.isAvailable(), 5000);
+    await waitFor('availability false', () => !a.isAvailable() && !b.isAvailable(), 5000);
     const started = Date.now();
     await expect(
       a.broker.publish({ topic: rooms[0] as Topic, body: 'lost', origin: 'node-a' }),
@@ -234,9 +234,9 @@ describe('Redis Cluster engine through an outage', () => {
     expect(Date.now() - started).toBeLessThan(100);
 
     await cluster.restart();
-    await waitUntil('availability true', () => a.isAvailable() && b.isAvailable(), 10_000);
+    await waitFor('availability true', () => a.isAvailable() && b.isAvailable(), 10_000);
     received.length = 0;
-    await waitUntil(
+    await waitFor(
       'delivery on every old subscription',
       () => {
         for (const room of rooms) {
@@ -250,7 +250,7 @@ describe('Redis Cluster engine through an outage', () => {
       },
       10_000,
     );
-    await waitUntil(
+    await waitFor(
       'control delivery',
       () => {
         if (controls.length === 0)

@@ -9,9 +9,9 @@ import type { Topic } from '../src/types';
 import calculateSlot from 'cluster-key-slot';
 import type { Publication } from '../src/broker/broker';
 import { redisKeys } from '../src/redis/keys';
-import { startRedisCluster, startRedisSentinelGroup, startTcpProxy } from '../../testing/src';
-import type { RedisClusterHandle, RedisSentinelGroup, TcpProxy } from '../../testing/src';
-import { unique, waitUntil } from './support/wait';
+import { startRedisCluster, startRedisSentinelGroup, startTcpProxy, waitFor } from '@switchboard/harness';
+import type { RedisClusterHandle, RedisSentinelGroup, TcpProxy } from '@switchboard/harness';
+import { unique } from './support/wait';
 
 /**
  * A failover that loses acknowledged writes (replication is asynchronous): the replica is cut
@@ -86,7 +86,7 @@ describe.each(['sentinel', 'single URL'] as const)('Redis failover with lost wri
       // The burst is really gone from the new master.
       expect(await replica.get('burst-marker')).toBeNull();
 
-      await waitUntil('the engine back on the new master', () => engine.isAvailable(), 20_000);
+      await waitFor('the engine back on the new master', () => engine.isAvailable(), 20_000);
       // A client that holds the burst's last position reads on: never more of that epoch.
       let page: Awaited<ReturnType<Engine['history']['read']>> | undefined;
       while (!page) {
@@ -104,18 +104,6 @@ describe.each(['sentinel', 'single URL'] as const)('Redis failover with lost wri
     }
   }, 60_000);
 });
-
-async function waitUntilAsync(
-  what: string,
-  check: () => Promise<boolean>,
-  timeoutMs = 15_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /**
  * The same on Redis Cluster: the master of the topic's slot loses its replica's link and a burst,
@@ -186,8 +174,11 @@ describe('Redis Cluster master failover with lost writes', () => {
     replica.on('error', () => undefined);
     try {
       await replica.connect();
-      await waitUntilAsync('the replica in sync', async () =>
-        ((await replica.info('replication')) as string).includes('master_link_status:up'),
+      await waitFor(
+        'the replica in sync',
+        async () => ((await replica.info('replication')) as string).includes('master_link_status:up'),
+        15_000,
+        50,
       );
       const info = (await master.info('replication')) as string;
       expect([info, await master.call('WAIT', '1', '5000')]).toEqual([info, 1]);
@@ -211,7 +202,7 @@ describe('Redis Cluster master failover with lost writes', () => {
       }
       expect(await replica.call('GET', marker).catch(() => null)).toBeNull();
 
-      await waitUntil('the engine back on the new master', () => engine.isAvailable(), 20_000);
+      await waitFor('the engine back on the new master', () => engine.isAvailable(), 20_000);
       let page: Awaited<ReturnType<Engine['history']['read']>> | undefined;
       while (!page) {
         page = await engine.history.read(topic, { since: last.offset, limit: 100 }).catch(() => undefined);
@@ -227,7 +218,7 @@ describe('Redis Cluster master failover with lost writes', () => {
       }
       expect(after.length).toBeGreaterThan(0);
       // The shard channel was subscribed again on the new master: what was published arrives.
-      await waitUntil(
+      await waitFor(
         'the publications after the failover delivered',
         () => after.every((body) => received.some((p) => p.body === body)),
         10_000,

@@ -7,11 +7,11 @@ import { redisKeys } from '../src/redis/keys';
 import { RedisMessageLog } from '../src/logs/message-log-redis';
 import { MAX_BATCH_PUBLICATIONS } from '../src/redis/stream-publishes';
 import type { Topic } from '../src/types';
-import { startRedis } from '../../testing/src/redis-server';
-import type { RedisServer } from '../../testing/src/redis-server';
+import { startRedis, waitFor } from '@switchboard/harness';
+import type { RedisServer } from '@switchboard/harness';
 import { silentLogger } from './support/redis-targets';
 import { apiLogRecord } from './support/log-records';
-import { unique, waitUntil } from './support/wait';
+import { unique } from './support/wait';
 
 /**
  * A standalone server's stream publications go out at once while the connection is quiet, and
@@ -93,7 +93,7 @@ describe('stream publications batched per turn (standalone)', () => {
     expect((await scriptCalls()) - before).toBe(3);
     const expected = Array.from({ length: count }, (_, i) => i + 1);
     expect(returned.map((p) => p?.offset)).toEqual(expected);
-    await waitUntil('every publication', () => received.length === count);
+    await waitFor('every publication', () => received.length === count);
     expect(received).toEqual(expected);
   });
 

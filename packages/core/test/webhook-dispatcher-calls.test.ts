@@ -12,7 +12,7 @@ import type { ApiKey } from '../src/types';
 import { WebhookDispatcher, batchBody } from '../src/webhooks/dispatcher';
 import { MemoryWebhookQueue } from '../src/webhooks/webhooks-memory';
 import type { QueuedEvent, WebhookQueue } from '../src/webhooks/webhooks';
-import { waitUntil } from './support/wait';
+import { waitFor } from '@switchboard/harness';
 
 /** A queue that records the dispatcher's calls and can fail reads that acknowledge. */
 class RecordingQueue implements WebhookQueue {
@@ -103,9 +103,7 @@ describe('WebhookDispatcher, queue calls and transport', () => {
       queue.inner.emit(record.key, { name: 'channel_occupied', channel: `c${i}` });
     dispatcher.start();
     try {
-      await waitUntil('every batch acknowledged', () =>
-        queue.calls.some((c) => c.acknowledged.length === 50),
-      );
+      await waitFor('every batch acknowledged', () => queue.calls.some((c) => c.acknowledged.length === 50));
     } finally {
       await dispatcher.stop();
     }
@@ -189,7 +187,7 @@ describe('WebhookDispatcher, queue calls and transport', () => {
     });
     dispatcher.start();
     try {
-      await waitUntil('a failure logged', () => lines.length > 0);
+      await waitFor('a failure logged', () => lines.length > 0);
       // The receiver's certificate is self-signed: the request failed in TLS, before any HTTP.
       expect(lines[0]).toMatchObject({
         msg: 'webhook delivery failed; retrying',

@@ -11,7 +11,7 @@ import type { Metrics } from '../src/metrics/metrics';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher';
 import type { WebhookDispatcherOptions } from '../src/webhooks/dispatcher';
 import { MemoryWebhookQueue } from '../src/webhooks/webhooks-memory';
-import { waitUntil } from './support/wait';
+import { waitFor } from '@switchboard/harness';
 
 /** A real receiver that counts the sockets open on its side. */
 class Receiver {
@@ -81,15 +81,6 @@ function setup(options: Partial<WebhookDispatcherOptions> = {}) {
   return { keys, queue, lines, metrics, dispatcher, problems };
 }
 
-/** `waitUntil` for a check that reads asynchronously. */
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 async function gauge(metrics: Metrics): Promise<number> {
   return (await metrics.webhookQueueDepth.get()).values[0]?.value ?? 0;
 }
@@ -128,7 +119,7 @@ describe('WebhookDispatcher transport', () => {
       await s.keys.put(record);
       s.queue.emit(record.key, { name: 'channel_occupied', channel: `room${i}` });
     }
-    await waitUntil('every key failed twice', () => s.problems().length >= 10, 15_000);
+    await waitFor('every key failed twice', () => s.problems().length >= 10, 15_000);
     expect(s.problems()).toContain('no complete answer within 300 ms');
     expect(s.problems().every((p) => p === 'no complete answer within 300 ms')).toBe(true);
     // Retried, never acknowledged: at-least-once.
@@ -140,7 +131,7 @@ describe('WebhookDispatcher transport', () => {
     // The webhooks are removed: no more requests, and no socket is left open on the receiver.
     const withoutWebhook = ({ webhook: _webhook, ...rest }: ApiKeyRecord): ApiKeyRecord => rest;
     for (const record of records) await s.keys.put(withoutWebhook(record));
-    await waitUntil('every socket closed', () => slow.open === 0);
+    await waitFor('every socket closed', () => slow.open === 0);
   });
 
   it('keeps one connection for batch after batch when the receiver answers whole', async () => {
@@ -152,7 +143,7 @@ describe('WebhookDispatcher transport', () => {
     for (let i = 0; i < 5; i++) {
       s.queue.emit(record.key, { name: 'channel_occupied', channel: `room${i}` });
       const before = fast.requests;
-      await waitUntil('the batch delivered', () => fast.requests > before);
+      await waitFor('the batch delivered', () => fast.requests > before);
     }
     await waitFor('all acknowledged', async () => (await s.queue.depth(record.key)) === 0);
     expect(fast.connections).toBe(1);
@@ -169,7 +160,7 @@ describe('WebhookDispatcher transport', () => {
     const record = { ...generateKeyRecord(), webhook: { url: `${url}/hooks` } };
     await s.keys.put(record);
     s.queue.emit(record.key, { name: 'channel_occupied', channel: 'room' });
-    await waitUntil('two failures', () => s.problems().length >= 2);
+    await waitFor('two failures', () => s.problems().length >= 2);
     expect(s.problems()[0]).toBe('answer longer than 1024 bytes');
     expect(await s.queue.depth(record.key)).toBe(1);
     expect(chatty.connections).toBeGreaterThanOrEqual(2);
@@ -188,7 +179,7 @@ describe('WebhookDispatcher transport', () => {
       s.queue.emit(record.key, { name: 'channel_occupied', channel: 'room' });
     }
     const failed = (key: string) => s.lines.filter((l) => l.key === key && 'problem' in l);
-    await waitUntil(
+    await waitFor(
       'both refused twice',
       () => failed(literal.key).length >= 2 && failed(named.key).length >= 2,
     );
@@ -210,7 +201,7 @@ describe('WebhookDispatcher transport', () => {
     const record = { ...generateKeyRecord(), webhook: { url: `${url}/hooks` } };
     await s.keys.put(record);
     s.queue.emit(record.key, { name: 'channel_occupied', channel: 'first' });
-    await waitUntil('the first attempt failed', () => s.problems().length === 1);
+    await waitFor('the first attempt failed', () => s.problems().length === 1);
     expect(s.problems()[0]).toBe('HTTP 503');
     for (let i = 0; i < 50; i++) s.queue.emit(record.key, { name: 'channel_occupied', channel: `c${i}` });
     await waitFor('the gauge shows 51', async () => (await gauge(s.metrics)) === 51);
@@ -235,7 +226,7 @@ describe('WebhookDispatcher transport', () => {
     const record = { ...generateKeyRecord(), webhook: { url: `${url}/hooks` } };
     await keys.put(record);
     inner.emit(record.key, { name: 'channel_occupied', channel: 'room' });
-    await waitUntil(
+    await waitFor(
       'limits applied while the batch is retried',
       () => s.problems().length > 0 && enforced.length >= 3,
     );

@@ -10,7 +10,7 @@ import { createLogger } from '../src/logger';
 import { createMetrics } from '../src/metrics/metrics';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher';
 import { MemoryWebhookQueue } from '../src/webhooks/webhooks-memory';
-import { waitUntil } from './support/wait';
+import { waitFor } from '@switchboard/harness';
 
 interface Request {
   headers: IncomingHttpHeaders;
@@ -66,7 +66,7 @@ describe('WebhookDispatcher', () => {
     const record = { ...generateKeyRecord(), webhook: { url: `http://127.0.0.1:${port}/hooks` } };
     await keys.put(record);
     for (let i = 0; i < 250; i += 1) queue.emit(record.key, { name: 'channel_occupied', channel: `c${i}` });
-    await waitUntil('three requests', () => requests.length === 3);
+    await waitFor('three requests', () => requests.length === 3);
     const bodies = requests.map(
       (r) => JSON.parse(r.body) as { time_ms: number; events: Array<{ channel: string }> },
     );
@@ -130,9 +130,7 @@ describe('WebhookDispatcher', () => {
       },
     ] as const;
     for (const event of events) queue.emit(record.key, event);
-    await waitUntil('the Pusher request', () =>
-      requests.some((r) => r.headers['x-pusher-key'] === record.key),
-    );
+    await waitFor('the Pusher request', () => requests.some((r) => r.headers['x-pusher-key'] === record.key));
     const { headers, body } = requests.find((r) => r.headers['x-pusher-key'] === record.key)!;
     const pusher = new Pusher({
       appId: '1234567',
@@ -153,7 +151,7 @@ describe('WebhookDispatcher', () => {
     const record = { ...generateKeyRecord(), webhook: { url: `http://127.0.0.1:${port}/gone` } };
     await keys.put(record);
     queue.emit(record.key, { name: 'member_added', channel: 'room', user_id: 'alice' });
-    await waitUntil('a failure logged', () =>
+    await waitFor('a failure logged', () =>
       lines.some((l) => l['msg'] === 'webhook delivery failed; retrying' && l['key'] === record.key),
     );
     const line = lines.find((l) => l['key'] === record.key)!;
@@ -191,9 +189,7 @@ describe('WebhookDispatcher', () => {
     });
     dropping.start();
     try {
-      await waitUntil('the drop logged', () =>
-        lines.some((l) => l['key'] === record.key && l['level'] === 50),
-      );
+      await waitFor('the drop logged', () => lines.some((l) => l['key'] === record.key && l['level'] === 50));
       expect(lines.find((l) => l['key'] === record.key && l['level'] === 50)).toMatchObject({
         msg: 'webhook batch dropped: no 2xx answer within WEBHOOK_RETRY_SECONDS',
         events: 1,

@@ -3,8 +3,10 @@ import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import Redis from 'ioredis';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, createTestKey, startGateway, startRedis, waitFor } from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 
 /**
  * A new presence socket's join starts while it is admitted (connections/early-joins.ts), and the upgrade

@@ -1,14 +1,9 @@
 import type { ApiKeyRecord } from '@switchboard/core';
 import { ENGINE_UNCONFIRMED, HTTP_ERRORS } from '@switchboard/core';
-import {
-  connectClient,
-  createTestKey,
-  postJson,
-  startGateway,
-  startRedis,
-  waitFor,
-} from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 
 /**
  * What a 503 tells a backend about its publish (docs/errors.md, `SB_ENGINE_UNAVAILABLE`). Refused

@@ -1,5 +1,6 @@
 import { createMemoryState } from '@switchboard/core';
-import { createTestKey, rawRequest, startGateway, UPGRADE_HEADERS } from '@switchboard/testing';
+import { rawRequest, UPGRADE_HEADERS } from '@switchboard/harness';
+import { createTestKey, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 
 /**

@@ -6,8 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, createTestKey, postJson, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import { connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 
 let redis: RedisServer;
 let a: TestGateway;

@@ -1,7 +1,7 @@
 import { createLogger, createRedisEngine, generateKeyRecord, loadConfig } from '@switchboard/core';
 import type { Engine } from '@switchboard/core';
-import { startRedis } from '../../testing/src/redis-server';
-import type { RedisServer } from '../../testing/src/redis-server';
+import { startRedis } from '@switchboard/harness';
+import type { RedisServer } from '@switchboard/harness';
 import { KeyCache } from '../src/key-cache';
 
 /** The key cache against a real Redis that this file kills: unknown keys must not flush it. */

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, createTestKey, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 
 /**
  * A presence socket's first presence frame is its member list (docs/protocol.md, "Presence"),

@@ -1,14 +1,8 @@
 import type { ApiKeyRecord } from '@switchboard/core';
-import {
-  TestClient,
-  connectClient,
-  createTestKey,
-  postJson,
-  startGateway,
-  startRedis,
-  waitFor,
-} from '@switchboard/testing';
-import type { RedisServer, TestGateway } from '@switchboard/testing';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { TestClient, connectClient, createTestKey, postJson, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestGateway } from '@switchboard/testing';
 
 let redis: RedisServer;
 let gateways: TestGateway[] = [];

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { createServer, connect } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { ApiKeyRecord, Topic } from '@switchboard/core';
-import { connectClient, createTestKey, startGateway, startRedis } from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { startRedis } from '@switchboard/harness';
+import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 
 /**
  * A Redis outage on one node, Redis keeping its data: the node's presence in Redis must come out

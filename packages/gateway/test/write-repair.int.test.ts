@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import type { ApiKeyRecord } from '@switchboard/core';
-import { connectClient, createTestKey, startGateway, startRedis, waitFor } from '@switchboard/testing';
-import type { RedisServer, TestClient, TestGateway } from '@switchboard/testing';
+import { startRedis, waitFor } from '@switchboard/harness';
+import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import type { RedisServer } from '@switchboard/harness';
+import type { TestClient, TestGateway } from '@switchboard/testing';
 
 /**
  * A count or presence write can fail while the connection to Redis stays up (an error reply, a

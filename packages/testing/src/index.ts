@@ -1,10 +1,4 @@
-export * from './redis-server';
+// In-process fixtures: a gateway started inside the test process, test keys, a WebSocket test
+// client. Starting real processes (redis-server, HAProxy, the CLI) is @switchboard/harness.
 export * from './gateway';
 export * from './ws-client';
-export * from './process';
-export * from './chromium';
-export * from './wait';
-export * from './haproxy';
-export * from './ports';
-export * from './tcp-proxy';
-export * from './raw-http';

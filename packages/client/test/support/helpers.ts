@@ -80,16 +80,3 @@ export function nextEvent<T extends unknown[]>(
     }) as Handler);
   });
 }
-
-/** Polls a condition (state the test cannot await as an event). */
-export async function waitUntil(
-  condition: () => boolean,
-  timeoutMs = 5000,
-  what = 'condition',
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

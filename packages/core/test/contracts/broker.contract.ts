@@ -1,6 +1,7 @@
 import type { Broker, ControlCommand, Publication } from '../../src/broker/broker';
 import type { Topic } from '../../src/types';
-import { settle, unique, waitUntil } from '../support/wait';
+import { settle, unique } from '../support/wait';
+import { waitFor } from '@switchboard/harness';
 
 /** Several brokers on one backend, each standing for a gateway node. */
 export interface BrokerNodes {
@@ -54,7 +55,7 @@ export function describeBrokerContract(
       await node(0).broker.subscribe(room);
       await node(1).broker.subscribe(room);
       await node(0).broker.publish({ topic: room, body: 'hello', origin: 'n0' });
-      await waitUntil(
+      await waitFor(
         'delivery on both subscribed nodes',
         () => bodies(node(0)).length === 1 && bodies(node(1)).length === 1,
       );
@@ -80,7 +81,7 @@ export function describeBrokerContract(
         { topic: room, body: '12|3|', origin: 'node-c', binary: true, stampable: true, to: '{"id":7}' },
       ];
       for (const p of publications) await node(0).broker.publish(p);
-      await waitUntil('all publications', () => node(1).messages.length === publications.length);
+      await waitFor('all publications', () => node(1).messages.length === publications.length);
       expect(node(1).messages).toEqual(publications);
     });
 
@@ -89,7 +90,7 @@ export function describeBrokerContract(
       await node(1).broker.subscribe(room);
       const sent = Array.from({ length: 200 }, (_, i) => `m${i}`);
       await Promise.all(sent.map((body) => node(0).broker.publish({ topic: room, body, origin: 'n0' })));
-      await waitUntil('200 messages', () => node(1).messages.length === sent.length);
+      await waitFor('200 messages', () => node(1).messages.length === sent.length);
       expect(bodies(node(1))).toEqual(sent);
     });
 
@@ -103,10 +104,7 @@ export function describeBrokerContract(
       await node(0).broker.publish({ topic: v3, body: 'for v3', origin: 'n0' });
       await node(0).broker.publish({ topic: otherKey, body: 'for other key', origin: 'n0' });
       await node(0).broker.publish({ topic: v4, body: 'for v4', origin: 'n0' });
-      await waitUntil(
-        'three deliveries',
-        () => node(1).messages.length === 1 && node(2).messages.length === 2,
-      );
+      await waitFor('three deliveries', () => node(1).messages.length === 1 && node(2).messages.length === 2);
       await settle();
       expect(node(1).messages).toEqual([{ topic: v4, body: 'for v4', origin: 'n0' }]);
       expect(bodies(node(2), v3)).toEqual(['for v3']);
@@ -120,20 +118,20 @@ export function describeBrokerContract(
       await node(1).broker.subscribe(room);
       await node(1).broker.subscribe(room);
       await node(0).broker.publish({ topic: room, body: 'one', origin: 'n0' });
-      await waitUntil('first message', () => bodies(node(1)).length === 1 && bodies(witness).length === 1);
+      await waitFor('first message', () => bodies(node(1)).length === 1 && bodies(witness).length === 1);
       await settle();
       expect(bodies(node(1))).toEqual(['one']);
 
       await node(1).broker.unsubscribe(room);
       await node(1).broker.unsubscribe(room);
       await node(0).broker.publish({ topic: room, body: 'two', origin: 'n0' });
-      await waitUntil('second message at the witness', () => bodies(witness).length === 2);
+      await waitFor('second message at the witness', () => bodies(witness).length === 2);
       await settle();
       expect(bodies(node(1))).toEqual(['one']);
 
       await node(1).broker.subscribe(room);
       await node(0).broker.publish({ topic: room, body: 'three', origin: 'n0' });
-      await waitUntil('third message', () => bodies(node(1)).length === 2);
+      await waitFor('third message', () => bodies(node(1)).length === 2);
       expect(bodies(node(1))).toEqual(['one', 'three']);
     });
 
@@ -144,9 +142,7 @@ export function describeBrokerContract(
         { type: 'node-dead', nodeId: 'node-x' },
       ];
       for (const command of commands) await node(1).broker.publishControl(command);
-      await waitUntil('controls on all nodes', () =>
-        nodes.every((n) => n.controls.length === commands.length),
-      );
+      await waitFor('controls on all nodes', () => nodes.every((n) => n.controls.length === commands.length));
       for (const n of nodes) expect(n.controls).toEqual(commands);
     });
 
@@ -170,7 +166,7 @@ export function describeBrokerContract(
       await node(0).broker.publish({ topic: room, body: 'after', origin: 'n0' });
       await node(0).broker.publishControl({ type: 'node-dead', nodeId: 'n9' });
       await node(0).broker.publishControl({ type: 'key-changed', key });
-      await waitUntil(
+      await waitFor(
         'the messages after the failures',
         () => bodies(receiver).includes('after') && receiver.controls.length === 1,
       );
@@ -188,10 +184,7 @@ export function describeBrokerContract(
       await node(1).broker.close();
       await node(0).broker.publish({ topic: room, body: 'after close', origin: 'n0' });
       await node(0).broker.publishControl({ type: 'key-changed', key });
-      await waitUntil(
-        'witness delivery',
-        () => node(2).messages.length === 1 && node(2).controls.length === 1,
-      );
+      await waitFor('witness delivery', () => node(2).messages.length === 1 && node(2).controls.length === 1);
       await settle();
       expect(node(1).messages).toEqual([]);
       expect(node(1).controls).toEqual([]);

@@ -1,7 +1,8 @@
 import type { Broker, Publication } from '../../src/broker/broker';
 import type { History, HistoryRetention, StreamPosition } from '../../src/history/history';
 import type { Topic } from '../../src/types';
-import { settle, unique, waitUntil } from '../support/wait';
+import { settle, unique } from '../support/wait';
+import { waitFor } from '@switchboard/harness';
 
 /** Gateway nodes on one backend: each node's broker, and the backend's history. */
 export interface HistoryEngine {
@@ -80,7 +81,7 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       await node(0).broker.subscribe(room);
       await node(1).broker.subscribe(room);
       const returned = await publishAll(room, ['a', 'b', 'c']);
-      await waitUntil('three publications on both nodes', () => nodes.every((n) => n.received.length === 3));
+      await waitFor('three publications on both nodes', () => nodes.every((n) => n.received.length === 3));
       const epoch = returned[0]?.epoch as string;
       expect(epoch).toMatch(/^[A-Za-z0-9_-]{1,32}$/);
       expect(returned).toEqual([1, 2, 3].map((offset) => ({ offset, epoch })));
@@ -100,7 +101,7 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       await node(1).broker.subscribe(room);
       const sent = Array.from({ length: 40 }, (_, i) => `m${i}`);
       const returned = await Promise.all(sent.map((body, i) => publish(i % 2, room, body)));
-      await waitUntil('every publication on both nodes', () =>
+      await waitFor('every publication on both nodes', () =>
         nodes.every((n) => n.received.length === sent.length),
       );
       const order = node(0).received.map((p) => p.body);
@@ -126,7 +127,7 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       const sent = Array.from({ length: 30 }, (_, i) => ({ room: rooms[i % 3] as Topic, body: `m${i}` }));
       const wide: HistoryRetention = { size: 20, ttlSeconds: 60 };
       const returned = await Promise.all(sent.map(({ room, body }) => publish(0, room, body, wide)));
-      await waitUntil('every publication', () => node(1).received.length === sent.length + 1);
+      await waitFor('every publication', () => node(1).received.length === sent.length + 1);
       for (const [r, room] of rooms.entries()) {
         const mine = sent.filter((_, i) => i % 3 === r).map((p) => p.body);
         const first = r === 0 ? 2 : 1;
@@ -177,7 +178,7 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
         b.publish({ topic: room, body: 'direct', origin: 'n0', to: 'bob' }),
       ];
       await Promise.all(calls);
-      await waitUntil('five publications', () => node(1).received.length === 5);
+      await waitFor('five publications', () => node(1).received.length === 5);
       expect(node(1).received.map((p) => [p.body, p.offset])).toEqual([
         ['s1', 1],
         ['s2', 2],
@@ -296,7 +297,7 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       const returned = await publishAll(room, ['a', 'b'], { size: 0, ttlSeconds: 60 });
       expect(returned.map((p) => p.offset)).toEqual([1, 2]);
       expect(returned[1]?.epoch).toBe(returned[0]?.epoch);
-      await waitUntil('both publications', () => node(1).received.length === 2);
+      await waitFor('both publications', () => node(1).received.length === 2);
       expect(offsets(node(1).received)).toEqual([1, 2]);
       expect(await read(room)).toEqual({ offset: 2, epoch: returned[0]?.epoch, publications: [] });
       // Turning history off for a topic that had some drops what it had.
@@ -345,7 +346,7 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       expect(page.offset).toBe(0);
       expect(page.epoch).not.toBe(first?.epoch);
       expect(await publish(1, room, 'd')).toEqual({ offset: 1, epoch: page.epoch });
-      await waitUntil('the publication of the new epoch', () => node(0).received.length === 1);
+      await waitFor('the publication of the new epoch', () => node(0).received.length === 1);
       expect(positions(node(0).received)).toEqual([{ offset: 1, epoch: page.epoch, body: 'd' }]);
     });
 
@@ -356,7 +357,7 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       expect(await node(0).broker.publish({ topic: room, body: 'presence', origin: 'n0' })).toBeUndefined();
       await node(0).broker.publish({ topic: room, body: 'direct', origin: 'n0', to: 'bob' });
       await publishAll(room, ['b']);
-      await waitUntil('four publications', () => node(1).received.length === 4);
+      await waitFor('four publications', () => node(1).received.length === 4);
       expect(node(1).received.map((p) => [p.body, p.offset, p.epoch !== undefined])).toEqual([
         ['a', 1, true],
         ['presence', undefined, false],

@@ -4,8 +4,8 @@ import { createRedisClients } from '../../src/redis/clients';
 import type { RedisClients } from '../../src/redis/clients';
 import { redisKeys } from '../../src/redis/keys';
 import type { RedisKeys } from '../../src/redis/keys';
-// Relative, not `@switchboard/testing`: the testing package depends on core, not the reverse.
-import { startRedis, startRedisCluster } from '../../../testing/src/redis-server';
+// The harness imports nothing of the product, so core's own tests can use it.
+import { startRedis, startRedisCluster } from '@switchboard/harness';
 import { unique } from './wait';
 
 export const silentLogger = createLogger({ level: 'silent' });

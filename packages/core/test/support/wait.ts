@@ -1,12 +1,3 @@
-/** Polls `check` until it holds, failing after `timeoutMs` with `what` in the message. */
-export async function waitUntil(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 /**
  * Time for a message that should not arrive to show up anyway. Absence cannot be awaited; callers
  * first wait for the same message at a subscribed witness, so this only covers delivery skew

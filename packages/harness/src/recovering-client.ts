@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { BalancedCluster } from './balanced-cluster';
-import { Waiters } from './balanced-cluster';
+import { Waiters } from './wait';
 
 /**
  * A client that implements the recovery flow of docs/protocol.md ("History and recovery"), the
@@ -11,25 +11,35 @@ import { Waiters } from './balanced-cluster';
  * again, with its own `since`/`epoch`, once the primary's socket is open again.
  *
  * Everything a channel receives is kept in order, for the suites to check against what the
- * publisher was told.
+ * publisher was told. The entry types are also what the chaos run records from the wire.
  */
 
 export type Protocol = 'v3' | 'v4';
 
+/** Where a subscription stood when it asked to resume. */
+export interface Standing {
+  readonly epoch: string;
+  readonly offset: number;
+}
+
 export interface PositionEntry {
   readonly kind: 'position';
   readonly session: number;
+  /** When it arrived (ms since the epoch). */
+  readonly at: number;
   readonly epoch: string;
   readonly offset: number;
   readonly recovered: boolean | undefined;
   readonly missed: number;
-  /** What the client resumed from when it asked for this subscription (undefined: no `since`). */
-  readonly since: { readonly epoch: string; readonly offset: number } | undefined;
+  /** What the subscription asked to resume from (undefined: no `since`, or a position sent mid-subscription). */
+  readonly since: Standing | undefined;
 }
 
 export interface PublicationEntry {
   readonly kind: 'publication';
   readonly session: number;
+  /** When it arrived (ms since the epoch). */
+  readonly at: number;
   /** The epoch of the latest position before it: a publication frame carries its offset only. */
   readonly epoch: string;
   readonly offset: number;
@@ -258,6 +268,7 @@ export class RecoveringClient {
       const position: PositionEntry = {
         kind: 'position',
         session,
+        at: Date.now(),
         epoch: String(data['epoch']),
         offset: Number(data['offset']),
         recovered: typeof data['recovered'] === 'boolean' ? data['recovered'] : undefined,
@@ -277,7 +288,14 @@ export class RecoveringClient {
       log.violations.push(`session ${session}: offset ${offset} before any system::position: ${text}`);
       return;
     }
-    log.entries.push({ kind: 'publication', session, epoch: log.epoch, offset, seq: data?.['seq'] });
+    log.entries.push({
+      kind: 'publication',
+      session,
+      at: Date.now(),
+      epoch: log.epoch,
+      offset,
+      seq: data?.['seq'],
+    });
     log.offset = offset;
   }
 }

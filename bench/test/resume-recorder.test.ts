@@ -1,4 +1,5 @@
-import { RecoveringClient, callsBetween, commandCalls } from '../src/lib/recovering-client';
+import { ResumeRecorder } from '@switchboard/harness';
+import { callsBetween, commandCalls } from '../src/lib/redis-info';
 
 // The recovery scenario's verdict (every client has every publication, exactly once, in order)
 // rests on how a client reads its frames and resumes: pinned here on the frames of
@@ -9,7 +10,7 @@ const publication = (n: number, offset: number): string => `{"n":${n},"system::o
 
 describe('bench: a recovering client', () => {
   it('resumes after its latest publication in the epoch of its position', () => {
-    const c = new RecoveringClient();
+    const c = new ResumeRecorder();
     c.onFrame(position({ channel: 'r', epoch: 'e1', offset: 40, missed: 0 }), 1);
     expect(c.resumeUrl('ws://b/v3/r?api_key=k&recover=1')).toBe(
       'ws://b/v3/r?api_key=k&recover=1&since=40&epoch=e1',
@@ -20,7 +21,7 @@ describe('bench: a recovering client', () => {
   });
 
   it('keeps its offset across a recovered position, whose missed publications follow', () => {
-    const c = new RecoveringClient();
+    const c = new ResumeRecorder();
     c.onFrame(position({ channel: 'r', epoch: 'e1', offset: 2, missed: 0 }), 1);
     c.onReconnect(5);
     c.onFrame(position({ channel: 'r', epoch: 'e1', offset: 4, recovered: true, missed: 2 }), 10);
@@ -32,7 +33,7 @@ describe('bench: a recovering client', () => {
   });
 
   it('continues from the position when it was not recovered', () => {
-    const c = new RecoveringClient();
+    const c = new ResumeRecorder();
     c.onFrame(position({ channel: 'r', epoch: 'e1', offset: 2, missed: 0 }), 1);
     c.onFrame(position({ channel: 'r', epoch: 'e2', offset: 9, recovered: false, missed: 0 }), 2);
     expect(c.resumeUrl('u')).toBe('u&since=9&epoch=e2');
@@ -40,7 +41,7 @@ describe('bench: a recovering client', () => {
   });
 
   it('is complete only with every offset of the range, and counts duplicates and gaps', () => {
-    const c = new RecoveringClient();
+    const c = new ResumeRecorder();
     c.onFrame(position({ channel: 'r', epoch: 'e1', offset: 0, missed: 0 }), 1);
     c.onFrame(publication(1, 1), 2);
     c.onFrame(publication(3, 3), 3);
@@ -52,22 +53,22 @@ describe('bench: a recovering client', () => {
   });
 
   it('records offsets beyond its first buffer', () => {
-    const c = new RecoveringClient();
+    const c = new ResumeRecorder();
     c.onFrame(position({ channel: 'r', epoch: 'e1', offset: 999, missed: 0 }), 1);
     c.onFrame(publication(1, 1000), 7);
     expect(c.completedAt(1000, 1000)).toBe(7);
   });
 
   it('sums clients: complete ones and the last arrival among them', () => {
-    const done = new RecoveringClient();
+    const done = new ResumeRecorder();
     done.onFrame(position({ channel: 'r', epoch: 'e1', offset: 0, missed: 0 }), 1);
     done.onFrame(publication(1, 1), 20);
-    const missing = new RecoveringClient();
+    const missing = new ResumeRecorder();
     missing.onFrame(position({ channel: 'r', epoch: 'e1', offset: 0, missed: 0 }), 1);
-    const a = RecoveringClient.summarize([done, missing], 1, 1);
+    const a = ResumeRecorder.summarize([done, missing], 1, 1);
     expect(a).toMatchObject({ clients: 2, complete: 1, lastArrivalUs: 20 });
-    const b = RecoveringClient.summarize([done], 1, 1);
-    expect(RecoveringClient.merge([a, b])).toMatchObject({ clients: 3, complete: 2, lastArrivalUs: 20 });
+    const b = ResumeRecorder.summarize([done], 1, 1);
+    expect(ResumeRecorder.merge([a, b])).toMatchObject({ clients: 3, complete: 2, lastArrivalUs: 20 });
   });
 });
 

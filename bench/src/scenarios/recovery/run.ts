@@ -1,10 +1,11 @@
 import Redis from 'ioredis';
-import { Worker } from '../lib/fleet';
-import { nowUs } from '../lib/payload';
-import { HOST, KEY, SECRET, cpuSeconds, startSystem } from '../lib/procs';
-import { RecoveringClient, callsBetween, commandCalls } from '../lib/recovering-client';
-import type { ResumeStatus } from '../lib/recovering-client';
-import type { RecoveryConnectReport } from '../workers/recovery-client';
+import { Worker } from '../../lib/fleet';
+import { nowUs } from '../../lib/payload';
+import { HOST, KEY, SECRET, cpuSeconds, startSystem } from '../../lib/procs';
+import { ResumeRecorder } from '@switchboard/harness';
+import type { ResumeStatus } from '@switchboard/harness';
+import { callsBetween, commandCalls } from '../../lib/redis-info';
+import type { RecoveryConnectReport } from '../../workers/recovery-client';
 
 /** Issue 12's target: every client has every publication this long after the drain began. */
 export const RECOVERY_TARGET_SECONDS = 2;
@@ -74,7 +75,7 @@ export async function recoveryScenario(o: RecoveryOptions): Promise<RecoveryResu
   const workers = Array.from({ length: o.workers }, () => new Worker('recovery-client.js'));
   const redis = new Redis(system.redis!.url);
   const status = async (first: number, last: number): Promise<ResumeStatus> =>
-    RecoveringClient.merge(
+    ResumeRecorder.merge(
       (
         await Promise.all(
           workers.map((w) => w.request<{ status: ResumeStatus }>({ cmd: 'status', first, last }, 10_000)),

@@ -1,9 +1,9 @@
-import { ClientFleet, Publisher, fleetDefaults } from '../lib/fleet';
-import type { ConnectSummary } from '../lib/fleet';
-import { KEY, isPusherSystem, startSystem } from '../lib/procs';
-import type { SystemName } from '../lib/procs';
-import { confirmedStep, searchMax, step, subscriberUrls } from './load';
-import type { LoadSetup, Step } from './load';
+import { ClientFleet, Publisher, fleetDefaults } from '../../lib/fleet';
+import type { ConnectSummary } from '../../lib/fleet';
+import { KEY, isPusherSystem, startSystem } from '../../lib/procs';
+import type { SystemName } from '../../lib/procs';
+import { confirmedStep, searchMax, step, subscriberUrls } from '../load';
+import type { LoadSetup, Step } from '../load';
 
 /** Fan-out and many channels: one system, one shape (channels × subscribers), the full set of measurements. */
 export interface ThroughputCase {

@@ -1,13 +1,13 @@
 import { loadavg } from 'node:os';
-import { cpuOf, cpuSince } from '../lib/cpu';
-import type { CpuUse } from '../lib/cpu';
-import { ClientFleet, fleetDefaults } from '../lib/fleet';
-import { isPusherSystem, startSystem } from '../lib/procs';
-import type { SystemName } from '../lib/procs';
-import { memoryCase } from './memory';
-import type { MemoryCase } from './memory';
-import { TARGET_SHARE, throughputCase } from './throughput';
-import type { ThroughputCase } from './throughput';
+import { cpuOf, cpuSince } from '../../lib/cpu';
+import type { CpuUse } from '../../lib/cpu';
+import { ClientFleet, fleetDefaults } from '../../lib/fleet';
+import { isPusherSystem, startSystem } from '../../lib/procs';
+import type { SystemName } from '../../lib/procs';
+import { memoryCase } from '../memory/run';
+import type { MemoryCase } from '../memory/run';
+import { TARGET_SHARE, throughputCase } from '../throughput/run';
+import type { ThroughputCase } from '../throughput/run';
 
 /**
  * The Pusher-protocol throughput scenario (`--scenario pusher`): fan-out 1 channel × N and many

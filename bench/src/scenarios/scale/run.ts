@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
-import { KeepAliveConnection, postRequest } from '../lib/http';
-import { nativeFleet } from '../lib/native-fleet';
-import type { NativeFleet } from '../lib/native-fleet';
-import { cpuOf } from '../lib/cpu';
-import { nowUs } from '../lib/payload';
-import { fillPresence } from '../lib/product';
+import { KeepAliveConnection, postRequest } from '../../lib/http';
+import { nativeFleet } from '../../lib/native-fleet';
+import type { NativeFleet } from '../../lib/native-fleet';
+import { cpuOf } from '../../lib/cpu';
+import { nowUs } from '../../lib/payload';
+import { fillPresence } from '../../lib/product';
 import {
   HOST,
   KEY,
@@ -15,9 +15,9 @@ import {
   reachableFdLimit,
   rssKiB,
   startSystem,
-} from '../lib/procs';
-import type { System } from '../lib/procs';
-import { median, p95, timeRequests } from './presence';
+} from '../../lib/procs';
+import type { System } from '../../lib/procs';
+import { median, p95, timeRequests } from '../presence/run';
 
 /** The scale scenario's targets (issue 16). */
 export const SCALE_TARGETS = { rssKiBPerConnection: 2, publishP99Ms: 300 };

@@ -1,15 +1,15 @@
 import Redis from 'ioredis';
-import { ClientFleet } from '../lib/fleet';
-import { connectFleet } from '../lib/native-fleet';
-import type { ConnectFleet } from '../lib/native-fleet';
-import { KeepAliveConnection, postRequest } from '../lib/http';
-import { fillPresence } from '../lib/product';
+import { ClientFleet } from '../../lib/fleet';
+import { connectFleet } from '../../lib/native-fleet';
+import type { ConnectFleet } from '../../lib/native-fleet';
+import { KeepAliveConnection, postRequest } from '../../lib/http';
+import { fillPresence } from '../../lib/product';
 import { cpus } from 'node:os';
-import { cpuOf, cpuSince } from '../lib/cpu';
-import type { CpuUse } from '../lib/cpu';
-import { HOST, KEY, REDIS_PREFIX, SECRET, pinToCpus, startSystem } from '../lib/procs';
-import type { System } from '../lib/procs';
-import { WebhookSink } from '../lib/webhook-sink';
+import { cpuOf, cpuSince } from '../../lib/cpu';
+import type { CpuUse } from '../../lib/cpu';
+import { HOST, KEY, REDIS_PREFIX, SECRET, pinToCpus, startSystem } from '../../lib/procs';
+import type { System } from '../../lib/procs';
+import { WebhookReceiver } from '@switchboard/harness';
 
 export interface ConnectRate {
   connections: number;
@@ -205,7 +205,7 @@ const ALL_WEBHOOK_EVENTS = [
 ];
 
 /** Gateway environment giving the bench key a webhook to `sink` (seeded like the key itself). */
-const webhookEnv = (sink: WebhookSink): Record<string, string> => ({
+const webhookEnv = (sink: WebhookReceiver): Record<string, string> => ({
   SWITCHBOARD_KEYS: JSON.stringify([
     { key: KEY, secret: SECRET, webhook: { url: sink.url, events: ALL_WEBHOOK_EVENTS } },
   ]),
@@ -219,7 +219,7 @@ const webhookEnv = (sink: WebhookSink): Record<string, string> => ({
 async function drainWebhooks(
   system: System,
   fleet: ConnectFleet,
-  sink: WebhookSink,
+  sink: WebhookReceiver,
   joins: number,
 ): Promise<WebhookDelivery> {
   const redis = new Redis(system.redis!.url);
@@ -268,8 +268,8 @@ async function webhookJoins(
   o: PresenceOptions,
   nodes: number,
 ): Promise<{ joins: ConnectRate; delivery: WebhookDelivery }> {
-  const sink = new WebhookSink();
-  await sink.start();
+  const sink = new WebhookReceiver({ record: false, host: HOST });
+  await sink.up();
   const system = await startSystem('switchboard-redis', { nodes, env: webhookEnv(sink) });
   const fleet = connectFleet(o.workers, o.log);
   try {
@@ -284,7 +284,7 @@ async function webhookJoins(
     await fleet.closeAll().catch(() => undefined);
     fleet.stop();
     await system.stop();
-    await sink.stop();
+    await sink.down();
   }
 }
 
@@ -297,7 +297,7 @@ async function ownCoreRate(
   o: PresenceOptions,
   name: 'switchboard-redis' | 'ceiling-redis',
   /** With a webhook on the key to this receiver (Switchboard only); its delivery is checked after. */
-  sink?: WebhookSink,
+  sink?: WebhookReceiver,
 ): Promise<{ rate: ConnectRate; delivery?: WebhookDelivery } | undefined> {
   const cpuCount = cpus().length;
   if (cpuCount < 2) return undefined;
@@ -406,9 +406,9 @@ export async function presenceScenario(o: PresenceOptions): Promise<PresenceResu
   }
   try {
     const ownCore = (await ownCoreRate(o, 'switchboard-redis'))?.rate;
-    const sink = new WebhookSink();
-    await sink.start();
-    const hooked = await ownCoreRate(o, 'switchboard-redis', sink).finally(() => sink.stop());
+    const sink = new WebhookReceiver({ record: false, host: HOST });
+    await sink.up();
+    const hooked = await ownCoreRate(o, 'switchboard-redis', sink).finally(() => sink.down());
     const ownCoreCeiling = (await ownCoreRate(o, 'ceiling-redis'))?.rate;
     if (hooked) {
       result.webhooks = { ...result.webhooks, ownCore: hooked.rate };

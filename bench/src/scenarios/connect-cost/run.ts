@@ -1,10 +1,10 @@
 import Redis from 'ioredis';
-import { connectFleet } from '../lib/native-fleet';
-import type { ConnectFleet } from '../lib/native-fleet';
-import { cpuOf } from '../lib/cpu';
-import type { CpuUse } from '../lib/cpu';
-import { KEY, REDIS_PREFIX, startSystem } from '../lib/procs';
-import type { System, SystemName } from '../lib/procs';
+import { connectFleet } from '../../lib/native-fleet';
+import type { ConnectFleet } from '../../lib/native-fleet';
+import { cpuOf } from '../../lib/cpu';
+import type { CpuUse } from '../../lib/cpu';
+import { KEY, REDIS_PREFIX, startSystem } from '../../lib/procs';
+import type { System, SystemName } from '../../lib/procs';
 
 /**
  * What a plain connection costs the servers (issue 16): N plain V3 connections opened and then

@@ -1,6 +1,7 @@
 /**
- * The client side of docs/protocol.md "History and recovery", as the `recovery` scenario's
- * sockets follow it: remember the epoch of the latest `system::position` and the offset of the
+ * The client side of docs/protocol.md "History and recovery" as a recorder of one socket's
+ * frames (the benchmark's `recovery` scenario feeds it; it opens no socket itself, unlike
+ * RecoveringClient): remember the epoch of the latest `system::position` and the offset of the
  * latest publication, resume with both. It records when each offset arrived (and duplicates and
  * out-of-order arrivals), so the harness can tell when every client had every publication.
  */
@@ -31,7 +32,7 @@ interface Position {
 
 const OFFSET_FIELD = '"system::offset":';
 
-export class RecoveringClient {
+export class ResumeRecorder {
   epoch: string | undefined;
   /** Offset of the latest publication, or of a position frame none came after. */
   offset = 0;
@@ -114,7 +115,7 @@ export class RecoveringClient {
     return latest;
   }
 
-  static summarize(clients: readonly RecoveringClient[], first: number, last: number): ResumeStatus {
+  static summarize(clients: readonly ResumeRecorder[], first: number, last: number): ResumeStatus {
     const s: ResumeStatus = {
       clients: clients.length,
       complete: 0,
@@ -168,31 +169,3 @@ export class RecoveringClient {
 
 const sum = (parts: readonly ResumeStatus[], field: keyof ResumeStatus): number =>
   parts.reduce((total, p) => total + p[field], 0);
-
-/** `INFO commandstats` as calls per command (`cmdstat_evalsha:calls=3,…` → evalsha: 3). */
-export function commandCalls(info: string): Record<string, number> {
-  const calls: Record<string, number> = {};
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]!] = Number(match[2]);
-  return calls;
-}
-
-/** `INFO commandstats` as calls and microseconds (Redis' own time in the command) per command. */
-export function commandTimes(info: string): Record<string, { calls: number; usec: number }> {
-  const out: Record<string, { calls: number; usec: number }> = {};
-  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm))
-    out[match[1]!] = { calls: Number(match[2]), usec: Number(match[3]) };
-  return out;
-}
-
-/** Calls per command between two `commandCalls` readings (commands with none left out). */
-export function callsBetween(
-  before: Record<string, number>,
-  after: Record<string, number>,
-): Record<string, number> {
-  const delta: Record<string, number> = {};
-  for (const [command, calls] of Object.entries(after)) {
-    const d = calls - (before[command] ?? 0);
-    if (d > 0) delta[command] = d;
-  }
-  return delta;
-}

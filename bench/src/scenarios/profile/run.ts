@@ -1,10 +1,10 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { ClientFleet, Publisher } from '../lib/fleet';
-import { ROOT, product, startSystem } from '../lib/procs';
-import { nowUs } from '../lib/payload';
-import { step, subscriberUrls } from './load';
-import type { Step } from './load';
+import { ClientFleet, Publisher } from '../../lib/fleet';
+import { ROOT, product, startSystem } from '../../lib/procs';
+import { nowUs } from '../../lib/payload';
+import { step, subscriberUrls } from '../load';
+import type { Step } from '../load';
 
 export interface ProfileEntry {
   function: string;

@@ -1,6 +1,6 @@
-import { ClientFleet, fleetDefaults } from '../lib/fleet';
-import { isPusherSystem, rssKiB, startSystem } from '../lib/procs';
-import type { SystemName } from '../lib/procs';
+import { ClientFleet, fleetDefaults } from '../../lib/fleet';
+import { isPusherSystem, rssKiB, startSystem } from '../../lib/procs';
+import type { SystemName } from '../../lib/procs';
 
 export interface MemoryCase {
   system: SystemName;

@@ -1,11 +1,11 @@
 import Redis from 'ioredis';
-import { ClientFleet, Publisher } from '../lib/fleet';
-import { commandTimes } from '../lib/recovering-client';
-import { cpuSeconds, startSystem } from '../lib/procs';
-import type { SystemName } from '../lib/procs';
-import { step } from './load';
-import type { LoadSetup, Step } from './load';
-import { PUBLISH_CONNECTIONS } from './throughput';
+import { ClientFleet, Publisher } from '../../lib/fleet';
+import { commandTimes } from '../../lib/redis-info';
+import { cpuSeconds, startSystem } from '../../lib/procs';
+import type { SystemName } from '../../lib/procs';
+import { step } from '../load';
+import type { LoadSetup, Step } from '../load';
+import { PUBLISH_CONNECTIONS } from '../throughput/run';
 
 /**
  * The publish path's cost at a fixed, moderate rate (issue 12): many channels over REST, 2 nodes

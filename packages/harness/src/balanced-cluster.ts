@@ -1,27 +1,37 @@
 import { randomBytes } from 'node:crypto';
-import type { ApiKeyRecord } from '@switchboard/core';
-import { startRedis, startSwitchboardProcess } from '@switchboard/testing';
-import type { RedisServer, SwitchboardProcess } from '@switchboard/testing';
 import { requireHaproxy, startHaproxy } from './haproxy';
 import type { HaproxyServerState, RunningHaproxy } from './haproxy';
 import { fixedFreePort } from './ports';
-import { testKey, waitUntil } from '../support-nodes';
+import { startSwitchboardProcess } from './process';
+import type { SwitchboardProcess } from './process';
+import { startRedis } from './redis-server';
+import type { RedisServer } from './redis-server';
+import { waitFor } from './wait';
 
 /**
  * The docker-compose topology without containers: one Redis, gateway processes on fixed ports
  * (so a node restarts on its port, as `docker compose restart gwN` or a rolling update does) and
  * HAProxy rendered from the shipped deploy/haproxy.cfg in front of them. Clients and backends
- * talk to the balancer only.
+ * talk to the balancer only. The e2e suites use it as it is; the chaos run extends it (it tracks
+ * each gateway's incarnations and restarts Redis).
  *
  * Needs `haproxy` (Debian package `haproxy`; .ci/run installs it). Without it, `start` fails
  * (never skips).
  */
 
+/** An API key as the processes are seeded with it (SWITCHBOARD_KEYS). */
+export interface ClusterKey {
+  readonly key: string;
+  readonly secret: string;
+}
+
 export interface BalancedClusterOptions {
   /** Gateway names (HAProxy server names and NODE_IDs): gw1, gw2, … */
   readonly names: readonly string[];
-  /** Gateway configuration on top of Redis, the key and the port. */
+  /** Configuration of every process of the cluster, on top of Redis and the key. */
   readonly env?: Readonly<Record<string, string>>;
+  /** One gateway's configuration on top of `env`, its host, port and NODE_ID. */
+  readonly gatewayEnv?: (name: string) => Readonly<Record<string, string>>;
   /**
    * How the gateways reach Redis instead of the cluster's own server (`REDIS_SENTINELS`… of a
    * sentinel group, a `REDIS_URL` through a proxy); the own server then runs unused.
@@ -29,6 +39,27 @@ export interface BalancedClusterOptions {
   readonly redisEnv?: Readonly<Record<string, string>>;
   /** HAProxy's health-check interval (the shipped 2 s is slow for tests). */
   readonly checkIntervalMs?: number;
+  /**
+   * Redis on a fixed port (it can then be restarted on that port, which no outgoing connection
+   * can take meanwhile) rather than on any free one.
+   */
+  readonly redisOnFixedPort?: boolean;
+  /** Starts the cluster's Redis (a failover group behind one endpoint…); one redis-server by default. */
+  readonly startRedis?: () => Promise<RedisServer>;
+  /** The key every process knows (a random one by default). */
+  readonly key?: ClusterKey;
+  /** REDIS_PREFIX (a random one by default). */
+  readonly prefix?: string;
+  /** How long a gateway may take to print `ready`, then to pass its checks (default 15 s, 10 s). */
+  readonly readyTimeoutMs?: number;
+  readonly rotationTimeoutMs?: number;
+}
+
+/** What a cluster holds before any gateway runs: Redis and the ports. */
+export interface ClusterGround {
+  readonly redis: RedisServer;
+  readonly ports: Readonly<Record<string, number>>;
+  readonly balancerPort: number;
 }
 
 export interface HttpAnswer {
@@ -50,10 +81,10 @@ export async function request(url: string, init: RequestInit = {}): Promise<Http
   return { status: response.status, text, json };
 }
 
-/** The status of a node's own /api/health; 0 when nothing listens. */
+/** The status of a node's own /api/health; 0 when nothing listens (or it does not answer in 2 s). */
 export async function healthStatus(port: number): Promise<number> {
   try {
-    return (await fetch(`http://127.0.0.1:${port}/api/health`)).status;
+    return (await fetch(`http://127.0.0.1:${port}/api/health`, { signal: AbortSignal.timeout(2000) })).status;
   } catch {
     return 0;
   }
@@ -76,60 +107,78 @@ const hasStatus = (server: HaproxyServerState | string, status: string): boolean
   typeof server !== 'string' && server.status === status;
 
 export class BalancedCluster {
-  /** The one API key every gateway knows (seeded through SWITCHBOARD_KEYS). */
-  readonly key: ApiKeyRecord = testKey();
-  /** Every gateway's configuration: also fits other processes of the cluster (account API). */
+  /** The one API key every process knows (seeded through SWITCHBOARD_KEYS). */
+  readonly key: ClusterKey;
+  /** Every process's configuration: also fits other processes of the cluster (account API). */
   readonly env: Record<string, string>;
-  /** The live process of each gateway name. */
+  /** The latest process of each gateway name. */
   readonly nodes = new Map<string, SwitchboardProcess>();
+  readonly names: readonly string[];
+  readonly redis: RedisServer;
+  readonly ports: Readonly<Record<string, number>>;
+  readonly balancerPort: number;
   private readonly processes: SwitchboardProcess[] = [];
+  private haproxy: RunningHaproxy | undefined;
 
-  private constructor(
-    readonly names: readonly string[],
-    readonly redis: RedisServer,
-    readonly ports: Readonly<Record<string, number>>,
-    readonly balancerPort: number,
-    private haproxy: RunningHaproxy | undefined,
-    env: Readonly<Record<string, string>>,
-    redisEnv: Readonly<Record<string, string>> = { REDIS_URL: redis.url },
+  protected constructor(
+    protected readonly options: BalancedClusterOptions,
+    ground: ClusterGround,
   ) {
+    this.names = options.names;
+    this.redis = ground.redis;
+    this.ports = ground.ports;
+    this.balancerPort = ground.balancerPort;
+    this.key = options.key ?? {
+      key: `k${randomBytes(6).toString('hex')}`,
+      secret: randomBytes(16).toString('hex'),
+    };
     this.env = {
-      ...redisEnv,
-      REDIS_PREFIX: `bc${randomBytes(4).toString('hex')}`,
+      ...(options.redisEnv ?? { REDIS_URL: this.redis.url }),
+      REDIS_PREFIX: options.prefix ?? `bc${randomBytes(4).toString('hex')}`,
       SWITCHBOARD_KEYS: JSON.stringify([{ key: this.key.key, secret: this.key.secret, domains: [] }]),
-      ...env,
+      ...options.env,
     };
   }
 
-  /** Redis, the gateways (ready) and HAProxy, with every gateway in rotation. */
-  static async start(options: BalancedClusterOptions): Promise<BalancedCluster> {
+  /** Redis and a fixed free port for each gateway and for the balancer. */
+  protected static async ground(options: BalancedClusterOptions): Promise<ClusterGround> {
     requireHaproxy();
     const ports: Record<string, number> = {};
     for (const name of options.names) ports[name] = await fixedFreePort();
     const balancerPort = await fixedFreePort();
-    const redis = await startRedis();
-    const cluster = new BalancedCluster(
-      options.names,
-      redis,
-      ports,
-      balancerPort,
-      undefined,
-      options.env ?? {},
-      options.redisEnv,
-    );
+    const redis = options.startRedis
+      ? await options.startRedis()
+      : await startRedis(options.redisOnFixedPort ? { port: await fixedFreePort() } : {});
+    return { redis, ports, balancerPort };
+  }
+
+  /** Redis, the gateways (ready) and HAProxy, with every gateway in rotation. */
+  static async start(options: BalancedClusterOptions): Promise<BalancedCluster> {
+    const cluster = new BalancedCluster(options, await BalancedCluster.ground(options));
+    await cluster.open();
+    return cluster;
+  }
+
+  /** Starts the gateways and HAProxy and waits until all are in rotation; stops all on a failure. */
+  protected async open(): Promise<void> {
     try {
-      await Promise.all(options.names.map((name) => cluster.startGateway(name)));
-      cluster.haproxy = await startHaproxy({
-        listenPort: balancerPort,
-        backends: options.names.map((name) => ({ name, port: ports[name]! })),
-        ...(options.checkIntervalMs === undefined ? {} : { checkIntervalMs: options.checkIntervalMs }),
+      await Promise.all(this.names.map((name) => this.startGateway(name)));
+      this.haproxy = await startHaproxy({
+        listenPort: this.balancerPort,
+        backends: this.names.map((name) => ({ name, port: this.ports[name]! })),
+        ...(this.options.checkIntervalMs === undefined
+          ? {}
+          : { checkIntervalMs: this.options.checkIntervalMs }),
       });
-      for (const name of options.names) await cluster.waitUntilInRotation(name);
+      for (const name of this.names) await this.waitUntilInRotation(name);
     } catch (error) {
-      await cluster.stop();
+      await this.stop();
       throw error;
     }
-    return cluster;
+  }
+
+  get prefix(): string {
+    return this.env['REDIS_PREFIX']!;
   }
 
   /** `http://` of the balancer (cluster API). */
@@ -137,9 +186,14 @@ export class BalancedCluster {
     return `http://127.0.0.1:${this.balancerPort}`;
   }
 
+  /** `ws://` of the balancer. */
+  get balancerWsUrl(): string {
+    return `ws://127.0.0.1:${this.balancerPort}`;
+  }
+
   /** A WebSocket URL through the balancer. */
   wsUrl(path: string, query: Record<string, string>): string {
-    return `ws://127.0.0.1:${this.balancerPort}${path}?${new URLSearchParams(query).toString()}`;
+    return `${this.balancerWsUrl}${path}?${new URLSearchParams(query).toString()}`;
   }
 
   /** HAProxy; throws before `start` finished. */
@@ -154,20 +208,38 @@ export class BalancedCluster {
     return proc;
   }
 
-  /** A gateway process on its fixed port (tracked before it is ready, so `stop` can always kill it). */
-  async startGateway(name: string): Promise<SwitchboardProcess> {
+  /** A gateway process on its fixed port, tracked at once (so `stop` can always kill it). */
+  protected launchGateway(name: string): SwitchboardProcess {
     const proc = this.track(
       startSwitchboardProcess(['gateway'], {
         ...this.env,
         HOST: '127.0.0.1',
         PORT: String(this.ports[name]),
         NODE_ID: name,
+        ...this.options.gatewayEnv?.(name),
       }),
     );
     this.nodes.set(name, proc);
-    const ready = await proc.waitForLog({ msg: 'ready' });
-    expect(ready['port']).toBe(this.ports[name]);
     return proc;
+  }
+
+  /** Resolves once `proc` printed `ready` on its gateway's own port. */
+  protected async gatewayReady(name: string, proc: SwitchboardProcess): Promise<void> {
+    const ready = await proc.waitForLog({ msg: 'ready' }, this.options.readyTimeoutMs);
+    if (ready['port'] !== this.ports[name])
+      throw new Error(`${name} listens on ${String(ready['port'])}, not ${this.ports[name]}`);
+  }
+
+  /** A gateway process on its fixed port, ready. */
+  async startGateway(name: string): Promise<SwitchboardProcess> {
+    const proc = this.launchGateway(name);
+    await this.gatewayReady(name, proc);
+    return proc;
+  }
+
+  /** The status of a gateway's own /api/health; 0 when nothing listens. */
+  health(name: string): Promise<number> {
+    return healthStatus(this.ports[name]!);
   }
 
   /** One server of the balancer's `gateways` backend as HAProxy sees it now. */
@@ -191,13 +263,14 @@ export class BalancedCluster {
 
   /** Health 200 on the node itself, then HAProxy's check passes too: new clients may land on it. */
   async waitUntilInRotation(name: string): Promise<void> {
-    const port = this.ports[name]!;
-    await waitUntil(async () => (await healthStatus(port)) === 200, 10_000, `${name} /api/health 200`);
+    const timeoutMs = this.options.rotationTimeoutMs ?? 10_000;
+    await waitFor(`${name} /api/health 200`, async () => (await this.health(name)) === 200, timeoutMs, 20);
     let seen: HaproxyServerState | string | undefined;
-    await waitUntil(
-      async () => hasStatus((seen = await this.serverOrWhyNot(name)), 'UP'),
-      10_000,
+    await waitFor(
       `haproxy sees ${name} UP`,
+      async () => hasStatus((seen = await this.serverOrWhyNot(name)), 'UP'),
+      timeoutMs,
+      20,
     ).catch((error: Error) => {
       // L7TOUT: the check got no answer at all (uWS does not answer HTTP/1.0 or a request without Host).
       throw new Error(`${error.message}; haproxy reports ${JSON.stringify(seen)}`);
@@ -206,10 +279,11 @@ export class BalancedCluster {
 
   /** Waits until HAProxy has noticed that `name` is gone (so a later "UP" is a new process's). */
   async waitUntilOutOfRotation(name: string): Promise<void> {
-    await waitUntil(
+    await waitFor(
+      `haproxy marks ${name} DOWN`,
       async () => hasStatus(await this.serverOrWhyNot(name), 'DOWN'),
       5000,
-      `haproxy marks ${name} DOWN`,
+      20,
     );
   }
 
@@ -231,5 +305,3 @@ export class BalancedCluster {
     await this.redis.stop();
   }
 }
-
-export { Waiters } from '@switchboard/testing';

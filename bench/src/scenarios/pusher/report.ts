@@ -1,8 +1,8 @@
-import type { SystemName } from './lib/procs';
-import type { Step } from './scenarios/load';
-import { SOKETI_MULTIPLE } from './scenarios/pusher';
-import type { PusherCase, PusherResults } from './scenarios/pusher';
-import { TARGET_SHARE } from './scenarios/throughput';
+import type { SystemName } from '../../lib/procs';
+import type { Step } from '../load';
+import { SOKETI_MULTIPLE } from './run';
+import type { PusherCase, PusherResults } from './run';
+import { TARGET_SHARE } from '../throughput/run';
 
 /** The "Pusher protocol" section of docs/benchmarks.md (`--scenario pusher`). */
 
