@@ -98,17 +98,12 @@ describe('WebhookDispatcher', () => {
     queue.emit(record.key, { name: 'channel_occupied', channel: '#server-to-user-ada' });
     queue.emit(record.key, { name: 'channel_occupied', channel: 'visible' });
     queue.emit(record.key, { name: 'member_removed', channel: '#watchlist-ada', user_id: 'ada' });
-    await waitUntil('the visible event', () =>
-      requests.some((r) => r.headers['x-pusher-key'] === record.key),
-    );
+    await waitFor('the visible event', () => requests.some((r) => r.headers['x-pusher-key'] === record.key));
     const sent = requests.filter((r) => r.headers['x-pusher-key'] === record.key);
     expect(sent.flatMap((r) => (JSON.parse(r.body) as { events: unknown[] }).events)).toEqual([
       { name: 'channel_occupied', channel: 'visible' },
     ]);
-    for (let deadline = Date.now() + 2000; (await queue.depth(record.key)) > 0;) {
-      if (Date.now() > deadline) throw new Error('the internal events were not acknowledged');
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await waitFor('the internal events acknowledged', async () => (await queue.depth(record.key)) === 0);
   });
 
   it("delivers cache_miss and Pusher channels' events so the pusher SDK's webhook() helper verifies them", async () => {
