@@ -184,6 +184,35 @@ describe('TopicStream', () => {
     expect(t.announced).toEqual([{ epoch: page.epoch, offset: 0, recovered: false, missed: 0 }]);
   });
 
+  it('never goes back to an epoch it left (two masters for a moment): says recovered: false once and stays', async () => {
+    const t = setup();
+    const first = await start(t);
+    const [a1, a2, a3] = t.publish(3); // epoch A, served by one master
+    t.stream.receive(a1!);
+    t.advance(61_000);
+    const [b1, b2] = t.publish(2); // epoch B, served by the other one
+    expect(b1!.epoch).not.toBe(first.epoch);
+    t.stream.receive(b1!);
+    expect(t.announced).toEqual([{ epoch: b1!.epoch, offset: 0, recovered: true, missed: 0 }]);
+    // The first master answers again: A's publications interleave with B's.
+    t.stream.receive(a2!);
+    t.stream.receive(b2!);
+    t.stream.receive(a3!);
+    expect(t.delivered).toEqual([1, 1, 2]);
+    expect(t.announced.slice(1)).toEqual([{ epoch: b1!.epoch, offset: 1, recovered: false, missed: 0 }]);
+    // A subscriber that read A's history meanwhile goes on from the stream's position.
+    const late = t.joiner({ epoch: first.epoch, offset: 3 });
+    t.stream.handOver(late.j);
+    expect(late.got).toEqual(['lost@2', 'join']);
+    // Having left an epoch that came back, a next one is never taken for complete.
+    t.advance(61_000);
+    const [c1] = t.publish(1);
+    t.stream.receive(c1!);
+    expect(t.announced.at(-1)).toEqual({ epoch: c1!.epoch, offset: 0, recovered: false, missed: 0 });
+    expect(t.delivered).toEqual([1, 1, 2, 1]);
+    expect(t.reads()).toBe(0);
+  });
+
   it('a resync during a fill fills again: the fill under way may have read before the loss', async () => {
     const t = setup();
     await start(t);

@@ -66,7 +66,7 @@ export class Streams {
     this.attached.set(sub, { stream, joiner: undefined });
     this.senders.set(state.id, state);
     try {
-      return await this.catchUp(state, sub, resume);
+      return await this.catchUp(state, sub, resume, stream);
     } catch (error) {
       this.detach(state, sub);
       throw error;
@@ -164,24 +164,31 @@ export class Streams {
     state: ConnectionState,
     sub: Subscription,
     resume: Resume | undefined,
+    stream: TopicStream,
   ): Promise<CatchUp> {
     const { history } = this.ctx.engine;
     const retention = historyRetention(state.record, this.ctx.config);
     const { ttlSeconds } = retention;
+    // History of an epoch this node's stream left (two masters for a moment) is never resumed
+    // from nor started at: the subscription starts at the stream's position instead.
+    const current = (page: HistoryPage) =>
+      stream.hasLeft(page.epoch) && stream.position ? stream.position : undefined;
     if (!resume) {
       const page = await history.read(sub.topic, { limit: 0, ttlSeconds });
-      return { state, sub, report: { epoch: page.epoch, offset: page.offset, missed: 0 }, missed: [] };
+      const { epoch, offset } = current(page) ?? page;
+      return { state, sub, report: { epoch, offset, missed: 0 }, missed: [] };
     }
     const { since } = resume;
     let page: HistoryPage = await history.read(sub.topic, { since, limit: HISTORY_PAGE, ttlSeconds });
-    const { epoch, offset } = page;
+    const left = current(page);
+    const { epoch, offset } = left ?? page;
     const unrecoverable = (): CatchUp => ({
       state,
       sub,
       report: { epoch, offset, recovered: false, missed: 0 },
       missed: [],
     });
-    if (resume.epoch !== epoch || since > offset || retention.size === 0) return unrecoverable();
+    if (left || resume.epoch !== epoch || since > offset || retention.size === 0) return unrecoverable();
     const missed: Publication[] = [];
     let next = since + 1;
     while (next <= offset) {

@@ -35,6 +35,8 @@ const RECENT = 256;
 /** Publications held while the position is unknown or a gap is being filled. */
 const QUEUE_LIMIT = 10_000;
 const RETRY_MS = 1000;
+/** Epochs a stream remembers having left (two masters for a moment interleave two or three). */
+const LEFT_EPOCHS = 8;
 
 /**
  * One topic's stream on this node: puts the publications the broker hands over (at most once,
@@ -45,6 +47,11 @@ const RETRY_MS = 1000;
  * The stream exists while this node has opted-in subscriptions to the topic. Its position is
  * unknown until the first subscription's history read tells it; publications received before
  * that are queued, so none published after the broker subscription is lost.
+ *
+ * A stream never goes back to an epoch it has left (docs/architecture.md, "Failover: no position
+ * is given twice"): while two masters serve for a moment, publications and history reads of both
+ * epochs interleave, and going back would deliver that epoch's publications a second time. What
+ * carries a left epoch is unrecoverable: dropped, and said once with `recovered: false`.
  */
 export class TopicStream {
   private epoch: string | undefined;
@@ -57,6 +64,10 @@ export class TopicStream {
   private queue: Publication[] = [];
   private readonly recent: Publication[] = [];
   private readonly joiners = new Set<Joiner>();
+  /** The last epochs the stream moved away from, oldest first (at most `LEFT_EPOCHS`). */
+  private readonly left: string[] = [];
+  /** A left epoch came back while in this one, and subscribers were told `recovered: false`. */
+  private returnAnnounced = false;
   private retry: NodeJS.Timeout | undefined;
   /** Opted-in subscriptions on this node, caught up or catching up. */
   subscribers = 0;
@@ -65,6 +76,11 @@ export class TopicStream {
 
   get position(): StreamPosition | undefined {
     return this.epoch === undefined ? undefined : { epoch: this.epoch, offset: this.offset };
+  }
+
+  /** Whether the stream moved away from `epoch`: nothing of it is delivered or resumed again. */
+  hasLeft(epoch: string): boolean {
+    return this.left.includes(epoch);
   }
 
   /** A publication of the topic, as the broker delivered it (stream publications only). */
@@ -87,6 +103,12 @@ export class TopicStream {
       this.offset = position.offset;
       joiner.join();
       this.replayQueue();
+      return;
+    }
+    if (this.hasLeft(position.epoch)) {
+      // It read an epoch this stream left (two masters for a moment): it goes on from here.
+      joiner.lost({ epoch: this.epoch, offset: this.offset, recovered: false, missed: 0 });
+      joiner.join();
       return;
     }
     if (position.epoch !== this.epoch) {
@@ -148,6 +170,10 @@ export class TopicStream {
   private process(publication: Publication): void {
     const { offset, epoch } = publication;
     if (offset === undefined || epoch === undefined) return;
+    if (this.hasLeft(epoch)) {
+      this.leftEpochReturned();
+      return;
+    }
     if (epoch !== this.epoch) {
       this.newEpoch(publication, offset, epoch);
       return;
@@ -164,10 +190,12 @@ export class TopicStream {
   /**
    * The topic's history was lost (expired, Redis data loss). A first publication of the new
    * epoch right after everything of the old one was delivered loses nothing: subscribers only
-   * learn the new epoch. Anything else may have lost publications.
+   * learn the new epoch. Anything else may have lost publications, and so may any change after
+   * the stream already left an epoch: that one may still be served (two masters for a moment),
+   * and what it publishes after this switch is never delivered.
    */
   private newEpoch(publication: Publication, offset: number, epoch: string): void {
-    this.setPosition(epoch, offset - 1, offset === 1);
+    this.setPosition(epoch, offset - 1, offset === 1 && this.left.length === 0);
     this.deliver(publication, offset);
   }
 
@@ -181,11 +209,39 @@ export class TopicStream {
 
   /** Jumps to a position, telling subscribers whether anything was lost on the way. */
   private setPosition(epoch: string, offset: number, recovered: boolean): void {
+    if (this.epoch !== undefined && epoch !== this.epoch) {
+      this.left.push(this.epoch);
+      if (this.left.length > LEFT_EPOCHS) this.left.shift();
+      this.returnAnnounced = false;
+    }
     this.epoch = epoch;
     this.offset = offset;
     this.recent.length = 0;
     this.outlet.announce({ epoch, offset, recovered, missed: 0 });
     if (this.joiners.size > 0) this.settleJoiners();
+  }
+
+  /**
+   * A publication or a history read of an epoch this stream left: its publications after the
+   * switch are never delivered, so subscribers are told once, at the current position.
+   */
+  private leftEpochReturned(): void {
+    if (this.returnAnnounced) return;
+    this.returnAnnounced = true;
+    this.outlet.announce({ epoch: this.epoch!, offset: this.offset, recovered: false, missed: 0 });
+  }
+
+  /**
+   * History serves another epoch than this stream's (a left one, or it alternates between two
+   * masters): the gap before the publications queued for this epoch cannot be filled, so the
+   * stream goes on from the first of them with `recovered: false`.
+   */
+  private skipGap(): void {
+    let next: number | undefined;
+    for (const { epoch, offset } of this.queue)
+      if (epoch === this.epoch && offset !== undefined && offset > this.offset)
+        next = next === undefined ? offset : Math.min(next, offset);
+    if (next !== undefined && next > this.offset + 1) this.setPosition(this.epoch!, next - 1, false);
   }
 
   /** Joiners the stream has reached join; joiners it jumped past are told they lost some. */
@@ -247,10 +303,21 @@ export class TopicStream {
   private async fillFromHistory(): Promise<void> {
     for (;;) {
       const page = await this.outlet.read(this.offset);
+      if (this.hasLeft(page.epoch)) {
+        this.leftEpochReturned();
+        this.skipGap();
+        return;
+      }
       if (page.epoch !== this.epoch || page.offset < this.offset) {
         // History was lost (a new epoch), or went back within one (Redis restored from an older
         // snapshot, offsets repeat): go on from the oldest publication it still holds.
         const fresh = await this.outlet.read(0);
+        if (this.hasLeft(fresh.epoch) || (fresh.epoch === this.epoch && page.epoch !== this.epoch)) {
+          // Two masters answer in turn: follow neither back; the queue goes on in this epoch.
+          if (this.hasLeft(fresh.epoch)) this.leftEpochReturned();
+          this.skipGap();
+          return;
+        }
         const oldest = fresh.publications[0]?.offset ?? fresh.offset + 1;
         this.setPosition(fresh.epoch, oldest - 1, false);
         continue;
