@@ -4,11 +4,12 @@ import { PusherSubscriber } from '../lib/pusher-subscriber';
 import { type ClientCommand, type ConnectReport, recorder, serveClientCommands } from './client-worker';
 
 /**
- * Pusher-protocol client process: the same IPC commands, reports and counters as workers/client.ts (both from client-worker.ts, so
- * `ClientFleet` drives it and results compare), over Pusher subscribers. Each `connect` address is
- * `ws://…/app/{key}?protocol=7#channel`; a connection counts as open (and joined) once its
- * subscription succeeded. Every wait is bounded: a subscriber that is not subscribed within
- * the command's time (at most 10 s each) fails with the reason.
+ * Pusher-protocol client process: the same IPC commands, reports and counters as
+ * workers/client.ts (both from client-worker.ts, so `ClientFleet` drives it and results compare),
+ * over Pusher subscribers. Each `connect` address is `ws://…/app/{key}?protocol=7#channel`; a
+ * connection counts as open (and joined) once its subscription succeeded. Every wait is bounded:
+ * a subscriber that is not subscribed within the command's time (at most 10 s each) fails with
+ * the reason.
  */
 const subscribers: PusherSubscriber[] = [];
 /** Presence members' user ids: unique across the client processes. */
