@@ -1,50 +1,14 @@
 import WebSocket from 'ws';
-import { BUCKETS, bucketOf, toSparse } from '../lib/hist';
 import { nowUs, seqOf, timestampOf } from '../lib/payload';
 import { RawWebSocket } from '../lib/raw-ws';
+import { type ClientCommand, type ConnectReport, recorder, serveClientCommands } from './client-worker';
 
 /**
  * Client process: holds many WebSocket connections (`ws`, no compression), counts benchmark
  * payloads and records publish-to-receive latency in a fixed histogram. Driven over IPC by the
  * harness; every wait is bounded.
  */
-export type ClientCommand =
-  | {
-      cmd: 'connect';
-      urls: string[];
-      concurrency: number;
-      joinMarker?: string;
-      timeoutMs: number;
-      client: 'raw' | 'ws';
-    }
-  | { cmd: 'reset'; publishes: number }
-  | { cmd: 'stats' }
-  | { cmd: 'close'; timeoutMs: number }
-  | { cmd: 'exit' };
-
-export interface ConnectReport {
-  ok: number;
-  failed: number;
-  firstError?: string;
-  startUs: number;
-  /** When the last connection opened (µs, monotonic clock shared by all processes). */
-  lastOpenUs: number;
-  /** With a join marker: how many saw it, and when the last one did. */
-  joined: number;
-  lastJoinUs: number;
-}
-
-export interface StatsReport {
-  received: number;
-  other: number;
-  closed: number;
-  /** Sockets opened by `connect` and closed since (by the server: the harness closes none meanwhile). */
-  down: number;
-  hist: [number, number][];
-  /** Latencies of the first and the last quarter of the step's publishes (is a queue growing?). */
-  early: [number, number][];
-  late: [number, number][];
-}
+export type { ClientCommand, ConnectReport, StatsReport } from './client-worker';
 
 interface Connection {
   terminate(): void;
@@ -53,18 +17,6 @@ interface Connection {
 }
 
 const sockets: Connection[] = [];
-let hist = new Uint32Array(BUCKETS);
-let early = new Uint32Array(BUCKETS);
-let late = new Uint32Array(BUCKETS);
-let quarter = 0;
-let lastQuarter = Infinity;
-let received = 0;
-let other = 0;
-let closed = 0;
-
-function reply(message: object): void {
-  process.send?.(message);
-}
 
 async function connectAll(command: Extract<ClientCommand, { cmd: 'connect' }>): Promise<ConnectReport> {
   const report: ConnectReport = {
@@ -98,15 +50,10 @@ async function connectAll(command: Extract<ClientCommand, { cmd: 'connect' }>): 
       const onMessage = (data: Buffer): void => {
         const t = timestampOf(data);
         if (t >= 0) {
-          received++;
-          const bucket = bucketOf(nowUs() - t);
-          hist[bucket]!++;
-          const seq = seqOf(data);
-          if (seq < quarter) early[bucket]!++;
-          else if (seq >= lastQuarter) late[bucket]!++;
+          recorder.delivery(t, seqOf(data));
           return;
         }
-        other++;
+        recorder.other();
         if (!joined && marker && data.includes(marker)) {
           joined = true;
           report.joined++;
@@ -122,7 +69,7 @@ async function connectAll(command: Extract<ClientCommand, { cmd: 'connect' }>): 
         settle();
       };
       const onClose = (): void => {
-        closed++;
+        recorder.closed();
         settle();
         for (const cb of closeWaiters.splice(0)) cb();
       };
@@ -181,39 +128,8 @@ async function closeAll(timeoutMs: number): Promise<number> {
   return all.length;
 }
 
-process.on('message', (command: ClientCommand) => {
-  switch (command.cmd) {
-    case 'connect':
-      void connectAll(command).then((report) => reply({ cmd: 'connected', report }));
-      break;
-    case 'reset':
-      hist = new Uint32Array(BUCKETS);
-      early = new Uint32Array(BUCKETS);
-      late = new Uint32Array(BUCKETS);
-      quarter = Math.floor(command.publishes / 4);
-      lastQuarter = command.publishes - quarter;
-      received = 0;
-      other = 0;
-      closed = 0;
-      reply({ cmd: 'reset' });
-      break;
-    case 'stats': {
-      const stats: StatsReport = {
-        received,
-        other,
-        closed,
-        down: sockets.reduce((n, ws) => (ws.done ? n + 1 : n), 0),
-        hist: toSparse(hist),
-        early: toSparse(early),
-        late: toSparse(late),
-      };
-      reply({ cmd: 'stats', stats });
-      break;
-    }
-    case 'close':
-      void closeAll(command.timeoutMs).then((count) => reply({ cmd: 'closed', count }));
-      break;
-    case 'exit':
-      process.exit(0);
-  }
+serveClientCommands({
+  connectAll,
+  closeAll,
+  down: () => sockets.reduce((n, ws) => (ws.done ? n + 1 : n), 0),
 });

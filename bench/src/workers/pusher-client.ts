@@ -1,40 +1,22 @@
-import { BUCKETS, bucketOf, toSparse } from '../lib/hist';
 import { nowUs } from '../lib/payload';
 import { KEY, SECRET } from '../lib/procs';
 import { PusherSubscriber } from '../lib/pusher-subscriber';
-import type { ClientCommand, ConnectReport, StatsReport } from './client';
+import { type ClientCommand, type ConnectReport, recorder, serveClientCommands } from './client-worker';
 
 /**
- * Pusher-protocol client process: the same IPC commands and reports as workers/client.ts (so
- * `ClientFleet` drives it and results compare), over Pusher subscribers. Each `connect` address is
- * `ws://…/app/{key}?protocol=7#channel`; a connection counts as open (and joined) once its
- * subscription succeeded. Every wait is bounded: a subscriber that is not subscribed within
- * the command's time (at most 10 s each) fails with the reason.
+ * Pusher-protocol client process: the same IPC commands, reports and counters as
+ * workers/client.ts (both from client-worker.ts, so `ClientFleet` drives it and results compare),
+ * over Pusher subscribers. Each `connect` address is `ws://…/app/{key}?protocol=7#channel`; a
+ * connection counts as open (and joined) once its subscription succeeded. Every wait is bounded:
+ * a subscriber that is not subscribed within the command's time (at most 10 s each) fails with
+ * the reason.
  */
 const subscribers: PusherSubscriber[] = [];
-let hist = new Uint32Array(BUCKETS);
-let early = new Uint32Array(BUCKETS);
-let late = new Uint32Array(BUCKETS);
-let quarter = 0;
-let lastQuarter = Infinity;
-let received = 0;
-let other = 0;
-let closed = 0;
 /** Presence members' user ids: unique across the client processes. */
 let members = 0;
 
 /** Longest wait for one subscriber's handshake and subscription. */
 const SUBSCRIBE_TIMEOUT_MS = 10_000;
-
-const reply = (message: object): void => void process.send?.(message);
-
-function delivery(t: number, seq: number): void {
-  received++;
-  const bucket = bucketOf(nowUs() - t);
-  hist[bucket]!++;
-  if (seq < quarter) early[bucket]!++;
-  else if (seq >= lastQuarter) late[bucket]!++;
-}
 
 async function connectAll(command: Extract<ClientCommand, { cmd: 'connect' }>): Promise<ConnectReport> {
   const startUs = nowUs();
@@ -65,9 +47,9 @@ async function connectAll(command: Extract<ClientCommand, { cmd: 'connect' }>): 
             }
             resolve();
           },
-          delivery,
-          other: () => void other++,
-          closed: () => void closed++,
+          delivery: recorder.delivery,
+          other: recorder.other,
+          closed: recorder.closed,
         },
         {
           client: command.client,
@@ -101,39 +83,8 @@ async function closeAll(timeoutMs: number): Promise<number> {
   return all.length;
 }
 
-process.on('message', (command: ClientCommand) => {
-  switch (command.cmd) {
-    case 'connect':
-      void connectAll(command).then((report) => reply({ cmd: 'connected', report }));
-      break;
-    case 'reset':
-      hist = new Uint32Array(BUCKETS);
-      early = new Uint32Array(BUCKETS);
-      late = new Uint32Array(BUCKETS);
-      quarter = Math.floor(command.publishes / 4);
-      lastQuarter = command.publishes - quarter;
-      received = 0;
-      other = 0;
-      closed = 0;
-      reply({ cmd: 'reset' });
-      break;
-    case 'stats': {
-      const stats: StatsReport = {
-        received,
-        other,
-        closed,
-        down: subscribers.reduce((n, s) => (s.done ? n + 1 : n), 0),
-        hist: toSparse(hist),
-        early: toSparse(early),
-        late: toSparse(late),
-      };
-      reply({ cmd: 'stats', stats });
-      break;
-    }
-    case 'close':
-      void closeAll(command.timeoutMs).then((count) => reply({ cmd: 'closed', count }));
-      break;
-    case 'exit':
-      process.exit(0);
-  }
+serveClientCommands({
+  connectAll,
+  closeAll,
+  down: () => subscribers.reduce((n, s) => (s.done ? n + 1 : n), 0),
 });

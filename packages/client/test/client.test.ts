@@ -11,7 +11,14 @@ import { connectClient, createTestKey, postJson, startGateway } from '@switchboa
 import type { TestGateway } from '@switchboard/testing';
 import { SwitchboardError } from '../src';
 import type { ConnectionState, Member } from '../src';
-import { closeClients, newClient, nextEvent, nextPublication, RecordingWebSocket } from './support/helpers';
+import {
+  closeClients,
+  newClient,
+  nextEvent,
+  nextPublication,
+  RecordingWebSocket,
+  refusingClient,
+} from './support/helpers';
 import { waitFor } from '@switchboard/harness';
 
 let node: TestGateway;
@@ -380,11 +387,12 @@ describe('frame errors', () => {
   it.each([4, 3] as const)(
     'protocol %i: a refused frame is an error on its channel, and the socket stays open',
     async (protocol) => {
-      const quiet = await createTestKey(node.engine, { clientMessages: false });
-      const sb = newClient({ url: url(), apiKey: quiet.key, protocol });
-      const room = sb.channel('fe-home');
-      const side = sb.channel('fe-side');
-      await Promise.all([room.ready(), side.ready()]);
+      const { sb, room, side } = await refusingClient(node.engine, {
+        url: url(),
+        protocol,
+        home: 'fe-home',
+        side: 'fe-side',
+      });
       const error = nextEvent<[SwitchboardError]>(room, 'error');
       // The publish rejects with the refusal too (packages/client/test/publish.test.ts).
       await expect(room.publish('x', 1)).rejects.toBeInstanceOf(SwitchboardError);

@@ -13,7 +13,7 @@ import type { ApiKeyRecord } from '@switchboard/core';
 import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import { QueueFullError, SwitchboardError } from '../src';
-import { closeClients, newClient, nextEvent, RecordingWebSocket } from './support/helpers';
+import { closeClients, newClient, nextEvent, RecordingWebSocket, refusingClient } from './support/helpers';
 import { waitFor } from '@switchboard/harness';
 
 let node: TestGateway;
@@ -138,11 +138,12 @@ describe('confirmation', () => {
   it.each([4, 3] as const)(
     'protocol %i: a publish the server refuses rejects with its text',
     async (protocol) => {
-      const quiet = await createTestKey(node.engine, { clientMessages: false });
-      const sb = newClient({ url: url(), apiKey: quiet.key, protocol });
-      const room = sb.channel('refused-home');
-      const side = sb.channel('refused-side');
-      await Promise.all([room.ready(), side.ready()]);
+      const { sb, room, side } = await refusingClient(node.engine, {
+        url: url(),
+        protocol,
+        home: 'refused-home',
+        side: 'refused-side',
+      });
       const refusal = { kind: 'frame', reason: 'Client messages are disabled for this API key' };
       await expect(room.publish('x', 1)).rejects.toMatchObject(refusal);
       // A secondary's refusal names no channel (it comes to the primary): it is still its own.

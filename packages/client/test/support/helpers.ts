@@ -1,4 +1,6 @@
 import WebSocket from 'ws';
+import { createTestKey } from '@switchboard/testing';
+import type { TestGateway } from '@switchboard/testing';
 import { Switchboard } from '../../src';
 import type { Channel, Publication, SwitchboardOptions } from '../../src';
 import type { Emitter, Handler } from '../../src/emitter';
@@ -33,6 +35,22 @@ export function newClient(options: Omit<SwitchboardOptions, 'WebSocket'>): Switc
   const client = new Switchboard({ WebSocket: RecordingWebSocket, ...options });
   clients.push(client);
   return client;
+}
+
+/**
+ * A client on a new API key whose client messages are disabled (the server refuses every publish),
+ * its channels `home` (subscribed first) and `side` both ready.
+ */
+export async function refusingClient(
+  engine: TestGateway['engine'],
+  options: { url: string; protocol: 3 | 4; home: string; side: string },
+): Promise<{ sb: Switchboard; room: Channel; side: Channel }> {
+  const quiet = await createTestKey(engine, { clientMessages: false });
+  const sb = newClient({ url: options.url, apiKey: quiet.key, protocol: options.protocol });
+  const room = sb.channel(options.home);
+  const side = sb.channel(options.side);
+  await Promise.all([room.ready(), side.ready()]);
+  return { sb, room, side };
 }
 
 export function closeClients(): void {

@@ -4,8 +4,9 @@ import type { ApiKeyRecord } from '@switchboard/core';
 import { createTestKey, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import Pusher from 'pusher';
-import PusherJs from 'pusher-js';
+import type PusherJs from 'pusher-js';
 import type { Channel, PresenceChannel } from 'pusher-js';
+import { localPusherJs } from './support';
 
 /**
  * Pusher channels on a real Redis Cluster (three masters): fan-out through sharded pub/sub,
@@ -45,24 +46,7 @@ const backend = (gateway: TestGateway): Pusher =>
 
 async function connect(gateway: TestGateway, userId = 'anonymous'): Promise<PusherJs> {
   const signer = backend(gateway);
-  const client = new PusherJs(app.key, {
-    cluster: 'local',
-    wsHost: '127.0.0.1',
-    wsPort: gateway.port,
-    forceTLS: false,
-    enabledTransports: ['ws'],
-    channelAuthorization: {
-      endpoint: '/unused',
-      transport: 'ajax',
-      customHandler: ({ socketId, channelName }, callback) =>
-        callback(
-          null,
-          channelName.startsWith('presence-')
-            ? signer.authorizeChannel(socketId, channelName, { user_id: userId })
-            : signer.authorizeChannel(socketId, channelName),
-        ),
-    },
-  });
+  const client = localPusherJs({ key: app.key, port: gateway.port, signer, presence: { user_id: userId } });
   clients.push(client);
   await new Promise<void>((resolve) => client.connection.bind('connected', () => resolve()));
   return client;

@@ -7,10 +7,11 @@ import type { RedisServer } from '@switchboard/harness';
 import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
 import type { TestClient, TestGateway } from '@switchboard/testing';
 import Pusher from 'pusher';
-import PusherJs from 'pusher-js';
+import type PusherJs from 'pusher-js';
 import type { Channel, PresenceChannel } from 'pusher-js';
 import type { default as EchoClass } from 'laravel-echo' with { 'resolution-mode': 'import' };
 import { bodyMd5, hmacHex } from '../../src/protocols/pusher';
+import { expectEchoWhisperAndPresence, localPusherJs } from './support';
 
 // Laravel Echo ships as an ES module with a CommonJS build, which is what the tests load.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -76,26 +77,11 @@ interface As {
 /** A pusher-js client on `gateway`, its channels authorized by the SDK (`authorizeChannel`), connected. */
 async function connect(gateway: TestGateway, as: As = {}): Promise<PusherJs> {
   const signer = backend(gateway, { secret: as.secret ?? app.secret });
-  const client = new PusherJs(app.key, {
-    cluster: 'local',
-    wsHost: '127.0.0.1',
-    wsPort: gateway.port,
-    forceTLS: false,
-    enabledTransports: ['ws'],
-    channelAuthorization: {
-      endpoint: '/unused',
-      transport: 'ajax',
-      customHandler: ({ socketId, channelName }, callback) =>
-        callback(
-          null,
-          channelName.startsWith('presence-')
-            ? signer.authorizeChannel(socketId, channelName, {
-                user_id: as.user?.id ?? 'anonymous',
-                user_info: as.user?.info ?? {},
-              })
-            : signer.authorizeChannel(socketId, channelName),
-        ),
-    },
+  const client = localPusherJs({
+    key: app.key,
+    port: gateway.port,
+    signer,
+    presence: { user_id: as.user?.id ?? 'anonymous', user_info: as.user?.info ?? {} },
     userAuthentication: {
       endpoint: '/unused',
       transport: 'ajax',
@@ -591,20 +577,7 @@ describe('Laravel Echo 2 (pusher broadcaster)', () => {
     await backend(two).trigger('echo-orders', 'OrderShipped', { order: { id: 5 } });
     expect(await shipped).toEqual({ order: { id: 5 } });
 
-    const typing = new Promise<unknown>((resolve) => bob.private('chat').listenForWhisper('typing', resolve));
-    await Promise.all([subscribedVia(ada.private('chat')), subscribedVia(bob.private('chat'))]);
-    ada.private('chat').whisper('typing', { name: 'Ada' });
-    expect(await typing).toEqual({ name: 'Ada' });
-
-    const here = new Promise<unknown>((resolve) => ada.join('room.1').here(resolve));
-    expect(await here).toEqual([{ name: 'Ada' }]);
-    const joining = new Promise<unknown>((resolve) => ada.join('room.1').joining(resolve));
-    const leaving = new Promise<unknown>((resolve) => ada.join('room.1').leaving(resolve));
-    const bobHere = new Promise<unknown[]>((resolve) => bob.join('room.1').here(resolve));
-    expect(await joining).toEqual({ name: 'Bob' });
-    expect((await bobHere).length).toBe(2);
-    bob.leave('room.1');
-    expect(await leaving).toEqual({ name: 'Bob' });
+    await expectEchoWhisperAndPresence(ada, bob);
   });
 });
 
@@ -652,23 +625,11 @@ describe('webhooks', () => {
           host: '127.0.0.1',
           port: String(gateway.port),
         });
-        const client = new PusherJs(hooked.key, {
-          cluster: 'local',
-          wsHost: '127.0.0.1',
-          wsPort: gateway.port,
-          forceTLS: false,
-          enabledTransports: ['ws'],
-          channelAuthorization: {
-            endpoint: '/unused',
-            transport: 'ajax',
-            customHandler: ({ socketId, channelName }, callback) =>
-              callback(
-                null,
-                channelName.startsWith('presence-')
-                  ? signer.authorizeChannel(socketId, channelName, { user_id: as(id).user.id })
-                  : signer.authorizeChannel(socketId, channelName),
-              ),
-          },
+        const client = localPusherJs({
+          key: hooked.key,
+          port: gateway.port,
+          signer,
+          presence: { user_id: as(id).user.id },
         });
         clients.push(client);
         await new Promise<void>((resolve) => client.connection.bind('connected', () => resolve()));

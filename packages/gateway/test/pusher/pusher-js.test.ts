@@ -1,6 +1,6 @@
 import type { default as EchoClass } from 'laravel-echo' with { 'resolution-mode': 'import' };
 import Pusher from 'pusher';
-import PusherJs from 'pusher-js';
+import type PusherJs from 'pusher-js';
 import type { Members, PresenceChannel } from 'pusher-js';
 import {
   PUSHER_ERRORS,
@@ -12,6 +12,7 @@ import {
 } from '../../src/protocols/pusher';
 import { type FrameHarness, startFrameHarness } from './frame-harness';
 import { startSdkHarness } from './sdk-requests';
+import { expectEchoWhisperAndPresence, localPusherJs } from './support';
 
 /**
  * The frame builders, the client frame parser and the verifiers against the real `pusher-js` 8
@@ -51,26 +52,12 @@ interface ClientOptions {
 /** A pusher-js client whose auth endpoints are the `pusher` server SDK, as a backend's are. */
 function connect(options: ClientOptions = {}): PusherJs {
   const signer = options.secret ? new Pusher({ ...app, secret: options.secret, host: '127.0.0.1' }) : backend;
-  const client = new PusherJs(options.key ?? app.key, {
-    cluster: 'local',
-    wsHost: '127.0.0.1',
-    wsPort: harness.port,
-    forceTLS: false,
-    enabledTransports: ['ws'],
-    channelAuthorization: {
-      endpoint: '/unused',
-      transport: 'ajax',
-      customHandler: ({ socketId, channelName }, callback) => {
-        const presence = channelName.startsWith('presence-');
-        const user = options.user ?? { id: 'anonymous' };
-        callback(
-          null,
-          presence
-            ? signer.authorizeChannel(socketId, channelName, { user_id: user.id, user_info: user.info ?? {} })
-            : signer.authorizeChannel(socketId, channelName),
-        );
-      },
-    },
+  const user = options.user ?? { id: 'anonymous' };
+  const client = localPusherJs({
+    key: options.key ?? app.key,
+    port: harness.port,
+    signer,
+    presence: { user_id: user.id, user_info: user.info ?? {} },
     userAuthentication: {
       endpoint: '/unused',
       transport: 'ajax',
@@ -298,22 +285,6 @@ describe('Laravel Echo 2 (pusher broadcaster) against the protocol modules', () 
     harness.broadcast('orders', channelEvent('orders', 'OrderShipped', '{"order":{"id":5}}'));
     expect(await shipped).toEqual({ order: { id: 5 } });
 
-    const typing = new Promise<unknown>((resolve) => bob.private('chat').listenForWhisper('typing', resolve));
-    await Promise.all([
-      onEvent((cb) => ada.private('chat').subscribed(cb)),
-      onEvent((cb) => bob.private('chat').subscribed(cb)),
-    ]);
-    ada.private('chat').whisper('typing', { name: 'Ada' });
-    expect(await typing).toEqual({ name: 'Ada' });
-
-    const here = new Promise<unknown>((resolve) => ada.join('room.1').here(resolve));
-    expect(await here).toEqual([{ name: 'Ada' }]);
-    const joining = new Promise<unknown>((resolve) => ada.join('room.1').joining(resolve));
-    const leaving = new Promise<unknown>((resolve) => ada.join('room.1').leaving(resolve));
-    const bobHere = new Promise<unknown[]>((resolve) => bob.join('room.1').here(resolve));
-    expect(await joining).toEqual({ name: 'Bob' });
-    expect((await bobHere).length).toBe(2);
-    bob.leave('room.1');
-    expect(await leaving).toEqual({ name: 'Bob' });
+    await expectEchoWhisperAndPresence(ada, bob);
   });
 });
