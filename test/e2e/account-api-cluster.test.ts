@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { createLogger, loadConfig } from '@switchboard/core';
-import { createEngine } from '../../packages/cli/src/engine';
+import { createEngine } from '@switchboard/cli';
 import type { ApiKeyRecord, Engine } from '@switchboard/core';
 import { createAccountApi } from '@switchboard/account-api';
 import { startRedis } from '@switchboard/harness';

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createLogger, loadConfig } from '@switchboard/core';
-import { createEngine } from '../../packages/cli/src/engine';
+import { createEngine } from '@switchboard/cli';
 import type { Engine } from '@switchboard/core';
 import { startAccountApi } from '@switchboard/account-api';
 import type { RunningAccountApi } from '@switchboard/account-api';

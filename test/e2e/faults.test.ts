@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger, loadConfig } from '@switchboard/core';
-import { createEngine } from '../../packages/cli/src/engine';
+import { createEngine } from '@switchboard/cli';
 import type { Engine } from '@switchboard/core';
 import { startRedis, waitFor } from '@switchboard/harness';
 import { connectClient, postJson } from '@switchboard/testing';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { createLogger, loadConfig } from '@switchboard/core';
-import { createEngine } from '../../packages/cli/src/engine';
+import { createEngine } from '@switchboard/cli';
 import type { Engine } from '@switchboard/core';
 import { startRedis, waitFor } from '@switchboard/harness';
 import { postJson } from '@switchboard/testing';

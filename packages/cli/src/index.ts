@@ -2,3 +2,4 @@
 // child process. `switchboard` itself starts from main.ts.
 export { runKeys } from './commands/keys';
 export { NODE_FLAGS } from './node-flags';
+export { createEngine } from './engine';
