@@ -1,4 +1,5 @@
 import { loadUws } from '@switchboard/gateway';
+import { fillFreedMemoryInOpen } from '@switchboard/testing';
 import { createUwsTransport } from '@switchboard/gateway/dist/transport/uws';
 import type { Conn } from '@switchboard/gateway/dist/transport/types';
 import WebSocket from 'ws';
@@ -47,38 +48,9 @@ function parseOptions(argv: readonly string[]): Options {
   return options;
 }
 
-/** The shape of uWS's `App` the window churn wraps (its `ws` behaviour's `open`). */
-interface WrappableApp {
-  ws(pattern: string, behavior: { open?: (ws: unknown) => void }): unknown;
-}
-
-/**
- * Makes uWS's `open` of every socket allocate `count` malloc'd buffers filled with 0x10 before
- * the transport's own `open` runs, by wrapping the `App` of the module the transport loads (the
- * loader's `require` returns the same module object).
- */
-function churnInOpen(count: number): void {
-  const native = loadUws().uws as unknown as { App: (...args: unknown[]) => WrappableApp };
-  const App = native.App;
-  native.App = (...args) => {
-    const app = App(...args);
-    const ws = app.ws.bind(app);
-    app.ws = (pattern, behavior) =>
-      ws(pattern, {
-        ...behavior,
-        open: (socket) => {
-          const kept: Buffer[] = [];
-          for (let i = 0; i < count; i++) kept.push(Buffer.allocUnsafeSlow(16 + ((i * 8) % 400)).fill(0x10));
-          behavior.open?.(socket);
-        },
-      });
-    return app;
-  };
-}
-
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
-  if (options.windowChurn) churnInOpen(options.windowChurn);
+  if (options.windowChurn) fillFreedMemoryInOpen(options.windowChurn);
   const pool: ArrayBuffer[] = Array.from({ length: options.pool }, () => new ArrayBuffer(16));
   const churn = (rounds: number): void => {
     for (let i = 0; i < rounds; i++) {

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import { createUwsTransport } from '../src/transport/uws';
-import { loadUws } from '../src/transport/uws-loader';
+import { fillFreedMemoryInOpen } from '@switchboard/testing';
 import type { Transport } from '../src/transport/types';
 
 /**
@@ -12,39 +12,13 @@ import type { Transport } from '../src/transport/types';
  * lands in that memory whenever `open` runs inside such a cork.
  */
 
-type Native = {
-  App: (...args: unknown[]) => { ws(pattern: string, behavior: { open?: (ws: unknown) => void }): unknown };
-};
-
-function fillFreedMemoryInOpen(): () => void {
-  const native = loadUws().uws as unknown as Native;
-  const App = native.App;
-  native.App = (...args) => {
-    const app = App(...args);
-    const ws = app.ws.bind(app);
-    app.ws = (pattern, behavior) =>
-      ws(pattern, {
-        ...behavior,
-        open: (socket) => {
-          const kept: Buffer[] = [];
-          for (let i = 0; i < 50; i++) kept.push(Buffer.allocUnsafeSlow(16 + i * 8).fill(0x10));
-          behavior.open?.(socket);
-        },
-      });
-    return app;
-  };
-  return () => {
-    native.App = App;
-  };
-}
-
 describe('late upgrades', () => {
   let restore: () => void;
   let transport: Transport;
   const counts = { opened: 0, lost: 0 };
 
   beforeAll(() => {
-    restore = fillFreedMemoryInOpen();
+    restore = fillFreedMemoryInOpen(50);
     transport = createUwsTransport<{ readonly id: number }>(
       {
         refuseUpgrade: () => undefined,

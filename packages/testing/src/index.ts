@@ -2,3 +2,4 @@
 // client. Starting real processes (redis-server, HAProxy, the CLI) is @switchboard/harness.
 export * from './gateway';
 export * from './ws-client';
+export * from './uws-churn';
