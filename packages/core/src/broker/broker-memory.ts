@@ -40,7 +40,8 @@ export class MemoryBus {
     for (const broker of members) {
       const result = broker.receiveControl(command);
       const { request } = command;
-      if (request && result !== undefined) this.reply(request.origin, replyTo(request.id, broker.nodeId, result));
+      if (request && result !== undefined)
+        this.reply(request.origin, replyTo(request.id, broker.nodeId, result));
     }
     return members.length;
   }

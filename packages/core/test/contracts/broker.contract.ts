@@ -161,7 +161,7 @@ export function describeBrokerContract(
       selector: { key, user, reason: 'bye' },
     });
 
-    it('answers a requested command with the sum of every node\'s count, the sender\'s included', async () => {
+    it("answers a requested command with the sum of every node's count, the sender's included", async () => {
       const counts = [2, 3, undefined];
       nodes.forEach((n, i) =>
         n.broker.setHandlers({
