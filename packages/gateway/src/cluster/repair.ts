@@ -1,4 +1,4 @@
-import { seedKeys } from '@switchboard/core';
+import { countFamilyOf, seedKeys } from '@switchboard/core';
 import type { EntryPlace } from '@switchboard/core';
 import { publishToChannel } from '../fanout/events';
 import { memberOf } from '../connections/connection';
@@ -120,7 +120,9 @@ export class Repair {
         }
         for (const sub of state.subs.values()) {
           subscriptions++;
-          batch.push(engine.counts.increment(nodeId, state.key, sub.channel));
+          batch.push(
+            engine.counts.increment(nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol)),
+          );
           if (sub.presence) {
             const entry = { connId: state.id, nodeId, member: memberOf(sub) };
             batch.push(

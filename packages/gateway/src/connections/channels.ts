@@ -1,3 +1,4 @@
+import { countFamilyOf } from '@switchboard/core';
 import type { ConnectionState, Subscription } from './connection';
 import { joinPresence, leavePresence } from './presence-events';
 import type { Resume } from '../streams/resume';
@@ -75,7 +76,9 @@ export function enterChannel(
   state.subs.set(sub);
   ctx.registry.joinTopic(sub.topic, state);
   ctx.meters.subscriptions[sub.topic.protocol]?.inc();
-  ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).increment);
+  ctx.engine.counts
+    .increment(ctx.nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol))
+    .catch(failures(ctx).increment);
   if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume);
   // A presence subscription joins its uWS topic once its member_list is sent (fanout/list-gate.ts).
   if (sub.presence) ctx.listGate.hold(state, sub);
@@ -121,7 +124,9 @@ export function leaveChannel(ctx: ChannelDeps, state: ConnectionState, sub: Subs
   ctx.meters.subscriptions[sub.topic.protocol]?.dec();
   ctx.subscriptions.release(sub.topic);
   if (ctx.status.draining) return;
-  ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).decrement);
+  ctx.engine.counts
+    .decrement(ctx.nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol))
+    .catch(failures(ctx).decrement);
   if (!sub.presence) return;
   // A join still in flight is announced first; the leave follows it (`joinPresence`).
   const leave = (): Promise<void> => leavePresence(ctx, state.id, sub);
