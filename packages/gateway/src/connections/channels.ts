@@ -8,7 +8,7 @@ import type { Meters } from '../meters';
 import type { Registry } from '../fanout/registry';
 import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
 import type { Streams } from '../streams/streams';
-import type { PresenceDeps } from './presence-events';
+import type { MemberLimit, PresenceDeps } from './presence-events';
 
 /** What entering and leaving channels takes. */
 export interface ChannelDeps extends PresenceDeps {
@@ -72,6 +72,7 @@ export function enterChannel(
   sub: Subscription,
   acknowledge?: () => void,
   resume?: Resume,
+  limit?: MemberLimit,
 ): Promise<void> | undefined {
   state.subs.set(sub);
   ctx.registry.joinTopic(sub.topic, state);
@@ -79,12 +80,12 @@ export function enterChannel(
   ctx.engine.counts
     .increment(ctx.nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol))
     .catch(failures(ctx).increment);
-  if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume);
+  if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume, limit);
   // A presence subscription joins its uWS topic once its member_list is sent (fanout/list-gate.ts).
   if (sub.presence) ctx.listGate.hold(state, sub);
   else state.conn?.subscribe(localTopicOf(state.dialect.variants, sub.topic, sub.primary));
   acknowledge?.();
-  if (sub.presence) return joinPresence(ctx, state, sub).catch(failures(ctx).join);
+  if (sub.presence) return joinPresence(ctx, state, sub, limit).catch(failures(ctx).join);
   return undefined;
 }
 
@@ -94,13 +95,14 @@ async function enterRecovering(
   sub: Subscription,
   acknowledge: (() => void) | undefined,
   resume: Resume | undefined,
+  limit: MemberLimit | undefined,
 ): Promise<void> {
   const catchUp: CatchUp = await ctx.streams.prepare(state, sub, resume);
   // Closed or unsubscribed while history was read: `leaveChannel` already took it down.
   if (state.closed || state.subs.get(sub.channel) !== sub) return;
   acknowledge?.();
   ctx.streams.start(catchUp);
-  if (sub.presence) await joinPresence(ctx, state, sub).catch(failures(ctx).join);
+  if (sub.presence) await joinPresence(ctx, state, sub, limit).catch(failures(ctx).join);
 }
 
 /**
