@@ -280,7 +280,11 @@ async function cachedEvent(
   }
   if (typeof frame.event !== 'string') return undefined;
   const data = typeof frame.data === 'string' ? frame.data : JSON.stringify(frame.data ?? null);
-  return { event: frame.event, data, ttl: historyRetention(record, ctx.config).ttlSeconds };
+  return {
+    event: frame.event,
+    data,
+    ttl: historyRetention(record, ctx.config, topicOf(record, channel)).ttlSeconds,
+  };
 }
 
 const userCount = (ctx: DialectHttpDeps, record: ApiKeyRecord, channel: string): Promise<number> =>
