@@ -131,6 +131,9 @@ describe('V3/V4 and Pusher on one cluster', () => {
     await raw(two, '/v3/shared');
     const v4 = await raw(two, '/v4/shared', { presence: '1', user: 'ada', uuid: 'u-ada-v4' });
     await v4.nextEvent('system::member_list');
+    // A V4 member of a channel named like the Pusher presence channel: a member of V4's only.
+    const carol = await raw(one, '/v4/presence-shared', { presence: '1', user: 'carol', uuid: 'u-carol' });
+    await carol.nextEvent('system::member_list');
     const [p1, p2, p3] = await Promise.all([
       pusherJs(one, 'ada'),
       pusherJs(two, 'bob'),
@@ -150,9 +153,12 @@ describe('V3/V4 and Pusher on one cluster', () => {
     const pieSocket = await until(
       'PieSocket counts',
       async () => (await get('/api/connections')).body as unknown[],
-      (rows) => JSON.stringify(rows).includes('"connection_count":3'),
+      (rows) => rows.length === 2 && JSON.stringify(rows).includes('"connection_count":3'),
     );
-    expect(pieSocket).toEqual([{ channel_id: 'shared', room_id: 'shared', connection_count: 3 }]);
+    expect(pieSocket).toEqual([
+      { channel_id: 'shared', room_id: 'shared', connection_count: 3 },
+      { channel_id: 'presence-shared', room_id: 'presence-shared', connection_count: 1 },
+    ]);
     const pusher = await until(
       'Pusher counts',
       async () => (await get('/api/connections?family=pusher')).body as unknown[],
@@ -172,7 +178,7 @@ describe('V3/V4 and Pusher on one cluster', () => {
       limit: 1,
       totalPages: 3,
     });
-    expect((await get('/api/connections/sum')).body).toEqual({ connection_count: 3 });
+    expect((await get('/api/connections/sum')).body).toEqual({ connection_count: 4 });
     expect((await get('/api/connections/sum?family=pusher')).body).toEqual({ connection_count: 7 });
     expect((await get('/api/connections?family=v3')).status).toBe(400);
 
@@ -196,8 +202,13 @@ describe('V3/V4 and Pusher on one cluster', () => {
       Array<{ protocol: string; user?: unknown }>
     >;
     expect(members['shared']).toEqual([{ uuid: 'u-ada-v4', user: 'ada', protocol: 'v4' }]);
-    expect(members['presence-shared']?.map((m) => m.protocol)).toEqual(['pusher', 'pusher', 'pusher']);
-    expect(new Set(members['presence-shared']?.map((m) => m.user))).toEqual(new Set(['ada', 'bob']));
+    expect(members['presence-shared']?.map((m) => m.protocol)).toEqual(['v4', 'pusher', 'pusher', 'pusher']);
+    expect(members['presence-shared']?.[0]).toEqual({ uuid: 'u-carol', user: 'carol', protocol: 'v4' });
+    expect(new Set(members['presence-shared']?.slice(1).map((m) => m.user))).toEqual(new Set(['ada', 'bob']));
+    const v4Members = (await get('/api/channel-members?channel=presence-shared&protocol=v4')).body as {
+      data: unknown[];
+    };
+    expect(v4Members.data).toEqual([{ uuid: 'u-carol', user: 'carol', protocol: 'v4' }]);
   });
 
   it('publishes from the account API to Pusher channels as a Pusher event, to Pusher sockets only', async () => {
