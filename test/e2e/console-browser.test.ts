@@ -234,6 +234,46 @@ describe('web console against Redis with two gateways and the account API', () =
     await redis?.stop();
   });
 
+  it('marks Pusher channels apart from PieSocket ones, and publishes to Pusher sockets as a Pusher event', async () => {
+    const key = await createTestKey(engine);
+    const [a, b] = nodes as [TestGateway, TestGateway];
+    const pieSocket = await connectClient(a.wsUrl('/v4/shop', { api_key: key.key }));
+    const pusher = await connectClient(`ws://127.0.0.1:${b.port}/app/${key.key}?protocol=7`);
+    const pusher2 = await connectClient(`ws://127.0.0.1:${a.port}/app/${key.key}?protocol=7`);
+    clients.push(pieSocket, pusher, pusher2);
+    for (const socket of [pusher, pusher2]) {
+      await socket.nextEvent('pusher:connection_established');
+      socket.send({ event: 'pusher:subscribe', data: { channel: 'shop' } });
+      await socket.nextEvent('pusher_internal:subscription_succeeded');
+    }
+
+    const context = await newContext();
+    const watched = await watchedPage(context);
+    const { page } = watched;
+    await page.goto(`http://127.0.0.1:${account.port}/`);
+    await page.getByLabel('API key', { exact: true }).fill(key.key);
+    await page.getByLabel('Secret', { exact: true }).fill(key.secret);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    // One row per family, each with its own count.
+    const row = (family: string) => page.locator('tr', { hasText: 'shop' }).filter({ hasText: family });
+    await row('Pusher').getByRole('cell', { name: '2', exact: true }).waitFor({ timeout: 2500 });
+    await row('PieSocket').getByRole('cell', { name: '1', exact: true }).waitFor({ timeout: 2500 });
+    await page.getByText('3 connections in 2 channels').waitFor();
+
+    await page.getByRole('link', { name: 'shop' }).first().click();
+    await page.getByLabel('Protocol').selectOption('pusher');
+    await page.getByLabel('Pusher event').fill('order-shipped');
+    await page.getByRole('textbox', { name: 'Message' }).fill('{"id":7}');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    for (const socket of [pusher, pusher2]) {
+      const frame = await socket.nextEvent('order-shipped');
+      expect(frame.json).toEqual({ event: 'order-shipped', channel: 'shop', data: '{"id":7}' });
+    }
+    await pieSocket.expectSilence(() => true, 100);
+    expect(watched.problems).toEqual([]);
+    await context.close();
+  });
+
   it('publishes to clients on both gateways, shows the 503 state while Redis is down and recovers', async () => {
     const key = await createTestKey(engine);
     const [a, b] = nodes as [TestGateway, TestGateway];

@@ -423,6 +423,31 @@ describe('presence channels', () => {
     await expect(subscribed(fourth, 'presence-small')).rejects.toThrow(/limit of 3 members/);
   });
 
+  it('admits exactly PUSHER_MAX_PRESENCE_MEMBERS of many users joining at once on two gateways', async () => {
+    const users = Array.from({ length: 12 }, (_, i) => `racer${i}`);
+    const racers = await Promise.all(users.map((id, i) => connect(i % 2 ? two : one, { user: { id } })));
+    // Every subscribe goes out in one turn: the gateways' checks before the join all see an empty channel.
+    const outcomes = await Promise.all(
+      racers.map((racer) =>
+        subscribed(racer, 'presence-race').then(
+          () => 'in' as const,
+          (error: Error) => {
+            expect(error.message).toMatch(/limit of 3 members/);
+            return 'refused' as const;
+          },
+        ),
+      ),
+    );
+    expect(outcomes.filter((outcome) => outcome === 'in')).toHaveLength(3);
+    const users3 = await backend(two).get({ path: '/channels/presence-race/users' });
+    expect(((await users3.json()) as { users: unknown[] }).users).toHaveLength(3);
+    const info = await backend(one).get({
+      path: '/channels/presence-race',
+      params: { info: 'user_count,subscription_count' },
+    });
+    expect(await info.json()).toEqual({ occupied: true, user_count: 3, subscription_count: 3 });
+  });
+
   it('drops client events over PUSHER_CLIENT_EVENTS_PER_SECOND with pusher:error 4301, the socket open', async () => {
     const client = await raw(one, `/app/${app.key}?protocol=7`);
     const established = await client.nextEvent('pusher:connection_established');
@@ -490,7 +515,8 @@ describe('encrypted and cache channels', () => {
     const hit = later.subscribe('cache-scores');
     expect(await next(hit, 'score')).toEqual({ home: 2 });
     const info = await backend(one).get({ path: '/channels/cache-scores', params: { info: 'cache' } });
-    expect(await info.json()).toEqual({ occupied: true, cache: { data: '{"home":2}', ttl: 120 } });
+    // Kept as Pusher keeps it (PUSHER_CACHE_TTL_SECONDS, 30 minutes), not HISTORY_TTL_SECONDS (120 s).
+    expect(await info.json()).toEqual({ occupied: true, cache: { data: '{"home":2}', ttl: 1800 } });
   });
 });
 
