@@ -1,9 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runMain } from '@switchboard/harness';
 import { ClientFleet } from '../lib/fleet';
-import { HOST, product, rssKiB, startNode, startSystem } from '../lib/procs';
+import { gitCommit } from '../lib/machine';
+import { HOST, ROOT, product, rssKiB, startNode, startSystem } from '../lib/procs';
 import type { ServerProcess, SystemName } from '../lib/procs';
 
 /**
@@ -23,7 +24,9 @@ import type { ServerProcess, SystemName } from '../lib/procs';
  * - `v3`: a Switchboard gateway on Redis, PieSocket V3 sockets (`/v3/{channel}`);
  * - `pusher`: a Switchboard gateway on Redis, Pusher sockets subscribed by `pusher:subscribe`.
  *
- * A measuring tool, not a test: figures move with the machine (glibc's allocator, V8's version).
+ * Writes bench/results/tmp/<date>-idle-memory.json (not committed; copy a run worth keeping into
+ * bench/results/). A measuring tool, not a test: figures move with the machine (glibc's
+ * allocator, V8's version, the young generation's size when read).
  */
 type Target = 'floor' | 'floor-topic' | 'v3' | 'pusher';
 const TARGETS: readonly Target[] = ['floor', 'floor-topic', 'v3', 'pusher'];
@@ -164,11 +167,25 @@ runMain(
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
+    const startedAt = new Date().toISOString();
+    const loadBefore = loadavg().map((l) => Math.round(l * 100) / 100);
     const all: Measured[] = [];
     for (let run = 0; run < o.runs; run++) for (const target of o.targets) all.push(await measure(target, o));
-    console.log(
-      JSON.stringify(all.map((m) => ({ target: m.target, ok: m.ok, ...m.perConnection, load: m.load }))),
-    );
+    const dir = join(ROOT, 'bench', 'results', 'tmp');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `${startedAt.slice(0, 10)}-idle-memory.json`);
+    const meta = {
+      command: `npm run bench:idle-memory -- ${process.argv.slice(2).join(' ')}`.trim(),
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      productDir: product.dir,
+      productCommit: gitCommit(product.dir),
+      connections: o.connections,
+      loadAverage: loadBefore,
+      loadAverageAtEnd: loadavg().map((l) => Math.round(l * 100) / 100),
+    };
+    writeFileSync(file, `${JSON.stringify({ meta, cases: all }, null, 2)}\n`);
+    console.log(`wrote ${file}`);
   },
   1,
 );

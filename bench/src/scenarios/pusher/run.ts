@@ -112,6 +112,8 @@ export async function presenceJoins(
 
 export interface PusherResults {
   shapes: PusherShape[];
+  /** Most publishes one request carried (`--pusher-batch`); absent in runs from before it existed: 1. */
+  publishBatch?: number;
   presence?: PresenceJoins[];
   /** Idle memory per Pusher connection on one node (absent with `--idle` unset). */
   memory?: MemoryCase[];
@@ -259,6 +261,7 @@ export async function pusherScenario(o: PusherOptions): Promise<PusherResults> {
   }
   return {
     shapes: out,
+    publishBatch: o.publishBatch,
     ...(memory.length ? { memory } : {}),
     ...(presence.length ? { presence } : {}),
   };
