@@ -151,7 +151,9 @@ async function subscribe(
       reply(HISTORY_UNAVAILABLE, true);
     }
   } finally {
-    state.pending?.delete(channel);
+    // Dropped once empty: an idle socket keeps no Set (docs/performance.md, "Idle memory per
+    // connection").
+    if (state.pending?.delete(channel) && state.pending.size === 0) state.pending = undefined;
   }
 }
 
