@@ -14,11 +14,11 @@ import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createLogger, loadConfig } from '@switchboard/core';
 import { createEngine } from '@switchboard/cli';
-import type { Engine } from '@switchboard/core';
+import type { ApiKeyRecord, Engine } from '@switchboard/core';
 import { startAccountApi } from '@switchboard/account-api';
 import type { RunningAccountApi } from '@switchboard/account-api';
 import { chromiumPath, startRedis, startSwitchboardProcess, waitFor } from '@switchboard/harness';
-import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import { connectClient, createTestKey, pusherSocketUrl, startGateway } from '@switchboard/testing';
 import type { RedisServer, SwitchboardProcess } from '@switchboard/harness';
 import type { TestClient, TestGateway } from '@switchboard/testing';
 
@@ -226,6 +226,16 @@ describe('web console against Redis with two gateways and the account API', () =
     account = await startAccountApi({ engine, logger: createLogger({ level: 'silent' }), config });
   });
 
+  /** A watched page of `context` on the account API's console, signed in with `key`. */
+  async function signedIn(context: BrowserContext, key: ApiKeyRecord): Promise<WatchedPage> {
+    const watched = await watchedPage(context);
+    await watched.page.goto(`http://127.0.0.1:${account.port}/`);
+    await watched.page.getByLabel('API key', { exact: true }).fill(key.key);
+    await watched.page.getByLabel('Secret', { exact: true }).fill(key.secret);
+    await watched.page.getByRole('button', { name: 'Sign in' }).click();
+    return watched;
+  }
+
   afterAll(async () => {
     for (const context of contexts) await context.close();
     await account?.close();
@@ -238,8 +248,8 @@ describe('web console against Redis with two gateways and the account API', () =
     const key = await createTestKey(engine);
     const [a, b] = nodes as [TestGateway, TestGateway];
     const pieSocket = await connectClient(a.wsUrl('/v4/shop', { api_key: key.key }));
-    const pusher = await connectClient(`ws://127.0.0.1:${b.port}/app/${key.key}?protocol=7`);
-    const pusher2 = await connectClient(`ws://127.0.0.1:${a.port}/app/${key.key}?protocol=7`);
+    const pusher = await connectClient(pusherSocketUrl(b.port, key.key));
+    const pusher2 = await connectClient(pusherSocketUrl(a.port, key.key));
     clients.push(pieSocket, pusher, pusher2);
     for (const socket of [pusher, pusher2]) {
       await socket.nextEvent('pusher:connection_established');
@@ -248,12 +258,8 @@ describe('web console against Redis with two gateways and the account API', () =
     }
 
     const context = await newContext();
-    const watched = await watchedPage(context);
+    const watched = await signedIn(context, key);
     const { page } = watched;
-    await page.goto(`http://127.0.0.1:${account.port}/`);
-    await page.getByLabel('API key', { exact: true }).fill(key.key);
-    await page.getByLabel('Secret', { exact: true }).fill(key.secret);
-    await page.getByRole('button', { name: 'Sign in' }).click();
     // One row per family, each with its own count.
     const row = (family: string) => page.locator('tr', { hasText: 'shop' }).filter({ hasText: family });
     await row('Pusher').getByRole('cell', { name: '2', exact: true }).waitFor({ timeout: 2500 });
@@ -282,12 +288,8 @@ describe('web console against Redis with two gateways and the account API', () =
     clients.push(onA, onB);
 
     const context = await newContext();
-    const watched = await watchedPage(context);
+    const watched = await signedIn(context, key);
     const { page } = watched;
-    await page.goto(`http://127.0.0.1:${account.port}/`);
-    await page.getByLabel('API key', { exact: true }).fill(key.key);
-    await page.getByLabel('Secret', { exact: true }).fill(key.secret);
-    await page.getByRole('button', { name: 'Sign in' }).click();
     await cell(page, 'ops', '2').waitFor({ timeout: 2500 });
 
     await page.getByRole('link', { name: 'ops' }).click();

@@ -1,17 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import Pusher from 'pusher';
-import PusherJs from 'pusher-js';
-import type { Channel } from 'pusher-js';
+import type Pusher from 'pusher';
+import type PusherJs from 'pusher-js';
 import { createLogger, loadConfig } from '@switchboard/core';
 import { createEngine } from '@switchboard/cli';
 import type { ApiKeyRecord, Engine } from '@switchboard/core';
 import { createAccountApi } from '@switchboard/account-api';
 import { startRedis } from '@switchboard/harness';
-import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import {
+  connectClient,
+  createTestKey,
+  localPusherJs,
+  pusherBackend,
+  pusherJsConnected,
+  pusherJsSubscribed as subscribed,
+  startGateway,
+} from '@switchboard/testing';
 import type { RedisServer } from '@switchboard/harness';
 import type { TestClient, TestGateway } from '@switchboard/testing';
 import type { Express } from 'express';
+import { until } from './support/until';
 
 /**
  * PieSocket (V3, V4) and Pusher connections on one cluster (two gateways, one real Redis, the
@@ -49,53 +57,19 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const backend = (gateway: TestGateway): Pusher =>
-  new Pusher({
-    appId: app.key,
-    key: app.key,
-    secret: app.secret,
-    host: '127.0.0.1',
-    port: String(gateway.port),
-    useTLS: false,
-  });
+const backend = (gateway: TestGateway): Pusher => pusherBackend(app, gateway.port);
 
 /** pusher-js on `gateway`, presence channels authorized for `user` by the SDK, connected. */
 async function pusherJs(gateway: TestGateway, user: string): Promise<PusherJs> {
-  const signer = backend(gateway);
-  const client = new PusherJs(app.key, {
-    cluster: 'local',
-    wsHost: '127.0.0.1',
-    wsPort: gateway.port,
-    forceTLS: false,
-    enabledTransports: ['ws'],
-    channelAuthorization: {
-      endpoint: '/unused',
-      transport: 'ajax',
-      customHandler: ({ socketId, channelName }, callback) =>
-        callback(
-          null,
-          channelName.startsWith('presence-')
-            ? signer.authorizeChannel(socketId, channelName, { user_id: user, user_info: { name: user } })
-            : signer.authorizeChannel(socketId, channelName),
-        ),
-    },
+  const client = localPusherJs({
+    key: app.key,
+    port: gateway.port,
+    signer: backend(gateway),
+    presence: { user_id: user, user_info: { name: user } },
   });
   jsClients.push(client);
-  await new Promise<void>((resolve, reject) => {
-    client.connection.bind('connected', () => resolve());
-    client.connection.bind('failed', () => reject(new Error('pusher-js failed to connect')));
-  });
+  await pusherJsConnected(client);
   return client;
-}
-
-function subscribed(client: PusherJs, name: string): Promise<Channel> {
-  const channel = client.subscribe(name);
-  return new Promise((resolve, reject) => {
-    channel.bind('pusher:subscription_succeeded', () => resolve(channel));
-    channel.bind('pusher:subscription_error', (error: unknown) =>
-      reject(new Error(`subscription error: ${JSON.stringify(error)}`)),
-    );
-  });
 }
 
 async function raw(
@@ -111,17 +85,6 @@ async function raw(
 const get = (path: string) => request(account).get(path).set({ key: app.key, secret: app.secret });
 const post = (path: string, body: object) =>
   request(account).post(path).set({ key: app.key, secret: app.secret }).send(body);
-
-/** Polls `read` until `done` (counts are written by each gateway after the socket's answer). */
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: last value ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('V3/V4 and Pusher on one cluster', () => {
   it('counts and lists each family’s connections and members apart, Pusher’s marked', async () => {
@@ -217,39 +180,21 @@ describe('V3/V4 and Pusher on one cluster', () => {
     const v4 = await raw(one, '/v4/console-pusher');
     const received = (event: string) =>
       new Promise<unknown>((resolve) => channel.bind(event, (data: unknown) => resolve(data)));
+    const publish = (body: object) => post('/api/messages', { channel: 'console-pusher', ...body });
 
     const named = received('order-shipped');
-    const answer = await post('/api/messages', {
-      channel: 'console-pusher',
-      protocol: 'pusher',
-      event: 'order-shipped',
-      message: { id: 7 },
-    });
+    const answer = await publish({ protocol: 'pusher', event: 'order-shipped', message: { id: 7 } });
     expect(answer.status).toBe(200);
     expect(await named).toEqual({ id: 7 });
 
     // No event named: the documented default, `message`; a string goes as the data itself.
     const unnamed = received('message');
-    expect(
-      (await post('/api/messages', { channel: 'console-pusher', protocol: 'pusher', message: 'hi' })).status,
-    ).toBe(200);
+    expect((await publish({ protocol: 'pusher', message: 'hi' })).status).toBe(200);
     expect(await unnamed).toBe('hi');
 
     // Refused: a reserved event name, and an event on a PieSocket publish.
-    const reserved = await post('/api/messages', {
-      channel: 'console-pusher',
-      protocol: 'pusher',
-      event: 'pusher:subscribe',
-      message: 'x',
-    });
-    expect(reserved.status).toBe(400);
-    const pieSocketEvent = await post('/api/messages', {
-      channel: 'console-pusher',
-      protocol: 'v4',
-      event: 'order-shipped',
-      message: 'x',
-    });
-    expect(pieSocketEvent.status).toBe(400);
+    expect((await publish({ protocol: 'pusher', event: 'pusher:subscribe', message: 'x' })).status).toBe(400);
+    expect((await publish({ protocol: 'v4', event: 'order-shipped', message: 'x' })).status).toBe(400);
     // The V4 socket of the same channel name heard none of it.
     await v4.expectSilence(() => true, 100);
   });

@@ -3,9 +3,15 @@ import Redis from 'ioredis';
 import type { ApiKeyRecord } from '@switchboard/core';
 import { startRedis } from '@switchboard/harness';
 import type { RedisServer } from '@switchboard/harness';
-import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import {
+  connectClient,
+  createTestKey,
+  pusherBackend,
+  pusherSocketUrl,
+  startGateway,
+} from '@switchboard/testing';
 import type { TestClient, TestGateway } from '@switchboard/testing';
-import Pusher from 'pusher';
+import type Pusher from 'pusher';
 
 /**
  * A cache channel's last event is kept `PUSHER_CACHE_TTL_SECONDS` (Pusher's 30 minutes by
@@ -42,15 +48,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const sdk = (): Pusher =>
-  new Pusher({
-    appId: app.key,
-    key: app.key,
-    secret: app.secret,
-    host: '127.0.0.1',
-    port: String(gateway.port),
-    useTLS: false,
-  });
+const sdk = (): Pusher => pusherBackend(app, gateway.port);
 
 /** Seconds Redis keeps the channel's stored events (its history stream LIST); -2 when there is none. */
 async function streamTtl(channel: string): Promise<number> {
@@ -59,7 +57,7 @@ async function streamTtl(channel: string): Promise<number> {
 }
 
 async function subscribe(channel: string): Promise<TestClient> {
-  const client = await connectClient(`ws://127.0.0.1:${gateway.port}/app/${app.key}?protocol=7`);
+  const client = await connectClient(pusherSocketUrl(gateway.port, app.key));
   clients.push(client);
   await client.nextEvent('pusher:connection_established');
   client.send({ event: 'pusher:subscribe', data: { channel } });

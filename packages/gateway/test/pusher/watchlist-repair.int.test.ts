@@ -2,9 +2,15 @@ import { randomBytes } from 'node:crypto';
 import type { ApiKeyRecord } from '@switchboard/core';
 import { startRedis, waitFor } from '@switchboard/harness';
 import type { RedisServer } from '@switchboard/harness';
-import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import {
+  connectClient,
+  createTestKey,
+  pusherBackend,
+  pusherSocketUrl,
+  signInPusherSocket,
+  startGateway,
+} from '@switchboard/testing';
 import type { TestClient, TestGateway } from '@switchboard/testing';
-import Pusher from 'pusher';
 
 /**
  * Watchlist online state after the engine was away (docs/pusher.md, "Watchlists"): each gateway
@@ -34,28 +40,14 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const backend = (gateway: TestGateway): Pusher =>
-  new Pusher({
-    appId: app.key,
-    key: app.key,
-    secret: app.secret,
-    host: '127.0.0.1',
-    port: String(gateway.port),
-    useTLS: false,
-  });
-
 /** A raw Pusher socket signed in as `id` (watching `watchlist`), as pusher-js signs in. */
 async function signIn(gateway: TestGateway, id: string, watchlist?: string[]): Promise<TestClient> {
-  const client = await connectClient(`ws://127.0.0.1:${gateway.port}/app/${app.key}?protocol=7`);
+  const client = await connectClient(pusherSocketUrl(gateway.port, app.key));
   clients.push(client);
-  const established = await client.nextEvent('pusher:connection_established');
-  const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
-  const { auth, user_data } = backend(gateway).authenticateUser(socketId, {
+  await signInPusherSocket(client, pusherBackend(app, gateway.port), {
     id,
     ...(watchlist ? { watchlist } : {}),
   });
-  client.send({ event: 'pusher:signin', data: { auth, user_data } });
-  await client.nextEvent('pusher:signin_success');
   return client;
 }
 
