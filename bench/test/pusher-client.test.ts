@@ -291,11 +291,16 @@ describe('bench: batched Pusher publishes', () => {
               )
             : params;
         if (problem) refusals.push(JSON.stringify(problem));
-        setTimeout(() => {
-          // Content-Length, as uWS answers (the bench's client reads no chunked bodies).
-          res.writeHead(problem ? 401 : 200, { 'Content-Type': 'application/json', 'Content-Length': '2' });
-          res.end('{}');
-        }, 20);
+        // The first answer waits 100 ms, so 40 publishes (at 400/s) are due when the connection is
+        // free again and the next request must be a full batch, however the machine schedules us.
+        setTimeout(
+          () => {
+            // Content-Length, as uWS answers (the bench's client reads no chunked bodies).
+            res.writeHead(problem ? 401 : 200, { 'Content-Type': 'application/json', 'Content-Length': '2' });
+            res.end('{}');
+          },
+          seen.length === 1 ? 100 : 20,
+        );
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
