@@ -2,12 +2,19 @@ import { randomBytes } from 'node:crypto';
 import {
   BalancedCluster,
   fixedFreePort,
+  startRedisCluster,
   startRedisSentinelGroup,
   startSwitchboardProcess,
   startTcpProxy,
   waitFor,
 } from '@switchboard/harness';
-import type { ClusterGround, RedisServer, SwitchboardProcess } from '@switchboard/harness';
+import type {
+  ClusterGround,
+  RedisClusterHandle,
+  RedisClusterNode,
+  RedisServer,
+  SwitchboardProcess,
+} from '@switchboard/harness';
 import { GATEWAYS } from './plan';
 import type { Gateway } from './plan';
 
@@ -20,9 +27,132 @@ import type { Gateway } from './plan';
  * end of the run can tell a crash from a kill.
  */
 
+/** A failover done: the master SIGKILLed and the replica promoted in its place (their ports). */
+export interface FailedOver {
+  readonly from: number;
+  readonly to: number;
+}
+
 /** Redis that can fail over: `failover` SIGKILLs the primary and resolves once a replica serves. */
 export interface FailoverRedis extends RedisServer {
-  failover(): Promise<number>;
+  failover(): Promise<FailedOver>;
+}
+
+/**
+ * A Redis Cluster as the run's Redis: `nodes` for the processes (`REDIS_CLUSTER_NODES`) and the
+ * run's own checks; `kill`/`restart` act on every node (the schedule's Redis restart), `failover`
+ * on one master.
+ */
+export interface ChaosRedisCluster extends FailoverRedis {
+  readonly nodes: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+  readonly nodesEnv: string;
+  /**
+   * Resolves once every node runs and each master has a replica in sync (the killed masters are
+   * back as replicas); rejects after `timeoutMs` with the topology it saw.
+   */
+  settled(timeoutMs: number): Promise<string>;
+}
+
+export const isRedisCluster = (redis: RedisServer): redis is ChaosRedisCluster => 'nodesEnv' in redis;
+
+const lowestSlot = (node: RedisClusterNode): number => Math.min(...node.slots.map(([from]) => from));
+
+/**
+ * Three masters with one replica each (`redis-cli --cluster create --cluster-replicas 1`). A
+ * failover SIGKILLs a master once its replica is in sync, waits until the cluster promoted the
+ * replica (it serves as a master and the cluster state is ok again), and starts the killed node
+ * again on its port: it rejoins from its nodes.conf, empty, and the cluster makes it the new
+ * master's replica, ready for a later failover of that master. The victims take turns: the
+ * master of `firstSlotOf`'s slot first (the key's counts, presence and quotas live there), then
+ * the others by their lowest slot.
+ */
+async function startChaosRedisCluster(firstSlotOf: string): Promise<ChaosRedisCluster> {
+  const handle: RedisClusterHandle = await startRedisCluster({ replicas: 1 });
+  const first = handle.nodes[0]!;
+  let failovers = 0;
+  let down = false;
+  const masters = async (): Promise<RedisClusterNode[]> => {
+    const slot = await handle.keySlot(firstSlotOf);
+    const list = (await handle.topology())
+      .filter((node) => node.role === 'master' && !node.failing && node.slots.length > 0)
+      .sort((a, b) => lowestSlot(a) - lowestSlot(b));
+    const at = list.findIndex((node) => node.slots.some(([from, to]) => slot >= from && slot <= to));
+    return [...list.slice(at), ...list.slice(0, at)];
+  };
+  return {
+    nodes: handle.nodes,
+    nodesEnv: handle.nodesEnv,
+    url: `redis://${first.host}:${first.port}`,
+    port: first.port,
+    get pid() {
+      return undefined;
+    },
+    kill: async () => {
+      down = true;
+      await handle.kill();
+    },
+    restart: async () => {
+      await handle.restart();
+      down = false;
+    },
+    stop: () => handle.stop(),
+    freeze: () => {
+      throw new Error('a Redis Cluster run freezes no node');
+    },
+    thaw: () => undefined,
+    failover: async () => {
+      if (down) throw new Error('the Redis Cluster is down');
+      const list = await masters();
+      const victim = list[failovers++ % list.length]!;
+      // The replica of the moment (the first failover of a master: the one created with it).
+      let replica: RedisClusterNode | undefined;
+      await waitFor(
+        `a replica of the master on :${victim.port} in sync`,
+        async () => {
+          const rows = await handle.topology(victim.port);
+          replica = rows.find((row) => row.masterId === victim.id && !row.failing);
+          return replica !== undefined && (await handle.inSync(replica.port));
+        },
+        30_000,
+        100,
+      );
+      await handle.killNode(victim.port);
+      await waitFor(
+        `the cluster promotes :${replica!.port} (the replica of :${victim.port})`,
+        () => handle.servesAsMaster(replica!.port),
+        30_000,
+        50,
+      );
+      await handle.restartNode(victim.port);
+      return { from: victim.port, to: replica!.port };
+    },
+    settled: async (timeoutMs) => {
+      let seen = 'no node answered';
+      await waitFor(
+        'every Redis Cluster node up, each master with a replica in sync',
+        async () => {
+          const rows = await handle.topology().catch(() => []);
+          const masters = rows.filter((row) => row.role === 'master' && row.slots.length > 0);
+          const pairs = masters.map((master) => ({
+            master,
+            replica: rows.find((row) => row.masterId === master.id),
+          }));
+          seen = pairs
+            .map(({ master, replica }) => `:${master.port} ← ${replica ? `:${replica.port}` : 'no replica'}`)
+            .join(', ');
+          if (rows.length !== handle.nodes.length || rows.some((row) => row.failing)) return false;
+          if (masters.length !== 3) return false;
+          for (const { replica } of pairs) if (!replica || !(await handle.inSync(replica.port))) return false;
+          return true;
+        },
+        timeoutMs,
+        200,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}: ${seen}`);
+      });
+      return seen;
+    },
+  };
 }
 
 /**
@@ -81,7 +211,7 @@ async function startFailoverRedis(): Promise<FailoverRedis> {
       await victim.kill();
       await waitFor(`the sentinels promote :${survivor.port}`, async () => master === survivor, 30_000, 50);
       await victim.restart();
-      return survivor.port;
+      return { from: victim.port, to: survivor.port };
     },
   };
 }
@@ -96,8 +226,11 @@ export const CLUSTER_TIMING = {
   checkIntervalMs: 250,
 } as const;
 
-/** The line a gateway prints when it cannot start because Redis is down (docs/operations.md). */
-const REDIS_UNREACHABLE_AT_START = /Redis at .* is unreachable/;
+/**
+ * The line a gateway prints when it cannot start because Redis is down (docs/operations.md):
+ * `Redis at …`, `Redis Cluster at …`, `Redis master … of the sentinels at …`.
+ */
+const REDIS_UNREACHABLE_AT_START = /Redis .* is unreachable/;
 
 /** One process the run started, and what the run did to it. */
 export interface Incarnation {
@@ -131,6 +264,7 @@ export class ChaosCluster extends BalancedCluster {
     readonly metricsPorts: Readonly<Record<Gateway, number>>,
     readonly accountPort: number,
     private readonly log: (line: string) => void,
+    key: { key: string; secret: string },
   ) {
     super(
       {
@@ -147,7 +281,8 @@ export class ChaosCluster extends BalancedCluster {
         checkIntervalMs: CLUSTER_TIMING.checkIntervalMs,
         // Restarted many times on its port: a fixed port, which no outgoing connection can take meanwhile.
         redisOnFixedPort: true,
-        key: { key: `chaos${randomBytes(5).toString('hex')}`, secret: randomBytes(16).toString('hex') },
+        ...(isRedisCluster(ground.redis) ? { redisEnv: { REDIS_CLUSTER_NODES: ground.redis.nodesEnv } } : {}),
+        key,
         prefix: `chaos${randomBytes(3).toString('hex')}`,
         readyTimeoutMs: 30_000,
         rotationTimeoutMs: 20_000,
@@ -156,18 +291,28 @@ export class ChaosCluster extends BalancedCluster {
     );
   }
 
+  /**
+   * `failover`: Redis fails over (Sentinel; with `redisCluster`, a master of the cluster).
+   * `redisCluster`: three masters with one replica each (`REDIS_CLUSTER_NODES`), not one server.
+   */
   static async launch(
     log: (line: string) => void,
-    options: { failover?: boolean } = {},
+    options: { failover?: boolean; redisCluster?: boolean } = {},
   ): Promise<ChaosCluster> {
     const metricsPorts = {} as Record<Gateway, number>;
+    const key = { key: `chaos${randomBytes(5).toString('hex')}`, secret: randomBytes(16).toString('hex') };
     const ground = await BalancedCluster.ground({
       names: GATEWAYS,
       redisOnFixedPort: true,
-      ...(options.failover ? { startRedis: startFailoverRedis } : {}),
+      ...(options.redisCluster
+        ? // The key's counts, presence and quotas share its hash tag: its master fails first.
+          { startRedis: () => startChaosRedisCluster(`{${key.key}}`) }
+        : options.failover
+          ? { startRedis: startFailoverRedis }
+          : {}),
     });
     for (const name of GATEWAYS) metricsPorts[name] = await fixedFreePort();
-    const cluster = new ChaosCluster(ground, metricsPorts, await fixedFreePort(), log);
+    const cluster = new ChaosCluster(ground, metricsPorts, await fixedFreePort(), log, key);
     await cluster.open();
     try {
       await cluster.startAccountApi();
@@ -269,7 +414,7 @@ export class ChaosCluster extends BalancedCluster {
   }
 
   /** Failover runs: the primary SIGKILLed, its replica promoted; resolves with the new master's port. */
-  async failoverRedis(): Promise<number> {
+  async failoverRedis(): Promise<FailedOver> {
     const redis = this.redis as RedisServer | FailoverRedis;
     if (!('failover' in redis)) throw new Error('this run has no replica to fail over to');
     this.redisBack = new Promise((resolve) => (this.redisBackResolve = resolve));

@@ -1,4 +1,4 @@
-import type Redis from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { ChaosCluster } from './cluster';
 import type { Truth } from './state';
 import { identityOf } from './state';
@@ -38,7 +38,11 @@ interface Rule {
   readonly explain: (match: RegExpMatchArray, key: string) => Promise<string | { problem: string }>;
 }
 
-export async function scanKeys(cluster: ChaosCluster, redis: Redis, truth: Truth): Promise<KeyScan> {
+export async function scanKeys(
+  cluster: ChaosCluster,
+  redis: Redis | Cluster,
+  truth: Truth,
+): Promise<KeyScan> {
   const p = escape(cluster.prefix);
   const k = escape(cluster.key.key);
   const live = new Set<string>(cluster.live.keys());
@@ -213,11 +217,14 @@ export async function scanKeys(cluster: ChaosCluster, redis: Redis, truth: Truth
   const keys: ScannedKey[] = [];
   let cursor = '0';
   const names: string[] = [];
-  do {
-    const [next, batch] = await redis.scan(cursor, 'COUNT', 500);
-    cursor = next;
-    names.push(...batch);
-  } while (cursor !== '0');
+  // On a Redis Cluster, SCAN walks one node's keys: every master's.
+  for (const node of 'nodes' in redis ? redis.nodes('master') : [redis]) {
+    do {
+      const [next, batch] = await node.scan(cursor, 'COUNT', 500);
+      cursor = next;
+      names.push(...batch);
+    } while (cursor !== '0');
+  }
   for (const key of [...new Set(names)].sort()) {
     const type = await redis.type(key);
     if (type === 'none') continue; // expired or removed since SCAN saw it

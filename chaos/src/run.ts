@@ -1,7 +1,7 @@
 import { loadavg } from 'node:os';
-import Redis from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { waitFor } from '@switchboard/harness';
-import { ChaosCluster, CLUSTER_TIMING } from './cluster';
+import { ChaosCluster, CLUSTER_TIMING, isRedisCluster } from './cluster';
 import type { Incarnation } from './cluster';
 import { appProblems, deliveryProblems, describePositions, epochRanking } from './delivery';
 import type { DeliveryStats } from './delivery';
@@ -24,8 +24,13 @@ export interface ChaosOptions {
   readonly durationMs: number;
   /** Per topic, one publish every this many ms (five topics: 170 ms is about 30 publishes a second). */
   readonly publishIntervalMs?: number;
-  /** Redis is a primary with a replica and sentinels, and the schedule fails it over (`--failover`). */
+  /**
+   * The schedule fails Redis over (`--failover`): a primary with a replica and sentinels, or with
+   * `redisCluster` a master of the cluster.
+   */
   readonly failover?: boolean;
+  /** Redis is a Redis Cluster of three masters with one replica each (`--cluster`). */
+  readonly redisCluster?: boolean;
   /** Where the run's lines go (default: stdout). */
   readonly log?: (line: string) => void;
 }
@@ -59,9 +64,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const out = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const t0 = Date.now();
   const say = (line: string): void => out(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+  const flags = `${options.redisCluster ? ' --cluster' : ''}${options.failover ? ' --failover' : ''}`;
   out(
-    `chaos seed=${seed} duration=${durationMs / 1000}s ` +
-      `(replay: npm run chaos -- --seed ${seed} --duration ${durationMs / 1000})`,
+    `chaos seed=${seed} duration=${durationMs / 1000}s${flags} ` +
+      `(replay: npm run chaos --${flags} --seed ${seed} --duration ${durationMs / 1000})`,
   );
   const plan = planChaos(
     seed,
@@ -78,10 +84,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       .join(', ');
   out(`plan: ${plan.initialClients.length} clients, ${plan.events.length} events (${counts(plan.events)})`);
 
-  const cluster = await ChaosCluster.launch(say, { failover: options.failover ?? false });
+  const cluster = await ChaosCluster.launch(say, {
+    failover: options.failover ?? false,
+    redisCluster: options.redisCluster ?? false,
+  });
   const fleet = new Fleet(cluster);
   let publisher: Publisher | undefined;
-  let redis: Redis | undefined;
+  let redis: Redis | Cluster | undefined;
   const executed: Record<FaultKind, number> = {
     'kill-gateway': 0,
     'term-gateway': 0,
@@ -92,8 +101,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const skipped: string[] = [];
   const actionFailures: string[] = [];
   try {
+    const redisServer = cluster.redis;
     say(
-      `cluster up: Redis :${cluster.redis.port}, gateways ${Object.entries(cluster.ports)
+      `cluster up: ${
+        isRedisCluster(redisServer)
+          ? `Redis Cluster ${redisServer.nodesEnv} (3 masters, 1 replica each)`
+          : `Redis :${redisServer.port}`
+      }, gateways ${Object.entries(cluster.ports)
         .map(([name, port]) => `${name} :${port}`)
         .join(', ')}, HAProxy :${cluster.balancerPort}, account API :${cluster.accountPort}`,
     );
@@ -152,11 +166,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
             skipped.push(`${describeEvent(event)} (Redis still down)`);
             return say(`skipped: ${describeEvent(event)}: Redis is still down`);
           }
-          say(describeEvent(event));
+          say(
+            isRedisCluster(cluster.redis)
+              ? 'Redis Cluster master SIGKILL (its replica in sync), the cluster promotes the replica; the killed node returns as its replica'
+              : describeEvent(event),
+          );
           executed[event.kind]++;
           const started = Date.now();
-          const port = await cluster.failoverRedis();
-          return say(`Redis failed over to :${port} in ${Date.now() - started} ms`);
+          const { from, to } = await cluster.failoverRedis();
+          return say(`Redis failed over from :${from} to :${to} in ${Date.now() - started} ms`);
         }
         case 'churn': {
           executed.churn++;
@@ -189,6 +207,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         say(`did not converge: ${what}: ${(error as Error).message}`);
       }
     };
+    if (isRedisCluster(redisServer))
+      await step('Redis Cluster settled', async () => {
+        say(`Redis Cluster settled: ${await redisServer.settled(30_000)} (master ← replica in sync)`);
+      });
     await step('gateways in rotation', async () => {
       for (const name of cluster.live.keys()) await cluster.waitUntilInRotation(name);
     });
@@ -226,7 +248,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         () => `not at the final position within 20 s: ${behind(fleet, finals)}`,
       ),
     );
-    redis = new Redis(cluster.redis.url, { maxRetriesPerRequest: 2, lazyConnect: true });
+    redis = isRedisCluster(redisServer)
+      ? new Cluster(
+          redisServer.nodes.map(({ host, port }) => ({ host, port })),
+          {
+            lazyConnect: true,
+            redisOptions: { maxRetriesPerRequest: 2 },
+          },
+        )
+      : new Redis(redisServer.url, { maxRetriesPerRequest: 2, lazyConnect: true });
     await redis.connect();
     let last = await observe(cluster, fleet, redis);
     const convergeMs = CLUSTER_TIMING.nodeTimeoutMs * 3 + 10_000;

@@ -1,4 +1,4 @@
-import type Redis from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { ChaosCluster } from './cluster';
 import type { Fleet } from './fleet';
 import { GATEWAYS, TOPICS } from './plan';
@@ -84,7 +84,11 @@ async function getJson(url: string, init: RequestInit = {}): Promise<unknown> {
 }
 
 /** Reads counts and members through every interface and compares them with the sockets open now. */
-export async function observe(cluster: ChaosCluster, fleet: Fleet, redis: Redis): Promise<Observation> {
+export async function observe(
+  cluster: ChaosCluster,
+  fleet: Fleet,
+  redis: Redis | Cluster,
+): Promise<Observation> {
   const truth = truthOf(fleet);
   const differences: string[] = [];
   const headers = { key: cluster.key.key, secret: cluster.key.secret };

@@ -161,6 +161,8 @@ describe('web console against an all-in-one node', () => {
     // A kick from the page closes the client with 4509.
     await page.getByRole('button', { name: 'Kick connection conn-alice' }).click();
     expect((await client.closed).code).toBe(4509);
+    // The answer counts the sockets kicked on every gateway.
+    await page.getByText('Kick connection conn-alice: 1 connection kicked.').waitFor({ timeout: 2500 });
     await page.getByText('No presence members here').waitFor({ timeout: 2500 });
 
     // A V3 member gets no per-row kick (targeted kicks select V4 only and would kick nobody);

@@ -4,8 +4,10 @@ import {
   BalancedCluster,
   ranges,
   RecoveringFleet,
+  request,
   startRedisCluster,
   startRedisSentinelGroup,
+  startSwitchboardProcess,
   startTcpProxy,
   waitFor,
   within,
@@ -26,7 +28,8 @@ import type { ChannelLog, PositionEntry, RecoveringClient, Waiters } from '@swit
  *   receive is covered by a `recovered: false` position (see `silentLossProblems`).
  * - A Redis failover that loses acknowledged publications (Sentinel, and one `REDIS_URL` that
  *   follows the promotion as a managed Redis does): the same, and no (epoch, offset) is given to
- *   two publications.
+ *   two publications; once it settled, the connection counts and presence members the account
+ *   API and the cluster API report equal the sockets open.
  *
  * Needs `haproxy` (Debian package `haproxy`; .ci/run installs it). Without it the suite fails.
  */
@@ -172,7 +175,11 @@ interface Run {
   readonly targets: readonly Target[];
 }
 
-async function startRun(scenario: string): Promise<Run> {
+/**
+ * `presence`: three more clients in the presence of the V4 and V3 channels (two V4 sockets of one
+ * user, so the V4 member list deduplicates them, and one V3 member).
+ */
+async function startRun(scenario: string, options: { presence?: boolean } = {}): Promise<Run> {
   const v3 = `${scenario}-v3`;
   const v4 = `${scenario}-v4`;
   const secondary = `${scenario}-v4-secondary`;
@@ -181,6 +188,14 @@ async function startRun(scenario: string): Promise<Run> {
     fleet.add({ name: `v3-${i}`, protocol: 'v3', channel: v3 });
     fleet.add({ name: `v4-${i}`, protocol: 'v4', channel: v4 });
     fleet.add({ name: `v4+secondary-${i}`, protocol: 'v4', channel: v4, secondary });
+  }
+  if (options.presence) {
+    for (const [name, protocol, channel, user] of [
+      ['presence-v4-ann-a', 'v4', v4, 'ann'],
+      ['presence-v4-ann-b', 'v4', v4, 'ann'],
+      ['presence-v3-bob', 'v3', v3, 'bob'],
+    ] as const)
+      fleet.add({ name, protocol, channel, presence: { uuid: `${scenario}-${name}`, user } });
   }
   await fleet.until(() => fleet.allLive, 15_000, `${scenario}: every subscription has its position`);
   const targets: Target[] = [
@@ -228,6 +243,164 @@ async function finishRun(run: Run): Promise<Map<string, Position>> {
   run.fleet.stop();
   current = undefined;
   return finals;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the cluster reports about the sockets, against the sockets open
+
+/** An account API process of the running cluster (port 0: its `ready` line names it); `stop` kills it. */
+async function startAccountApi(own: BalancedCluster): Promise<string> {
+  const proc = own.track(
+    startSwitchboardProcess(['account-api'], { ...own.env, HOST: '127.0.0.1', ACCOUNT_PORT: '0' }),
+  );
+  const ready = await proc.waitForLog({ msg: 'ready' }, 15_000);
+  return `http://127.0.0.1:${String(ready['port'])}`;
+}
+
+const listed = (items: Iterable<string>): string => JSON.stringify([...items].sort());
+
+/**
+ * The connection counts (account API `/api/connections` and `/connections/sum`) and presence
+ * members (account API `/api/members`, cluster API `/api/v4/members` and `/api/members` per
+ * channel) against the clients' open sockets: a primary counts while its socket is open, a
+ * secondary once subscribed on it. Empty when they agree.
+ */
+async function reportedVsOpen(run: Run, accountUrl: string): Promise<string[]> {
+  const own = cluster!;
+  const open = run.fleet.clients.filter((client) => client.open);
+  const counts = new Map<string, number>();
+  for (const client of open)
+    for (const log of client.logs.values())
+      if (log.channel === client.spec.channel || log.live)
+        counts.set(log.channel, (counts.get(log.channel) ?? 0) + 1);
+  const present = open.filter((client) => client.spec.presence);
+  const differences: string[] = [];
+  const compare = (what: string, reported: Iterable<string>, expected: Iterable<string>): void => {
+    if (listed(reported) !== listed(expected))
+      differences.push(`${what}: ${listed(reported)}, sockets open: ${listed(expected)}`);
+  };
+  const headers = { key: own.key.key, secret: own.key.secret };
+  const get = async (path: string): Promise<unknown> => {
+    const answer = await request(`${accountUrl}${path}`, { headers, signal: AbortSignal.timeout(5000) });
+    if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${answer.text.slice(0, 160)}`);
+    return answer.json;
+  };
+  const connections = (await get('/api/connections')) as Array<{
+    channel_id: string;
+    connection_count: number;
+  }>;
+  compare(
+    'account API /api/connections',
+    connections.filter((c) => c.connection_count !== 0).map((c) => `${c.channel_id}=${c.connection_count}`),
+    [...counts].map(([channel, n]) => `${channel}=${n}`),
+  );
+  const sum = ((await get('/api/connections/sum')) as { connection_count: number }).connection_count;
+  const opened = [...counts.values()].reduce((a, b) => a + b, 0);
+  if (sum !== opened)
+    differences.push(`account API /api/connections/sum: ${sum}, subscriptions open: ${opened}`);
+  const members = (await get('/api/members')) as Record<string, Array<{ uuid: string; user?: unknown }>>;
+  compare(
+    'account API /api/members',
+    Object.entries(members).flatMap(([channel, list]) =>
+      list.map((m) => `${channel}|${m.uuid}|${String(m.user)}`),
+    ),
+    present.map((c) => `${c.spec.channel}|${c.spec.presence!.uuid}|${c.spec.presence!.user}`),
+  );
+  for (const channel of new Set(
+    run.fleet.clients.filter((c) => c.spec.presence).map((c) => c.spec.channel),
+  )) {
+    const protocol = run.fleet.clients.find((c) => c.spec.channel === channel)!.spec.protocol;
+    const here = present.filter((c) => c.spec.channel === channel);
+    const answer = await own.clusterApi(protocol === 'v4' ? '/api/v4/members' : '/api/members', { channel });
+    if (answer.status !== 200) {
+      differences.push(`cluster API members of ${channel}: ${answer.status} ${answer.text.slice(0, 160)}`);
+      continue;
+    }
+    const body = answer.json as { members: unknown[]; count?: number };
+    if (protocol === 'v4') {
+      // Identities, each once (the user when set).
+      const identities = new Set(here.map((c) => c.spec.presence!.user));
+      compare(`cluster API /api/v4/members ${channel}`, body.members.map(String), identities);
+      if (body.count !== identities.size)
+        differences.push(
+          `cluster API /api/v4/members ${channel}: count ${body.count}, identities ${identities.size}`,
+        );
+    } else
+      compare(
+        `cluster API /api/members ${channel}`,
+        (body.members as Array<{ uuid: string; user?: unknown }>).map((m) => `${m.uuid}|${String(m.user)}`),
+        here.map((c) => `${c.spec.presence!.uuid}|${c.spec.presence!.user}`),
+      );
+  }
+  return differences;
+}
+
+/**
+ * While Redis's replica is cut off: a presence client goes offline (its leave is written to the
+ * primary alone) and a new one joins (so is its join); resolves once the account API lists the
+ * joiner and no longer the leaver. The promoted replica knows neither change: only each gateway's
+ * rewrite from its own sockets after the failover makes the members right again. The leaver
+ * comes back (`goOnline`) once that was checked.
+ */
+async function presenceChangesDuringCut(
+  run: Run,
+  accountUrl: string,
+): Promise<{ leaver: RecoveringClient; joiner: RecoveringClient }> {
+  const leaver = run.fleet.clients.find((client) => client.spec.name === 'presence-v4-ann-b')!;
+  const v4 = leaver.spec.channel;
+  leaver.goOffline();
+  const joiner = run.fleet.add({
+    name: 'presence-v4-cy',
+    protocol: 'v4',
+    channel: v4,
+    presence: { uuid: `${v4}-presence-v4-cy`, user: 'cy' },
+  });
+  const uuids = async (): Promise<string[]> => {
+    const answer = await request(`${accountUrl}/api/members`, {
+      headers: { key: cluster!.key.key, secret: cluster!.key.secret },
+      signal: AbortSignal.timeout(5000),
+    });
+    const members = (answer.json ?? {}) as Record<string, Array<{ uuid: string }>>;
+    return (members[v4] ?? []).map((m) => m.uuid);
+  };
+  await waitFor(
+    'the joiner listed and the leaver gone (written to the primary alone)',
+    async () => {
+      const listed = await uuids();
+      return (
+        joiner.live &&
+        listed.includes(joiner.spec.presence!.uuid) &&
+        !listed.includes(leaver.spec.presence!.uuid)
+      );
+    },
+    10_000,
+    50,
+  );
+  return { leaver, joiner };
+}
+
+/**
+ * The acknowledged publications a subscription is owed: those after its first position (a client
+ * that joined late is owed nothing published before it subscribed).
+ */
+function owed(log: ChannelLog, acks: readonly Ack[]): Ack[] {
+  const first = log.positions[0];
+  return first ? acks.filter((ack) => ack.epoch !== first.epoch || ack.offset > first.offset) : [...acks];
+}
+
+/** Waits (polling, 15 s at most) until the counts and members reported equal the sockets open. */
+async function expectConverged(run: Run, accountUrl: string): Promise<void> {
+  let differences: string[] = [];
+  await waitFor(
+    'the counts and members reported equal to the sockets open',
+    async () =>
+      (differences = await reportedVsOpen(run, accountUrl).catch((error: Error) => [error.message]))
+        .length === 0,
+    15_000,
+    100,
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}: ${differences.join('; ')}`);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -565,18 +738,21 @@ async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> 
       checkIntervalMs: 150,
     });
     cluster = own;
-    const run = await startRun(`failover-${mode}`);
+    const accountUrl = await startAccountApi(own);
+    const run = await startRun(`failover-${mode}`, { presence: true });
     const firstEpochs = new Map(
       run.targets.map((t) => [t.channel, run.publisher.acked(t.channel)[0]!.epoch]),
     );
     // One client of each kind loses its network and resumes after the failover, from the old epoch.
     const offline = run.fleet.clients.filter((client) => client.spec.name.endsWith('-0'));
     const primary = new Redis(group.primary.port, '127.0.0.1');
+    let presence: { leaver: RecoveringClient } | undefined;
     try {
       expect(await primary.call('WAIT', '1', '5000')).toBe(1);
       for (const client of offline) client.goOffline();
       group.replica.freeze();
       await primary.call('CLIENT', 'KILL', 'TYPE', 'replica');
+      presence = await presenceChangesDuringCut(run, accountUrl);
       await run.publisher.progress(PHASE_PUBLISHES, 'while the replica is cut off');
       await primary.set('burst-marker', '1');
     } finally {
@@ -597,22 +773,17 @@ async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> 
       for (const name of own.names) await own.waitUntilInRotation(name);
       const newEpoch = (ack: Ack, channel: string): boolean => ack.epoch !== firstEpochs.get(channel);
       await run.publisher.progress(PHASE_PUBLISHES, 'after the failover, in a new epoch', newEpoch);
-      await run.fleet.until(() => run.fleet.allLive, 15_000, 'after the failover: every subscription live');
-      // The connection counts on the new master converge to the subscriptions open now.
-      const counted = redisKeys(own.env.REDIS_PREFIX!).countsTotal(own.key.key);
-      const open = (): number =>
-        run.fleet.clients.filter((client) => client.open).reduce((sum, client) => sum + client.logs.size, 0);
-      let total = '';
-      await waitFor(
-        'the connection count equal to the open subscriptions',
-        async () => (total = (await replica.get(counted)) ?? '0') === String(open()),
+      await run.fleet.until(
+        () => run.fleet.clients.every((client) => client === presence!.leaver || client.live),
         15_000,
-      ).catch((error: Error) => {
-        throw new Error(`${error.message}: counted ${total}, open ${open()}`);
-      });
+        'after the failover: every subscription live (but the presence leaver’s)',
+      );
+      // Counts and members, rewritten on the new master from each gateway's sockets, equal them.
+      await expectConverged(run, accountUrl);
     } finally {
       replica.disconnect();
     }
+    presence!.leaver.goOnline();
     const finals = await finishRun(run);
     report(run, `failover (${mode})`);
     // Those that were offline resumed from the old epoch: they were told, whatever else happened.
@@ -631,7 +802,7 @@ async function failoverScenario(mode: 'sentinel' | 'single-url'): Promise<void> 
     // Every acknowledged publication received exactly once or covered by a recovered: false, and
     // no two publications under one (epoch, offset) (they would count as one received twice).
     const problems = everySubscription(run).flatMap(([client, log]) =>
-      silentLossProblems(client, log, run.publisher.acked(log.channel)),
+      silentLossProblems(client, log, owed(log, run.publisher.acked(log.channel))),
     );
     expect(problems).toEqual([]);
     expect(run.fleet.clients.flatMap((client) => client.finalCloses)).toEqual([]);
@@ -671,7 +842,8 @@ it('Redis Cluster master failover that loses acknowledged publications: no posit
       checkIntervalMs: 150,
     });
     cluster = own;
-    const run = await startRun('failover-cluster');
+    const accountUrl = await startAccountApi(own);
+    const run = await startRun('failover-cluster', { presence: true });
     const firstEpochs = new Map(
       run.targets.map((t) => [t.channel, run.publisher.acked(t.channel)[0]!.epoch]),
     );
@@ -716,6 +888,7 @@ it('Redis Cluster master failover that loses acknowledged publications: no posit
     const replicaPort = portOf(replicaRow!);
     const master = node(masterPort);
     const replica = node(replicaPort);
+    let presence: { leaver: RecoveringClient } | undefined;
     replica.on('error', () => undefined);
     try {
       await master.connect();
@@ -728,6 +901,7 @@ it('Redis Cluster master failover that loses acknowledged publications: no posit
       expect(await master.call('WAIT', '1', '5000')).toBe(1);
       redisCluster.signal(replicaPort, 'SIGSTOP');
       await master.call('CLIENT', 'KILL', 'TYPE', 'replica');
+      presence = await presenceChangesDuringCut(run, accountUrl);
       await run.publisher.progress(PHASE_PUBLISHES, 'while the replica is cut off');
       const marker = `marker{${own.key.key}|v4|${v4}}`;
       await master.set(marker, '1');
@@ -748,12 +922,18 @@ it('Redis Cluster master failover that loses acknowledged publications: no posit
     const newEpoch = (ack: Ack, channel: string): boolean =>
       !failing.has(channel) || ack.epoch !== firstEpochs.get(channel);
     await run.publisher.progress(PHASE_PUBLISHES, 'after the failover', newEpoch);
-    await run.fleet.until(() => run.fleet.allLive, 15_000, 'after the failover: every subscription live');
+    await run.fleet.until(
+      () => run.fleet.clients.every((client) => client === presence!.leaver || client.live),
+      15_000,
+      'after the failover: every subscription live (but the presence leaver’s)',
+    );
+    await expectConverged(run, accountUrl);
+    presence!.leaver.goOnline();
     const finals = await finishRun(run);
     report(run, 'Redis Cluster master failover', `; topics on the failed master: ${[...failing].join(', ')}`);
     for (const channel of failing) expect(finals.get(channel)!.epoch).not.toBe(firstEpochs.get(channel));
     const problems = everySubscription(run).flatMap(([client, log]) =>
-      silentLossProblems(client, log, run.publisher.acked(log.channel)),
+      silentLossProblems(client, log, owed(log, run.publisher.acked(log.channel))),
     );
     expect(problems).toEqual([]);
     expect(run.fleet.clients.flatMap((client) => client.finalCloses)).toEqual([]);

@@ -193,12 +193,14 @@ export function createGateway(deps: GatewayDeps): Gateway {
       streams.resync();
     },
     control(command: ControlCommand) {
-      if (command.type === 'kick') executeKick(ctx, command.selector);
-      else if (command.type === 'key-changed') ctx.keys.invalidate(command.key);
+      // A kick's count is this node's reply when the kick was requested (`kickConnections`).
+      if (command.type === 'kick') return executeKick(ctx, command.selector);
+      if (command.type === 'key-changed') ctx.keys.invalidate(command.key);
       else if (command.type === 'node-dead' && command.nodeId === config.nodeId && !ctx.status.draining) {
         logger.warn('this node was declared dead by the cluster; rewriting its presence and counts');
         void repair.restore();
       }
+      return undefined;
     },
     dropped(kind, problem) {
       ctx.meters.dropped(kind);

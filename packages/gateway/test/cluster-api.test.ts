@@ -228,6 +228,7 @@ describe('kicks', () => {
     expect((await call('/api/kick', { reason: 'Maintenance' }, k)).body).toEqual({
       success: true,
       kicked: 2,
+      complete: true,
     });
     await kicked(v3, 'Maintenance');
     await kicked(v4, 'Maintenance');
@@ -247,7 +248,11 @@ describe('kicks', () => {
   it('/api/v4/kick by uuid or user matches no V3 connection, and its answer says so (kicked: 0)', async () => {
     const v3 = await open('/v3/old', { uuid: 'v3-dev', user: 'carl' });
     for (const selector of [{ uuid: 'v3-dev' }, { user: 'carl' }, { uuid: 'v3-dev', channel: 'old' }])
-      expect((await call('/api/v4/kick', selector)).body).toEqual({ success: true, kicked: 0 });
+      expect((await call('/api/v4/kick', selector)).body).toEqual({
+        success: true,
+        kicked: 0,
+        complete: true,
+      });
     await v3.expectSilence();
   });
 
@@ -255,11 +260,16 @@ describe('kicks', () => {
     const byUuid = await open('/v4/t', { uuid: 'dev-1', user: 'ann' });
     const sameUser = await open('/v4/t', { uuid: 'dev-2', user: 'ann' });
     const other = await open('/v4/t', { uuid: 'dev-3', user: 'bob' });
-    expect((await call('/api/v4/kick', { uuid: 'dev-1' })).body).toEqual({ success: true, kicked: 1 });
+    expect((await call('/api/v4/kick', { uuid: 'dev-1' })).body).toEqual({
+      success: true,
+      kicked: 1,
+      complete: true,
+    });
     await kicked(byUuid);
     expect((await call('/api/v4/kick', { uuid: 'dev-3', user: 'ann' })).body).toEqual({
       success: true,
       kicked: 0,
+      complete: true,
     });
     await other.expectSilence();
     await sameUser.expectSilence();
@@ -279,6 +289,7 @@ describe('kicks', () => {
     expect((await call('/api/v4/kick', { channel: 'side', reason: 'bye side' })).body).toEqual({
       success: true,
       kicked: 1,
+      complete: true,
     });
     expect((await client.nextEvent('system::kicked')).json).toEqual({
       event: 'system::kicked',
@@ -294,7 +305,11 @@ describe('kicks', () => {
   it('/api/v4/kick without uuid and user kicks V3 connections of the channel too', async () => {
     const v3 = await open('/v3/both');
     const v4 = await open('/v4/both');
-    expect((await call('/api/v4/kick', { channel: 'both' })).body).toEqual({ success: true, kicked: 2 });
+    expect((await call('/api/v4/kick', { channel: 'both' })).body).toEqual({
+      success: true,
+      kicked: 2,
+      complete: true,
+    });
     await kicked(v3);
     await kicked(v4);
   });

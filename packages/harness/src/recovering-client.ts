@@ -93,6 +93,11 @@ export interface ClientSpec {
   readonly channel: string;
   /** A V4 secondary subscription (`system::subscribe` with `recover: true`). */
   readonly secondary?: string;
+  /**
+   * In the primary channel's presence (`presence=1`) under this uuid and user, on every socket:
+   * a resumed connection is the same member again.
+   */
+  readonly presence?: { readonly uuid: string; readonly user: string };
 }
 
 export class RecoveringFleet extends Waiters {
@@ -199,6 +204,11 @@ export class RecoveringClient {
     const session = ++this.sessions;
     const primary = this.log(this.spec.channel);
     const query: Record<string, string> = { api_key: cluster.key.key, recover: '1' };
+    if (this.spec.presence) {
+      query['presence'] = '1';
+      query['uuid'] = this.spec.presence.uuid;
+      query['user'] = this.spec.presence.user;
+    }
     primary.pendingSince = primary.resume;
     if (primary.pendingSince) {
       query['since'] = String(primary.pendingSince.offset);

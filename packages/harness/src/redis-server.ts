@@ -41,7 +41,64 @@ export interface RedisClusterHandle {
   restart(): Promise<void>;
   /** Signals one node's process (by port): SIGKILL to crash it, SIGSTOP / SIGCONT to stall it. */
   signal(port: number, signal: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): void;
+  /** SIGKILLs one node (by port) and resolves once it exited. */
+  killNode(port: number): Promise<void>;
+  /**
+   * Starts one killed node again on its port from its nodes.conf (its data is empty): it rejoins,
+   * and a master whose slots a replica took over meanwhile comes back as that replica's replica.
+   */
+  restartNode(port: number): Promise<void>;
+  /** The nodes as the node on `port` (default: the first that answers) sees them (`CLUSTER NODES`). */
+  topology(port?: number): Promise<RedisClusterNode[]>;
+  /** The hash slot of `key` (`CLUSTER KEYSLOT`, asked of the first node that answers). */
+  keySlot(key: string): Promise<number>;
+  /** Whether the node on `port` is a replica whose link to its master is up. */
+  inSync(port: number): Promise<boolean>;
+  /** Whether the node on `port` answers and reports `cluster_state:ok` and itself a master. */
+  servesAsMaster(port: number): Promise<boolean>;
 }
+
+/** One row of `CLUSTER NODES`. */
+export interface RedisClusterNode {
+  readonly id: string;
+  readonly port: number;
+  readonly role: 'master' | 'replica';
+  /** The master's id, for a replica. */
+  readonly masterId: string | undefined;
+  /** Flagged `fail` or `fail?` by the node that answered. */
+  readonly failing: boolean;
+  /** Slot ranges it serves, inclusive (masters). */
+  readonly slots: ReadonlyArray<readonly [number, number]>;
+}
+
+/** Parses `CLUSTER NODES` (the bulk string's text). */
+function parseClusterNodes(text: string): RedisClusterNode[] {
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      const [id = '', address = '', flags = '', master = '-', , , , , ...slots] = line.split(' ');
+      const port = Number(address.split('@')[0]!.split(':').pop());
+      const flagList = flags.split(',');
+      return {
+        id,
+        port,
+        role: flagList.includes('master') ? 'master' : 'replica',
+        masterId: master === '-' ? undefined : master,
+        failing: flagList.includes('fail') || flagList.includes('fail?'),
+        slots: slots
+          .filter((range) => !range.startsWith('['))
+          .map((range) => {
+            const [from, to = from] = range.split('-').map(Number);
+            return [from!, to!] as const;
+          }),
+      };
+    });
+}
+
+/** The text of a bulk-string reply (`$<length>\r\n<text>\r\n`). */
+const bulkText = (reply: string): string => reply.slice(reply.indexOf('\r\n') + 2).replace(/\r\n$/, '');
 
 const HOST = '127.0.0.1';
 const READY_TIMEOUT_MS = 10_000;
@@ -333,6 +390,18 @@ export async function startRedisCluster(options: { replicas?: 0 | 1 } = {}): Pro
     throw error;
   }
   const nodes = ports.map((port) => ({ host: HOST, port }));
+  /** `command`'s reply from the first node that answers (a killed node is skipped). */
+  const askAny = async (command: string): Promise<string> => {
+    let last: unknown;
+    for (const port of ports) {
+      try {
+        return await rawCommand(port, command);
+      } catch (error) {
+        last = error;
+      }
+    }
+    throw new Error(`no Redis Cluster node answered ${command}: ${(last as Error).message}`);
+  };
   return {
     nodes,
     nodesEnv: nodes.map((n) => `${n.host}:${n.port}`).join(','),
@@ -345,6 +414,45 @@ export async function startRedisCluster(options: { replicas?: 0 | 1 } = {}): Pro
     },
     signal: (port, signal) => {
       children[ports.indexOf(port)]?.kill(signal);
+    },
+    killNode: async (port) => {
+      const child = children[ports.indexOf(port)];
+      if (!child) throw new Error(`no Redis Cluster node on port ${port}`);
+      child.kill('SIGKILL');
+      await exited(child);
+    },
+    restartNode: async (port) => {
+      const i = ports.indexOf(port);
+      const child = children[i];
+      if (!child) throw new Error(`no Redis Cluster node on port ${port}`);
+      if (child.exitCode === null && child.signalCode === null)
+        throw new Error(`the Redis Cluster node on port ${port} is still running`);
+      children[i] = await startProcess(port, clusterArgs, dirs[i] as string);
+    },
+    topology: (port) =>
+      (port === undefined ? askAny('CLUSTER NODES') : rawCommand(port, 'CLUSTER NODES')).then((reply) =>
+        parseClusterNodes(bulkText(reply)),
+      ),
+    keySlot: async (key) => {
+      if (/\s/.test(key))
+        throw new Error(`a key with white space cannot be sent inline: ${JSON.stringify(key)}`);
+      return Number((await askAny(`CLUSTER KEYSLOT ${key}`)).slice(1, -2));
+    },
+    inSync: (port) =>
+      rawCommand(port, 'INFO replication').then(
+        (reply) => reply.includes('role:slave') && reply.includes('master_link_status:up'),
+        () => false,
+      ),
+    servesAsMaster: async (port) => {
+      try {
+        const [info, replication] = [
+          await rawCommand(port, 'CLUSTER INFO'),
+          await rawCommand(port, 'INFO replication'),
+        ];
+        return info.includes('cluster_state:ok') && replication.includes('role:master');
+      } catch {
+        return false;
+      }
     },
   };
 }

@@ -256,16 +256,16 @@ function channelView(creds: Credentials, channel: string): void {
   const messages = h('div', {}, h('p', {}, 'Loading messages…'));
   const history = h('div', {}, h('p', {}, 'Loading history…'));
   const result = h('p', { id: 'action-result', role: 'status' }, '');
-  const act = (label: string, action: Promise<unknown>): void => {
+  const act = <T>(label: string, action: Promise<T>, done: (answer: T) => string = () => 'done.'): void => {
     result.textContent = `${label}…`;
     action.then(
-      () => (result.textContent = `${label}: done.`),
+      (answer) => (result.textContent = `${label}: ${done(answer)}`),
       (error: unknown) =>
         (result.textContent = `${label} failed: ${error instanceof Error ? error.message : String(error)}`),
     );
   };
   const kick = (selector: Record<string, string>, label: string): void =>
-    act(label, api(creds, '/api/kicks', { channel, ...selector }));
+    act(label, api<KickAnswer>(creds, '/api/kicks', { channel, ...selector }), kickedText);
 
   const protocol = h(
     'select',
@@ -507,3 +507,17 @@ function badLinkView(raw: string): void {
 signOut.addEventListener('click', () => signInView());
 window.addEventListener('hashchange', route);
 route();
+
+/** `POST /api/kicks`' answer (docs/openapi.yaml, `KickResult`). */
+interface KickAnswer {
+  kicked: number;
+  complete: boolean;
+}
+
+/** The kick's count across the cluster; a partial one says so (docs/protocol.md, "Kicks"). */
+function kickedText({ kicked, complete }: KickAnswer): string {
+  const sockets = `${kicked} connection${kicked === 1 ? '' : 's'} kicked`;
+  return complete
+    ? `${sockets}.`
+    : `at least ${sockets} (a gateway did not answer in time; it still carries the kick out).`;
+}

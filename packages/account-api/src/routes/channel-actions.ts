@@ -102,7 +102,8 @@ export const kickEndpoint = definePostEndpoint({
       ...(body.uuid !== undefined ? { uuid: body.uuid } : {}),
       ...(body.user !== undefined ? { user: body.user } : {}),
     };
-    await kickConnections(engine, selector);
-    return { success: true };
+    // The account API holds no connections: every socket kicked is a gateway's, counted by its reply.
+    const { kicked, complete } = await kickConnections(engine, selector);
+    return { success: true, kicked, complete };
   },
 });

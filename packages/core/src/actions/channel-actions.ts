@@ -141,8 +141,38 @@ export function publishMessage(
 export const publishAnswer = ({ position }: Published): object =>
   position ? { success: true, offset: position.offset, epoch: position.epoch } : { success: true };
 
-/** Kicks the selected connections on every node, through the broker's control channel (docs/protocol.md, "Kicks"). */
-export async function kickConnections(engine: Engine, selector: KickSelector): Promise<void> {
+/**
+ * How long a kick waits for every node's count (docs/protocol.md, "Kicks"): long enough for a
+ * node busy with a burst, short enough that a stopped node delays the answer only this much.
+ */
+export const KICK_REPLY_DEADLINE_MS = 2000;
+
+/** A kick's cluster-wide count. */
+export interface KickCount {
+  /** Sockets the nodes that answered closed or took out of a channel. */
+  readonly kicked: number;
+  /** Every node that received the kick answered before the deadline: `kicked` is the exact total. */
+  readonly complete: boolean;
+}
+
+/**
+ * Kicks the selected connections on every node, through the broker's control channel, and
+ * resolves how many sockets they kicked (docs/protocol.md, "Kicks"): every node replies its own
+ * count, and the answer comes when all did or at `deadlineMs`, partial then. The caller's own
+ * node replies as well (it counts what it had not kicked already). Rejects with
+ * `EngineUnavailableError` only when the engine did not take the kick.
+ */
+export async function kickConnections(
+  engine: Engine,
+  selector: KickSelector,
+  deadlineMs = KICK_REPLY_DEADLINE_MS,
+): Promise<KickCount> {
+  const answer = await engine.broker.requestControl({ type: 'kick', selector }, deadlineMs);
+  return { kicked: answer.total, complete: answer.complete };
+}
+
+/** Kicks the selected connections on every node without waiting for a count (Pusher's answer is `{}`). */
+export async function announceKick(engine: Engine, selector: KickSelector): Promise<void> {
   await engine.broker.publishControl({ type: 'kick', selector });
 }
 

@@ -3,7 +3,18 @@ import type { HistoryRetention, StreamPosition } from '../history/history';
 import { MemoryHistory } from '../history/history-memory';
 import type { Topic } from '../types';
 import { reportHandlerFailure } from './broker';
-import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
+import type {
+  Broker,
+  BrokerHandlers,
+  ControlAnswer,
+  ControlCommand,
+  ControlReply,
+  Publication,
+  RequestedCommand,
+} from './broker';
+import { PendingRequests, replyTo } from './control-replies';
+
+let memoryNodes = 0;
 
 /**
  * The in-process bus several memory brokers share, standing in for Redis pub/sub: one per
@@ -23,16 +34,32 @@ export class MemoryBus {
     const id = topicId(publication.topic);
     for (const broker of this.members) broker.receive(id, publication);
   }
-  control(command: ControlCommand): void {
-    for (const broker of this.members) broker.receiveControl(command);
+  /** Hands `command` to every member; resolves how many received it (the engine's receiver count). */
+  control(command: ControlCommand): number {
+    const members = [...this.members];
+    for (const broker of members) {
+      const result = broker.receiveControl(command);
+      const { request } = command;
+      if (request && result !== undefined)
+        this.reply(request.origin, replyTo(request.id, broker.nodeId, result));
+    }
+    return members.length;
+  }
+  reply(origin: string, reply: ControlReply): void {
+    for (const broker of this.members) if (broker.nodeId === origin) broker.receiveReply(reply);
   }
 }
 
 export class MemoryBroker implements Broker {
   private handlers: BrokerHandlers | undefined;
   private readonly topics = new Set<string>();
+  private readonly requests = new PendingRequests();
 
-  constructor(private readonly bus: MemoryBus = new MemoryBus()) {
+  /** `nodeId` names this broker on the bus for replies; unique per broker unless given. */
+  constructor(
+    private readonly bus: MemoryBus = new MemoryBus(),
+    readonly nodeId: string = `memory-${++memoryNodes}`,
+  ) {
     bus.join(this);
   }
 
@@ -62,9 +89,14 @@ export class MemoryBroker implements Broker {
     this.bus.control(command);
   }
 
+  requestControl(command: RequestedCommand, deadlineMs: number): Promise<ControlAnswer> {
+    return this.requests.request(command, this.nodeId, deadlineMs, async (sent) => this.bus.control(sent));
+  }
+
   async close(): Promise<void> {
     this.bus.leave(this);
     this.topics.clear();
+    this.requests.close();
   }
 
   /** @internal called by the bus */
@@ -79,14 +111,23 @@ export class MemoryBroker implements Broker {
     }
   }
 
-  /** @internal called by the bus */
-  receiveControl(command: ControlCommand): void {
+  /**
+   * @internal called by the bus. Resolves the handler's count, 0 without handlers (this process
+   * holds no connections), `undefined` when the handler threw (then no reply goes out).
+   */
+  receiveControl(command: ControlCommand): number | undefined {
     const handlers = this.handlers;
-    if (!handlers) return;
+    if (!handlers) return 0;
     try {
-      handlers.control(command);
+      return handlers.control(command) ?? 0;
     } catch (error) {
       reportHandlerFailure(handlers, 'control', error);
+      return undefined;
     }
+  }
+
+  /** @internal called by the bus */
+  receiveReply(reply: ControlReply): void {
+    this.requests.reply(reply);
   }
 }

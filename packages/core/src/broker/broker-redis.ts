@@ -1,8 +1,18 @@
-import { parseControlCommand, reportHandlerFailure } from './broker';
-import type { Broker, BrokerHandlers, ControlCommand, Publication } from './broker';
+import { randomUUID } from 'node:crypto';
+import { parseControlCommand, parseControlReply, reportHandlerFailure } from './broker';
+import type {
+  Broker,
+  BrokerHandlers,
+  ControlAnswer,
+  ControlCommand,
+  ControlRequest,
+  Publication,
+  RequestedCommand,
+} from './broker';
+import { PendingRequests, replyTo } from './control-replies';
 import { newEpoch } from '../history/epochs';
 import type { HistoryRetention, StreamPosition } from '../history/history';
-import type { Topic } from '../types';
+import type { NodeId, Topic } from '../types';
 import { Cluster } from 'ioredis';
 import { coalesceWrites, guard, serverGeneration } from '../redis/clients';
 import type { RedisClients } from '../redis/clients';
@@ -18,10 +28,17 @@ import {
 import { StreamPublishes } from '../redis/stream-publishes';
 
 /**
- * Fan-out through Redis pub/sub: one channel per topic, and one control channel every node
- * subscribes to. On a cluster both are sharded (SPUBLISH/SSUBSCRIBE): topics spread over the
- * masters, and the control channel lives on one master, so a publisher's commands stay in order
- * (plain PUBLISH would go to a random node each time and could overtake itself).
+ * Fan-out through Redis pub/sub: one channel per topic, one control channel every node
+ * subscribes to, and one reply channel per node (`requestControl`). On a cluster all are sharded
+ * (SPUBLISH/SSUBSCRIBE): topics spread over the masters, and the control channel lives on one
+ * master, so a publisher's commands stay in order (plain PUBLISH would go to a random node each
+ * time and could overtake itself).
+ *
+ * A requested command expects as many replies as PUBLISH/SPUBLISH counted receivers: on a
+ * standalone server (and Sentinel's master) every subscribed client; on a cluster the clients
+ * subscribed on the master that holds the control channel's slot, which is where ioredis'
+ * sharded subscriber of every node subscribes (it connects to each slot's master, never a
+ * replica). One subscriber connection per process, so one reply per process.
  *
  * On a standalone server the broker restores its own subscriptions on every `ready` of the
  * subscriber connection (ioredis' autoResubscribe is off, so unsubscribes during an outage are
@@ -43,20 +60,34 @@ export class RedisBroker implements Broker {
   private readonly streamPublishes: StreamPublishes | undefined;
   /** The control channel's name, built once: every message received is compared with it. */
   private readonly controlChannel: string;
+  /** This node's reply channel (`requestControl`), built once as well. */
+  private readonly replyChannel: string;
+  /** Cluster only: the reply channel's first SSUBSCRIBE. */
+  private readonly repliesSubscribed: Promise<void> = Promise.resolve();
+  private readonly requests = new PendingRequests();
 
+  /**
+   * `nodeId` names the reply channel this broker's requests are answered on, and signs its own
+   * replies; a random one when not given (tests). Two brokers with one id share replies
+   * harmlessly: each counts those of its own requests only.
+   */
   constructor(
     private readonly clients: RedisClients,
     private readonly keys: RedisKeys,
+    private readonly nodeId: NodeId = `broker-${randomUUID()}`,
   ) {
     this.sharded = clients.target.kind === 'cluster';
     this.controlChannel = keys.control();
+    this.replyChannel = keys.replies(nodeId);
     const { command } = clients;
     if (!(command instanceof Cluster)) this.streamPublishes = new StreamPublishes(command, keys);
     const { subscriber } = clients;
     subscriber.on(this.sharded ? 'smessage' : 'message', this.onMessage);
     subscriber.on('ready', this.resubscribe);
-    if (this.sharded) this.controlSubscribed = this.shardedSubscribe(keys.control()).catch(() => undefined);
-    else if (subscriber.status === 'ready') this.resubscribe();
+    if (this.sharded) {
+      this.controlSubscribed = this.shardedSubscribe(keys.control()).catch(() => undefined);
+      this.repliesSubscribed = this.shardedSubscribe(this.replyChannel).catch(() => undefined);
+    } else if (subscriber.status === 'ready') this.resubscribe();
   }
 
   setHandlers(handlers: BrokerHandlers): void {
@@ -67,12 +98,13 @@ export class RedisBroker implements Broker {
   async ready(): Promise<void> {
     const { subscriber } = this.clients;
     if (this.sharded) {
-      await this.controlSubscribed;
-      if (this.pending.has(this.keys.control())) await this.shardedSubscribe(this.keys.control());
+      await Promise.all([this.controlSubscribed, this.repliesSubscribed]);
+      for (const channel of [this.controlChannel, this.replyChannel])
+        if (this.pending.has(channel)) await this.shardedSubscribe(channel);
       return;
     }
     if (subscriber.status !== 'ready') await new Promise((resolve) => subscriber.once('ready', resolve));
-    await subscriber.subscribe(this.keys.control(), ...this.wanted.keys());
+    await subscriber.subscribe(this.controlChannel, this.replyChannel, ...this.wanted.keys());
   }
 
   async subscribe(topic: Topic): Promise<void> {
@@ -162,13 +194,38 @@ export class RedisBroker implements Broker {
   }
 
   async publishControl(controlCommand: ControlCommand): Promise<void> {
+    await this.sendControl(controlCommand);
+  }
+
+  requestControl(controlCommand: RequestedCommand, deadlineMs: number): Promise<ControlAnswer> {
+    return this.requests.request(controlCommand, this.nodeId, deadlineMs, this.sendControl);
+  }
+
+  /** Publishes a command; resolves the number of clients that received it (PUBLISH's answer). */
+  private readonly sendControl = async (controlCommand: ControlCommand): Promise<number> => {
     const { command } = this.clients;
-    const channel = this.keys.control();
+    const channel = this.controlChannel;
     const wire = JSON.stringify(controlCommand);
     this.streamPublishes?.flush();
-    await guard(command, () =>
+    const receivers = await guard(command, () =>
       this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
     );
+    return Number(receivers);
+  };
+
+  /** Answers a requested command on its origin's reply channel; a reply lost is a partial count there. */
+  private sendReply(request: ControlRequest, result: number | void): void {
+    const { command } = this.clients;
+    let channel: string;
+    try {
+      channel = this.keys.replies(request.origin);
+    } catch {
+      return; // an origin no reply channel can be named for (braces, `|`): nobody waits on it
+    }
+    const wire = JSON.stringify(replyTo(request.id, this.nodeId, result));
+    guard(command, () =>
+      this.sharded ? command.spublish(channel, wire) : command.publish(channel, wire),
+    ).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -178,6 +235,7 @@ export class RedisBroker implements Broker {
     subscriber.off('smessage', this.onMessage);
     subscriber.off('ready', this.resubscribe);
     this.wanted.clear();
+    this.requests.close();
   }
 
   private readonly resubscribe = (): void => {
@@ -189,7 +247,9 @@ export class RedisBroker implements Broker {
       if (!first && !this.closed) this.handlers?.resubscribed?.();
     };
     if (!this.sharded) {
-      subscriber.subscribe(this.keys.control(), ...this.wanted.keys()).then(restored, () => undefined);
+      subscriber
+        .subscribe(this.controlChannel, this.replyChannel, ...this.wanted.keys())
+        .then(restored, () => undefined);
       return;
     }
     // ioredis restores what it subscribed itself; only the calls that never reached it are left.
@@ -208,14 +268,36 @@ export class RedisBroker implements Broker {
 
   /** ioredis' message listener: nothing thrown here may escape, or the process ends. */
   private readonly onMessage = (channel: string, message: string): void => {
+    if (this.closed) return;
+    if (channel === this.replyChannel) {
+      const reply = parseControlReply(message);
+      if (reply) this.requests.reply(reply);
+      return;
+    }
     const handlers = this.handlers;
-    if (this.closed || !handlers) return;
     const control = channel === this.controlChannel;
+    if (!handlers) {
+      // A process without handlers (account API, CLI) holds no connections: it did nothing, and says so.
+      if (control) this.replyWithoutHandlers(message);
+      return;
+    }
     try {
       if (control) {
         const parsed = parseControlCommand(message);
-        if ('problem' in parsed) handlers.dropped?.('control', parsed.problem);
-        else handlers.control(parsed.command);
+        if ('problem' in parsed) {
+          handlers.dropped?.('control', parsed.problem);
+          return;
+        }
+        const { request } = parsed.command;
+        let result: number | void;
+        try {
+          result = handlers.control(parsed.command);
+        } catch (error) {
+          // No reply: the requester counts this node as not having answered.
+          reportHandlerFailure(handlers, 'control', error);
+          return;
+        }
+        if (request) this.sendReply(request, result);
         return;
       }
       const topic = this.wanted.get(channel);
@@ -227,4 +309,9 @@ export class RedisBroker implements Broker {
       reportHandlerFailure(handlers, control ? 'control' : 'publication', error);
     }
   };
+
+  private replyWithoutHandlers(message: string): void {
+    const parsed = parseControlCommand(message);
+    if ('command' in parsed && parsed.command.request) this.sendReply(parsed.command.request, 0);
+  }
 }

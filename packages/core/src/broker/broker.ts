@@ -59,13 +59,53 @@ export interface KickSelector {
   readonly reason: string;
 }
 
+/**
+ * Set on a command sent with `Broker.requestControl`: every node that executes it answers the
+ * count its handler returned on `origin`'s reply channel, tagged with `id`. A node that does not
+ * know this field (an older one, during a rolling upgrade) executes the command and answers
+ * nothing; the requester then stops waiting at its deadline.
+ */
+export interface ControlRequest {
+  readonly id: string;
+  /** The broker that waits for the replies (its reply channel's name is built from it). */
+  readonly origin: NodeId;
+}
+
 /** Node-wide commands, executed by every node including the sender. */
-export type ControlCommand =
+export type ControlCommand = (
   | { readonly type: 'kick'; readonly selector: KickSelector }
   | { readonly type: 'key-changed'; readonly key: ApiKey }
-  | { readonly type: 'node-dead'; readonly nodeId: NodeId };
+  | { readonly type: 'node-dead'; readonly nodeId: NodeId }
+) & { readonly request?: ControlRequest };
+
+/** A command as `requestControl` takes it: the broker adds the `request` itself. */
+export type RequestedCommand = Extract<ControlCommand, { type: 'kick' }> & { readonly request?: never };
+
+/** One node's answer to a requested command, on the requester's reply channel. */
+export interface ControlReply {
+  /** The `ControlRequest.id` it answers. */
+  readonly id: string;
+  /** The node that answered (for logs; replies are counted, not matched to nodes). */
+  readonly node: NodeId;
+  /** What the command did there: a kick's sockets closed or taken out of a channel. */
+  readonly count: number;
+}
+
+/** What `requestControl` collected by its deadline. */
+export interface ControlAnswer {
+  /** The sum of the replies' counts. */
+  readonly total: number;
+  /** Replies received. */
+  readonly replies: number;
+  /** The engine's count of the command's receivers (every node's subscription to the control channel). */
+  readonly receivers: number;
+  /** Every receiver replied before the deadline: `total` is exact. */
+  readonly complete: boolean;
+}
 
 const nonEmpty = z.string().min(1);
+/** Request ids and node ids are short: a reply channel's name and a log field are built from them. */
+const requestSchema = z.object({ id: nonEmpty.max(64), origin: nonEmpty.max(256) }).optional();
 
 /**
  * The wire form of every control command, checked where a message enters a node. Unknown fields
@@ -75,6 +115,7 @@ const nonEmpty = z.string().min(1);
 const controlCommandSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('kick'),
+    request: requestSchema,
     selector: z.object({
       key: nonEmpty,
       uuid: z.string().optional(),
@@ -84,9 +125,25 @@ const controlCommandSchema = z.discriminatedUnion('type', [
       reason: z.string(),
     }),
   }),
-  z.object({ type: z.literal('key-changed'), key: nonEmpty }),
-  z.object({ type: z.literal('node-dead'), nodeId: nonEmpty }),
+  z.object({ type: z.literal('key-changed'), key: nonEmpty, request: requestSchema }),
+  z.object({ type: z.literal('node-dead'), nodeId: nonEmpty, request: requestSchema }),
 ]);
+
+const replySchema = z.object({
+  id: nonEmpty.max(64),
+  node: z.string().max(256),
+  count: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+});
+
+/** A reply from its JSON text, or undefined when it is not one (it is then ignored). */
+export function parseControlReply(text: string): ControlReply | undefined {
+  try {
+    const parsed = replySchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** What kind of message a node set aside because it did not parse. */
 export type DroppedKind = 'control' | 'publication';
@@ -119,7 +176,11 @@ export function parseControlCommand(text: string): { command: ControlCommand } |
 
 export interface BrokerHandlers {
   message(publication: Publication): void;
-  control(command: ControlCommand): void;
+  /**
+   * Executes a control command. A number returned is what the command did on this node (a kick:
+   * the sockets it kicked), the count a requested command's reply carries; nothing counts 0.
+   */
+  control(command: ControlCommand): number | void;
   /**
    * The broker's subscriptions were restored after its connection dropped: whatever was
    * published meanwhile was lost to this node (pub/sub is at most once). Streams use it to
@@ -169,6 +230,15 @@ export function reportHandlerFailure(handlers: BrokerHandlers, kind: DroppedKind
  *   A handler that throws anyway is reported to `failed` and never stops the broker or the
  *   process; a message that does not parse is reported to `dropped` and never reaches a handler.
  * - Control commands reach every live node, the sender included.
+ * - `requestControl` publishes a command with a `request` and collects the replies: every
+ *   broker that receives it, the sender's included, replies once with the count its `control`
+ *   handler returned (0 without handlers: a process that holds no connections, such as the account
+ *   API or the CLI; none when the handler threw). It expects as many replies as the engine counted
+ *   receivers when it accepted the command (Redis: PUBLISH/SPUBLISH's answer), resolves as soon as
+ *   they are in (`complete`), or at `deadlineMs` with what arrived (`complete: false`: a node is
+ *   slow, stopped or too old to reply). It never waits past the deadline, and forgets the request
+ *   then: a late reply is ignored. It rejects, as `publishControl` does, only when the engine did
+ *   not accept the command.
  */
 export interface Broker {
   setHandlers(handlers: BrokerHandlers): void;
@@ -176,5 +246,6 @@ export interface Broker {
   unsubscribe(topic: Topic): Promise<void>;
   publish(publication: Publication, retention?: HistoryRetention): Promise<StreamPosition | undefined>;
   publishControl(command: ControlCommand): Promise<void>;
+  requestControl(command: RequestedCommand, deadlineMs: number): Promise<ControlAnswer>;
   close(): Promise<void>;
 }

@@ -70,6 +70,8 @@ export interface RedisKeys {
   historyMeta(topic: Topic, generation: string): string;
   /** Pub/sub channel of control commands (every node). */
   control(): string;
+  /** Pub/sub channel of the replies to one node's requested control commands (sharded on a cluster). */
+  replies(nodeId: NodeId): string;
   /**
    * STRING: the events of the key's webhook, space-separated with a space at each end; absent
    * without a webhook. The counts and presence scripts store events only while it exists.
@@ -142,6 +144,7 @@ export function redisKeys(prefix: string): RedisKeys {
     historyStream: (t) => `${p}:history:${topicTag(t)}:stream`,
     historyMeta: (t, generation) => `${p}:history:${topicTag(t)}:meta:${generation}`,
     control: () => `${p}:control`,
+    replies: (nodeId) => byNode('replies', nodeId),
     webhookSwitch: (key) => `${byKey('webhook', key)}:on`,
     webhookEvents: (key) => `${byKey('webhook', key)}:events`,
     webhookLease: (key) => `${byKey('webhook', key)}:lease`,

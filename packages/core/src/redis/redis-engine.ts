@@ -36,7 +36,7 @@ export async function createRedisEngine(
   const clients = createRedisClients(config.redis, logger);
   const keys = redisKeys(config.redisPrefix);
   const { command, health } = clients;
-  const broker = new RedisBroker(clients, keys);
+  const broker = new RedisBroker(clients, keys, config.nodeId);
 
   let available = health.isUp();
   // The first connection is not news; `Redis back` is logged only after a loss or a failed start.

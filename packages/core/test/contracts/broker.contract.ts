@@ -1,4 +1,4 @@
-import type { Broker, ControlCommand, Publication } from '../../src/broker/broker';
+import type { Broker, ControlCommand, Publication, RequestedCommand } from '../../src/broker/broker';
 import type { Topic } from '../../src/types';
 import { settle, unique } from '../support/wait';
 import { waitFor } from '@switchboard/harness';
@@ -6,6 +6,13 @@ import { waitFor } from '@switchboard/harness';
 /** Several brokers on one backend, each standing for a gateway node. */
 export interface BrokerNodes {
   brokers: Broker[];
+  /** One more broker on the same backend (closed by `close`). */
+  addBroker(): Promise<Broker>;
+  /**
+   * A receiver of control commands that executes and never replies, as a node of an older
+   * version does (closed by `close`).
+   */
+  addSilentReceiver(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,7 +48,10 @@ export function describeBrokerContract(
       cluster = await createNodes(3);
       nodes = cluster.brokers.map((broker) => {
         const n: Node = { broker, messages: [], controls: [] };
-        broker.setHandlers({ message: (p) => n.messages.push(p), control: (c) => n.controls.push(c) });
+        broker.setHandlers({
+          message: (p) => void n.messages.push(p),
+          control: (c) => void n.controls.push(c),
+        });
         return n;
       });
     });
@@ -144,6 +154,82 @@ export function describeBrokerContract(
       for (const command of commands) await node(1).broker.publishControl(command);
       await waitFor('controls on all nodes', () => nodes.every((n) => n.controls.length === commands.length));
       for (const n of nodes) expect(n.controls).toEqual(commands);
+    });
+
+    const kickOf = (user: string): RequestedCommand => ({
+      type: 'kick',
+      selector: { key, user, reason: 'bye' },
+    });
+
+    it("answers a requested command with the sum of every node's count, the sender's included", async () => {
+      const counts = [2, 3, undefined];
+      nodes.forEach((n, i) =>
+        n.broker.setHandlers({
+          message: () => undefined,
+          control: (c) => {
+            n.controls.push(c);
+            return counts[i];
+          },
+        }),
+      );
+      const answer = await node(1).broker.requestControl(kickOf('u1'), 5000);
+      expect(answer).toEqual({ total: 5, replies: 3, receivers: 3, complete: true });
+      for (const n of nodes) {
+        expect(n.controls).toEqual([
+          { ...kickOf('u1'), request: { id: expect.any(String), origin: expect.any(String) } },
+        ]);
+      }
+    });
+
+    it('counts concurrent requests apart', async () => {
+      for (const n of nodes)
+        n.broker.setHandlers({
+          message: () => undefined,
+          control: (c) => (c.type === 'kick' ? Number(c.selector.user) : 0),
+        });
+      const answers = await Promise.all(
+        ['1', '10', '100'].map((user, i) => node(i).broker.requestControl(kickOf(user), 5000)),
+      );
+      expect(answers.map((a) => [a.total, a.complete])).toEqual([
+        [3, true],
+        [30, true],
+        [300, true],
+      ]);
+    });
+
+    it('counts a broker without handlers (a process without connections) as a reply of 0', async () => {
+      await cluster.addBroker();
+      for (const n of nodes) n.broker.setHandlers({ message: () => undefined, control: () => 4 });
+      const answer = await node(0).broker.requestControl(kickOf('u1'), 5000);
+      expect(answer).toEqual({ total: 12, replies: 4, receivers: 4, complete: true });
+    });
+
+    it('answers at the deadline with what was counted when a receiver does not reply (an older node)', async () => {
+      await cluster.addSilentReceiver();
+      for (const n of nodes) n.broker.setHandlers({ message: () => undefined, control: () => 1 });
+      const started = Date.now();
+      const answer = await node(2).broker.requestControl(kickOf('u1'), 300);
+      const took = Date.now() - started;
+      expect(answer).toEqual({ total: 3, replies: 3, receivers: 4, complete: false });
+      expect(took).toBeGreaterThanOrEqual(290);
+      expect(took).toBeLessThan(2000);
+    });
+
+    it('sends no reply from a node whose handler threw: the answer is partial', async () => {
+      const failures: string[] = [];
+      nodes.forEach((n, i) =>
+        n.broker.setHandlers({
+          message: () => undefined,
+          control: () => {
+            if (i === 1) throw new Error('kick bug');
+            return 1;
+          },
+          failed: (_kind, error) => failures.push((error as Error).message),
+        }),
+      );
+      const answer = await node(0).broker.requestControl(kickOf('u1'), 300);
+      expect(answer).toEqual({ total: 2, replies: 2, receivers: 3, complete: false });
+      expect(failures).toEqual(['kick bug']);
     });
 
     it('keeps a throwing handler to its node: reported to `failed`, the publisher unaffected, the next message handled', async () => {

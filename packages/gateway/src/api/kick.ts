@@ -9,9 +9,11 @@ import type { ApiDeps } from './deps';
  * body, starting from every connection of the key (`base`). The kick reaches every node through
  * the broker's control channel.
  *
- * The answer's `kicked` counts the sockets this gateway closed or removed the channel from: it
- * kicks its own first, then tells every node. The control channel is publish/subscribe without
- * replies, so the other gateways' kicks are not counted (docs/protocol.md, "Kicks").
+ * The answer's `kicked` counts the sockets closed or removed from the channel on every gateway:
+ * this one kicks its own first (they are gone even if the engine is slow), then tells every node
+ * and adds up their replies. When a node does not reply within the deadline (stopped, slow, or
+ * too old to reply) the answer says `complete: false` with what was counted; the kick itself
+ * reaches every node either way (docs/protocol.md, "Kicks").
  *
  * While the engine is known to be unreachable the kick is refused before anything is closed: a
  * 503 means the request was not carried out, and a kick done on this node only would leave the
@@ -26,7 +28,7 @@ export async function kick(
   const reason = optionalString(body, 'reason') ?? CLOSE_CODES.KICKED.message;
   const selector = selectorOf(body, { key: record.key, reason });
   if (!ctx.engine.isAvailable()) throw new EngineUnavailableError();
-  const kicked = ctx.kickHere(selector);
-  await kickConnections(ctx.engine, selector);
-  return { success: true, kicked };
+  const here = ctx.kickHere(selector);
+  const elsewhere = await kickConnections(ctx.engine, selector);
+  return { success: true, kicked: here + elsewhere.kicked, complete: elsewhere.complete };
 }

@@ -17,7 +17,8 @@ export function executeKick(ctx: ChannelDeps, selector: KickSelector): number {
   let affected = 0;
   for (const state of [...ctx.registry.ofKey(selector.key)]) {
     const { kick } = state.dialect;
-    // Closing already (the answering gateway kicks its own before the control channel repeats it).
+    // Closing already (the answering gateway kicks its own before the control channel repeats it;
+    // it is counted once, by that first kick).
     if (state.closed || (targeted && !kick.targeted)) continue;
     const matched = [...state.subs.values()].filter((sub) => matches(sub, selector));
     if (matched.length === 0) continue;

@@ -4,7 +4,7 @@ import {
   appIdOf,
   historyRetention,
   isValidApiKey,
-  kickConnections,
+  announceKick,
   publishMessage,
 } from '@switchboard/core';
 import type { ApiKeyRecord, KickSelector, QuotaRefusal, Topic } from '@switchboard/core';
@@ -198,7 +198,8 @@ async function serve(
         reason: TERMINATED,
       };
       ctx.kickHere(selector);
-      await kickConnections(ctx.engine, selector);
+      // Pusher answers `{}`: no count to wait for.
+      await announceKick(ctx.engine, selector);
       return ok(TERMINATE_ANSWER);
     }
   }
