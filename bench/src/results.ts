@@ -119,6 +119,8 @@ export interface Options {
   pusherSystems?: SystemName[];
   /** pusher: presence joins per system and run (0: none). */
   pusherPresence: number;
+  /** Pusher scenario: most publishes one request carries (`batch_events`; 1 = one per request). */
+  pusherBatch?: number;
 }
 
 /** One row of the report's verdict table: a target, what was measured, whether it was met. */

@@ -7,6 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fleetDefaults } from './lib/fleet';
+import { PUSHER_MAX_BATCH } from './lib/pusher-protocol';
 import { connectDefaults } from './lib/native-fleet';
 import { gitCommit, machine } from './lib/machine';
 import { resultsDir as resultsDirOf } from './lib/results-dir';
@@ -195,6 +196,9 @@ function parseArgs(argv: string[]): Options {
         o.pusherSystems = value().split(',') as SystemName[];
         for (const v of o.pusherSystems)
           if (!PUSHER_SYSTEMS.includes(v)) throw new Error(`--pusher-systems: unknown ${v}`);
+        break;
+      case '--pusher-batch':
+        o.pusherBatch = Math.min(PUSHER_MAX_BATCH, Math.floor(num()));
         break;
       case '--pusher-presence':
         o.pusherPresence = Math.floor(num());
@@ -422,6 +426,7 @@ async function main(): Promise<void> {
         maxP99Ms: o.maxP99Ms,
         idle: o.idle,
         presenceJoins: o.pusherPresence,
+        publishBatch: o.pusherBatch ?? PUSHER_MAX_BATCH,
         log,
       });
       save('pusher', { meta: meta(), ...pusher });

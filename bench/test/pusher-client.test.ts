@@ -263,3 +263,82 @@ describe('bench: Pusher HTTP API publishes', () => {
     expect(JSON.parse(eventBody('orders', 'x'))).toEqual({ name: 'bench', channel: 'orders', data: 'x' });
   });
 });
+
+describe('bench: batched Pusher publishes', () => {
+  let server: Server;
+  let port: number;
+  const seen: { url: string; body: string }[] = [];
+  const refusals: string[] = [];
+
+  beforeAll(async () => {
+    // Keep-alive, and slow to answer (20 ms): publishes fall due while the one connection is busy,
+    // and the next request must carry them together.
+    server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString();
+        const url = req.url ?? '';
+        seen.push({ url, body });
+        const [path = '', query = ''] = url.split('?');
+        const params = parseQuery(query);
+        const problem =
+          params instanceof Map
+            ? verifySignedRequest(
+                { method: req.method ?? '', path, params, body },
+                { key: KEY, secret: SECRET, appId: 'app-1' },
+                path.split('/')[2] ?? '',
+              )
+            : params;
+        if (problem) refusals.push(JSON.stringify(problem));
+        setTimeout(() => {
+          // Content-Length, as uWS answers (the bench's client reads no chunked bodies).
+          res.writeHead(problem ? 401 : 200, { 'Content-Type': 'application/json', 'Content-Length': '2' });
+          res.end('{}');
+        }, 20);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('carries the publishes due meanwhile in one signed batch_events request, at most 10 each', async () => {
+    const result = await publishAtRate({
+      targets: [{ host: '127.0.0.1', port }],
+      path: '/apps/app-1/events',
+      key: KEY,
+      secret: SECRET,
+      channels: ['a', 'b', 'c'],
+      rate: 400,
+      durationMs: 250,
+      stopAfterMs: 2000,
+      connections: 1,
+      format: 'pusher',
+      batch: 10,
+    });
+    expect(refusals).toEqual([]);
+    expect(result).toMatchObject({ sent: 100, ok: 100, failed: 0 });
+    // One request in flight at a time, each 20 ms or more: far fewer requests than publishes.
+    expect(result.requests).toBe(seen.length);
+    expect(result.requests).toBeLessThan(40);
+    const events: { name: string; channel: string; data: string }[] = [];
+    for (const { url, body } of seen) {
+      const parsed = JSON.parse(body) as { batch?: { name: string; channel: string; data: string }[] };
+      const batch = parsed.batch ?? [];
+      // A request of one is a batch of one (the path decides the body's shape, not the count).
+      expect(url.split('?')[0]).toBe('/apps/app-1/batch_events');
+      expect(batch.length).toBeGreaterThanOrEqual(1);
+      expect(batch.length).toBeLessThanOrEqual(10);
+      events.push(...batch);
+    }
+    expect(Math.max(...seen.map((s) => (JSON.parse(s.body) as { batch: unknown[] }).batch.length))).toBe(10);
+    // Every publish once, in order, round-robin over the channels, each with its own send time.
+    expect(events.map((e) => e.channel)).toEqual(
+      Array.from({ length: 100 }, (_, i) => ['a', 'b', 'c'][i % 3]),
+    );
+    expect(events.map((e) => benchDelivery(Buffer.from(JSON.stringify(e)))?.seq)).toEqual(
+      Array.from({ length: 100 }, (_, i) => i),
+    );
+  });
+});

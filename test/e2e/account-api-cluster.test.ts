@@ -9,6 +9,7 @@ import { connectClient, createTestKey, postJson, startGateway } from '@switchboa
 import type { RedisServer } from '@switchboard/harness';
 import type { TestClient, TestGateway } from '@switchboard/testing';
 import type { Express } from 'express';
+import { until } from './support/until';
 
 /**
  * Two gateway nodes write to one Redis; the account API, a separate service with its own engine,
@@ -22,16 +23,6 @@ let account: Express;
 let keyA: ApiKeyRecord;
 let keyB: ApiKeyRecord;
 const clients: TestClient[] = [];
-
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: last value ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const open = async (node: TestGateway, path: string, query: Record<string, string>, key = keyA) => {
   const client = await connectClient(node.wsUrl(path, { api_key: key.key, ...query }));
@@ -79,7 +70,7 @@ describe('account API over a two-node cluster', () => {
     await carol.nextEvent('system::subscribe_success');
     const other = await open(two, '/v3/room-1', {}, keyB);
 
-    const counts = await waitFor(
+    const counts = await until(
       'counts of both nodes',
       async () => (await get('/api/connections').expect(200)).body as unknown,
       (body) => JSON.stringify(body).includes('"connection_count":4'),
@@ -129,7 +120,7 @@ describe('account API over a two-node cluster', () => {
     await anon.next((f) => f.text.includes('from api'));
     carol.send({ event: 'typing', data: 'from carol', 'system::channel': 'room-1' });
     await bob.next((f) => f.text.includes('from carol'));
-    const logs = await waitFor(
+    const logs = await until(
       'logs of both nodes',
       async () => (await get('/api/logs').expect(200)).body as Array<Record<string, unknown>>,
       (records) => records.length === 2,
@@ -159,7 +150,7 @@ describe('account API over a two-node cluster', () => {
     // Leaving sockets are taken out of counts and members on every node's behalf.
     alice.close();
     other.close();
-    await waitFor(
+    await until(
       'counts after two sockets left',
       async () => (await get('/api/connections/sum').expect(200)).body as { connection_count: number },
       (body) => body.connection_count === 4,

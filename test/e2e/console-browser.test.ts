@@ -14,11 +14,11 @@ import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createLogger, loadConfig } from '@switchboard/core';
 import { createEngine } from '@switchboard/cli';
-import type { Engine } from '@switchboard/core';
+import type { ApiKeyRecord, Engine } from '@switchboard/core';
 import { startAccountApi } from '@switchboard/account-api';
 import type { RunningAccountApi } from '@switchboard/account-api';
 import { chromiumPath, startRedis, startSwitchboardProcess, waitFor } from '@switchboard/harness';
-import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import { connectClient, createTestKey, pusherSocketUrl, startGateway } from '@switchboard/testing';
 import type { RedisServer, SwitchboardProcess } from '@switchboard/harness';
 import type { TestClient, TestGateway } from '@switchboard/testing';
 
@@ -226,12 +226,58 @@ describe('web console against Redis with two gateways and the account API', () =
     account = await startAccountApi({ engine, logger: createLogger({ level: 'silent' }), config });
   });
 
+  /** A watched page of `context` on the account API's console, signed in with `key`. */
+  async function signedIn(context: BrowserContext, key: ApiKeyRecord): Promise<WatchedPage> {
+    const watched = await watchedPage(context);
+    await watched.page.goto(`http://127.0.0.1:${account.port}/`);
+    await watched.page.getByLabel('API key', { exact: true }).fill(key.key);
+    await watched.page.getByLabel('Secret', { exact: true }).fill(key.secret);
+    await watched.page.getByRole('button', { name: 'Sign in' }).click();
+    return watched;
+  }
+
   afterAll(async () => {
     for (const context of contexts) await context.close();
     await account?.close();
     for (const node of nodes) await node.close();
     await engine?.close();
     await redis?.stop();
+  });
+
+  it('marks Pusher channels apart from PieSocket ones, and publishes to Pusher sockets as a Pusher event', async () => {
+    const key = await createTestKey(engine);
+    const [a, b] = nodes as [TestGateway, TestGateway];
+    const pieSocket = await connectClient(a.wsUrl('/v4/shop', { api_key: key.key }));
+    const pusher = await connectClient(pusherSocketUrl(b.port, key.key));
+    const pusher2 = await connectClient(pusherSocketUrl(a.port, key.key));
+    clients.push(pieSocket, pusher, pusher2);
+    for (const socket of [pusher, pusher2]) {
+      await socket.nextEvent('pusher:connection_established');
+      socket.send({ event: 'pusher:subscribe', data: { channel: 'shop' } });
+      await socket.nextEvent('pusher_internal:subscription_succeeded');
+    }
+
+    const context = await newContext();
+    const watched = await signedIn(context, key);
+    const { page } = watched;
+    // One row per family, each with its own count.
+    const row = (family: string) => page.locator('tr', { hasText: 'shop' }).filter({ hasText: family });
+    await row('Pusher').getByRole('cell', { name: '2', exact: true }).waitFor({ timeout: 2500 });
+    await row('PieSocket').getByRole('cell', { name: '1', exact: true }).waitFor({ timeout: 2500 });
+    await page.getByText('3 connections in 2 channels').waitFor();
+
+    await page.getByRole('link', { name: 'shop' }).first().click();
+    await page.getByLabel('Protocol').selectOption('pusher');
+    await page.getByLabel('Pusher event').fill('order-shipped');
+    await page.getByRole('textbox', { name: 'Message' }).fill('{"id":7}');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    for (const socket of [pusher, pusher2]) {
+      const frame = await socket.nextEvent('order-shipped');
+      expect(frame.json).toEqual({ event: 'order-shipped', channel: 'shop', data: '{"id":7}' });
+    }
+    await pieSocket.expectSilence(() => true, 100);
+    expect(watched.problems).toEqual([]);
+    await context.close();
   });
 
   it('publishes to clients on both gateways, shows the 503 state while Redis is down and recovers', async () => {
@@ -242,12 +288,8 @@ describe('web console against Redis with two gateways and the account API', () =
     clients.push(onA, onB);
 
     const context = await newContext();
-    const watched = await watchedPage(context);
+    const watched = await signedIn(context, key);
     const { page } = watched;
-    await page.goto(`http://127.0.0.1:${account.port}/`);
-    await page.getByLabel('API key', { exact: true }).fill(key.key);
-    await page.getByLabel('Secret', { exact: true }).fill(key.secret);
-    await page.getByRole('button', { name: 'Sign in' }).click();
     await cell(page, 'ops', '2').waitFor({ timeout: 2500 });
 
     await page.getByRole('link', { name: 'ops' }).click();

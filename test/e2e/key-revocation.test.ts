@@ -94,4 +94,34 @@ describe('key changes reach every gateway at once', () => {
     for (const node of nodes)
       await waitFor('the deletion', async () => (await publish(node, record)).status === 401);
   });
+
+  test("a deleted key's open Pusher sockets get 4003 (app disabled) on every node; new ones 4001", async () => {
+    const record = JSON.parse(await keys('create', '--json')) as ApiKeyRecord;
+    const pusherPath = (key: string) => `/app/${key}?protocol=7&client=js&version=8.4.0`;
+    const open = await Promise.all(
+      nodes.map(async (node) => {
+        const client = await connectClient(`ws://127.0.0.1:${node.port}${pusherPath(record.key)}`);
+        await client.nextEvent('pusher:connection_established');
+        return client;
+      }),
+    );
+    // A V3 socket of the key stays open: PieSocket keys are checked when a socket connects.
+    const v3 = await connectClient(nodes[0]!.wsUrl('/v3/c', { api_key: record.key }));
+
+    await keys('delete', record.key);
+    for (const client of open) {
+      const error = await client.nextEvent('pusher:error');
+      expect(error.json?.['data']).toEqual({ code: 4003, message: 'Application disabled' });
+      expect(await client.closed).toEqual({ code: 4003, reason: 'Application disabled' });
+    }
+    expect(v3.socket.readyState).toBe(v3.socket.OPEN);
+    v3.close();
+
+    for (const node of nodes) {
+      const late = await connectClient(`ws://127.0.0.1:${node.port}${pusherPath(record.key)}`);
+      const error = await late.nextEvent('pusher:error');
+      expect(error.json?.['data']).toEqual({ code: 4001, message: 'Application does not exist' });
+      expect((await late.closed).code).toBe(4001);
+    }
+  });
 });

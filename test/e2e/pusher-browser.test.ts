@@ -13,10 +13,10 @@ import type { Browser, Page } from 'playwright-core';
 import type { ApiKeyRecord } from '@switchboard/core';
 import { chromiumPath, startRedis } from '@switchboard/harness';
 import type { RedisServer } from '@switchboard/harness';
-import { createTestKey, startGateway } from '@switchboard/testing';
+import { createTestKey, localPusherJs, pusherBackend, startGateway } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
-import Pusher from 'pusher';
-import PusherJs from 'pusher-js';
+import type Pusher from 'pusher';
+import type PusherJs from 'pusher-js';
 import type { Channel } from 'pusher-js';
 
 const BUNDLE = require.resolve('pusher-js/dist/web/pusher.min.js');
@@ -31,14 +31,7 @@ let browser: Browser;
 let page: Page;
 let node: PusherJs | undefined;
 
-const backend = (gateway: TestGateway): Pusher =>
-  new Pusher({
-    appId: app.key,
-    key: app.key,
-    secret: app.secret,
-    host: '127.0.0.1',
-    port: String(gateway.port),
-  });
+const backend = (gateway: TestGateway): Pusher => pusherBackend(app, gateway.port);
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -127,20 +120,7 @@ it('subscribes, is authorized by the backend, receives triggers and exchanges cl
   await page.waitForFunction(() => (globalThis as unknown as Window).seen.length === 1);
 
   // A Node client on the other gateway, in the same private channel.
-  const signer = backend(two);
-  node = new PusherJs(app.key, {
-    cluster: 'local',
-    wsHost: '127.0.0.1',
-    wsPort: two.port,
-    forceTLS: false,
-    enabledTransports: ['ws'],
-    channelAuthorization: {
-      endpoint: '/unused',
-      transport: 'ajax',
-      customHandler: ({ socketId, channelName }, callback) =>
-        callback(null, signer.authorizeChannel(socketId, channelName)),
-    },
-  });
+  node = localPusherJs({ key: app.key, port: two.port, signer: backend(two) });
   const room: Channel = node.subscribe('private-browser');
   await new Promise((resolve) => room.bind('pusher:subscription_succeeded', resolve));
   const fromBrowser = new Promise((resolve) => room.bind('client-from-browser', resolve));

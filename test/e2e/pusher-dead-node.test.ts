@@ -7,11 +7,19 @@
 import type { ApiKeyRecord } from '@switchboard/core';
 import { startRedis, startSwitchboardProcess, WebhookReceiver, waitFor } from '@switchboard/harness';
 import type { RedisServer, SwitchboardProcess } from '@switchboard/harness';
-import { createTestKey, startGateway } from '@switchboard/testing';
+import {
+  createTestKey,
+  localPusherJs,
+  nextPusherEvent as next,
+  pusherBackend,
+  pusherJsConnected,
+  pusherJsSubscribed,
+  startGateway,
+} from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 import Pusher from 'pusher';
-import PusherJs from 'pusher-js';
-import type { Channel, PresenceChannel } from 'pusher-js';
+import type PusherJs from 'pusher-js';
+import type { PresenceChannel } from 'pusher-js';
 
 const FAST = { HEARTBEAT_INTERVAL_MS: '200', NODE_TIMEOUT_MS: '1000' };
 
@@ -59,33 +67,17 @@ afterAll(async () => {
   await redis?.stop();
 });
 
+/** pusher-js on `port`, its presence channels authorized for `userId` by the SDK, connected. */
 async function connect(port: number, userId: string): Promise<PusherJs> {
-  const signer = new Pusher({ appId: app.key, key: app.key, secret: app.secret, host: '127.0.0.1' });
-  const client = new PusherJs(app.key, {
-    cluster: 'local',
-    wsHost: '127.0.0.1',
-    wsPort: port,
-    forceTLS: false,
-    enabledTransports: ['ws'],
-    channelAuthorization: {
-      endpoint: '/unused',
-      transport: 'ajax',
-      customHandler: ({ socketId, channelName }, callback) =>
-        callback(null, signer.authorizeChannel(socketId, channelName, { user_id: userId })),
-    },
-  });
+  const signer = pusherBackend(app, port);
+  const client = localPusherJs({ key: app.key, port, signer, presence: { user_id: userId } });
   clients.push(client);
-  await new Promise<void>((resolve) => client.connection.bind('connected', () => resolve()));
+  await pusherJsConnected(client);
   return client;
 }
 
-function subscribed(client: PusherJs, name: string): Promise<PresenceChannel> {
-  const channel = client.subscribe(name) as PresenceChannel;
-  return new Promise((resolve) => channel.bind('pusher:subscription_succeeded', () => resolve(channel)));
-}
-
-const next = (channel: Channel, event: string): Promise<unknown> =>
-  new Promise((resolve) => channel.bind(event, resolve));
+const subscribed = (client: PusherJs, name: string): Promise<PresenceChannel> =>
+  pusherJsSubscribed<PresenceChannel>(client, name);
 
 it('announces member_removed once per user after a gateway is SIGKILLed, only when the user is gone', async () => {
   const observer = await connect(survivor.port, 'observer');
@@ -107,13 +99,7 @@ it('announces member_removed once per user after a gateway is SIGKILLed, only wh
   doomed.kill('SIGKILL');
   expect(await louGone).toMatchObject({ id: 'lou' });
   // The dead node's entries are all gone once the channel's count is the survivor's two sockets.
-  const sdk = new Pusher({
-    appId: app.key,
-    key: app.key,
-    secret: app.secret,
-    host: '127.0.0.1',
-    port: String(survivor.port),
-  });
+  const sdk = pusherBackend(app, survivor.port);
   await waitFor(
     'the dead node’s presence removed',
     async () => {

@@ -5,7 +5,7 @@
  * and receives what the backend triggers next.
  */
 import { BalancedCluster } from '@switchboard/harness';
-import Pusher from 'pusher';
+import { pusherBackend } from '@switchboard/testing';
 import PusherJs from 'pusher-js';
 import type { Channel } from 'pusher-js';
 
@@ -22,14 +22,8 @@ afterAll(async () => {
 });
 
 it('closes with 4200 on drain; pusher-js reconnects to the other gateway and keeps receiving', async () => {
-  const { key, secret } = cluster.key;
-  const backend = new Pusher({
-    appId: key,
-    key,
-    secret,
-    host: '127.0.0.1',
-    port: String(cluster.balancerPort),
-  });
+  const { key } = cluster.key;
+  const backend = pusherBackend(cluster.key, cluster.balancerPort);
   /** Per client: the codes of the pusher:error frames it received. */
   const codes: number[][] = [];
   let firstDrained: () => void = () => undefined;

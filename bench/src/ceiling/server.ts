@@ -170,24 +170,46 @@ app.post('/members', (res) => {
   });
 });
 
+/** One publish, answered through `then` once it is published (with the redis-script position). */
+function publishOne(channel: string, message: string, then: (position?: string) => void): void {
+  if (mode === 'redis-script') void publishStored(channel, message).then(then);
+  else if (pub) void pub.publish(channel, message).then(() => then());
+  else {
+    app.publish(channel, message);
+    then();
+  }
+}
+
+/**
+ * `{channel, message}`, or `{"batch":[{channel, message},…]}` (the Pusher scenario's publisher
+ * batches as it does with `batch_events`, bench/src/lib/publish-loop.ts): each publish as alone,
+ * answered once all are published.
+ */
 app.post('/*', (res) => {
   const aborted = { value: false };
   res.onAborted(() => (aborted.value = true));
   readBody(res, (body) => {
-    const { channel, message } = JSON.parse(body.toString()) as { channel: string; message: string };
-    if (mode === 'redis-script') {
-      void publishStored(channel, message).then((position) => {
-        const bar = position.indexOf('|');
-        const offset = position.slice(0, bar);
-        const epoch = position.slice(bar + 1, -1);
-        answer(res, aborted, `{"success":true,"offset":${offset},"epoch":"${epoch}"}`);
-      });
-    } else if (pub) {
-      void pub.publish(channel, message).then(() => answer(res, aborted, '{"success":true}'));
-    } else {
-      app.publish(channel, message);
-      answer(res, aborted, '{"success":true}');
+    const parsed = JSON.parse(body.toString()) as
+      | { channel: string; message: string; batch?: undefined }
+      | { batch: { channel: string; message: string }[] };
+    if (parsed.batch) {
+      let left = parsed.batch.length;
+      for (const { channel, message } of parsed.batch)
+        publishOne(channel, message, () => {
+          if (--left === 0) answer(res, aborted, '{"success":true}');
+        });
+      return;
     }
+    publishOne(parsed.channel, parsed.message, (position) => {
+      if (position === undefined) {
+        answer(res, aborted, '{"success":true}');
+        return;
+      }
+      const bar = position.indexOf('|');
+      const offset = position.slice(0, bar);
+      const epoch = position.slice(bar + 1, -1);
+      answer(res, aborted, `{"success":true,"offset":${offset},"epoch":"${epoch}"}`);
+    });
   });
 });
 

@@ -137,6 +137,19 @@ export const eventBody = (channel: string, data: string, name = BENCH_EVENT): st
   JSON.stringify({ name, channel, data });
 
 /**
+ * The body of a `batch_events` request: one event per entry, each with its own channel and data
+ * (the `pusher` SDK's `triggerBatch`; at most 10 a request on Pusher, Soketi and Switchboard).
+ */
+export const batchBody = (events: readonly { channel: string; data: string }[], name = BENCH_EVENT): string =>
+  JSON.stringify({ batch: events.map(({ channel, data }) => ({ name, channel, data })) });
+
+/** `/apps/{id}/batch_events` beside `/apps/{id}/events`. */
+export const batchPath = (eventsPath: string): string => eventsPath.replace(/\/events$/, '/batch_events');
+
+/** Pusher's HTTP API accepts at most this many events in one `batch_events` request. */
+export const PUSHER_MAX_BATCH = 10;
+
+/**
  * The path and query of a signed Pusher HTTP API request: `auth_key`, `auth_timestamp`,
  * `auth_version=1.0`, `body_md5` (when there is a body), sorted by name, signed with HMAC-SHA256
  * of `METHOD\npath\nquery` under the app's secret (Pusher's "Authentication" documentation;

@@ -13,6 +13,8 @@ export interface Step {
   /** Fraction of expected deliveries that never arrived (0 = none lost). */
   loss: number;
   publishFailed: number;
+  /** HTTP requests the publisher sent (fewer than the publishes when they were batched). */
+  publishRequests?: number;
   p50Ms: number;
   p95Ms: number;
   p99Ms: number;
@@ -37,6 +39,8 @@ export interface LoadSetup {
   /** Pass criteria: latency p99 bound (latency "blowing up" = queues building). */
   maxP99Ms: number;
   publishConnections: number;
+  /** Most publishes one request carries (bench/src/lib/publish-loop.ts; default 1). */
+  publishBatch?: number;
 }
 
 /** A step fails when the publisher reaches less than this share of the asked rate. */
@@ -86,6 +90,7 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
     durationMs,
     stopAfterMs: Math.ceil(durationMs / MIN_PUBLISH_SHARE),
     connections: setup.publishConnections,
+    ...(setup.publishBatch && setup.publishBatch > 1 ? { batch: setup.publishBatch } : {}),
     ...(system.publishFormat ? { format: system.publishFormat } : {}),
   });
   const expected = result.ok * setup.subscribersPerChannel;
@@ -126,6 +131,7 @@ export async function step(setup: LoadSetup, rate: number, durationMs: number): 
     received: stats.received,
     loss,
     publishFailed: result.failed,
+    ...(result.requests !== result.sent ? { publishRequests: result.requests } : {}),
     p50Ms: stats.p50Ms,
     p95Ms: stats.p95Ms,
     p99Ms: stats.p99Ms,
@@ -169,7 +175,7 @@ export async function searchMax(
     const s = await step(setup, Math.max(1, Math.round(r)), options.stepMs);
     steps.push(s);
     options.log(
-      `    ${String(s.rate).padStart(6)} pub/s → ${Math.round(s.deliveriesPerSecond).toLocaleString('en-US').padStart(9)} deliveries/s, p99 ${s.p99Ms.toFixed(1)} ms, server CPU ${s.serverCpuMsPer1000.toFixed(2)} ms/1k ${s.pass ? 'ok' : `FAIL: ${s.why}`}`,
+      `    ${String(s.rate).padStart(6)} pub/s → ${Math.round(s.deliveriesPerSecond).toLocaleString('en-US').padStart(9)} deliveries/s, p99 ${s.p99Ms.toFixed(1)} ms, server CPU ${s.serverCpuMsPer1000.toFixed(2)} ms/1k, publisher ${Math.round((100 * s.cpu.publisher) / Math.max(s.cpu.wallSeconds, 1e-9))}% CPU${s.publishRequests === undefined ? '' : ` in ${s.publishRequests} requests`} ${s.pass ? 'ok' : `FAIL: ${s.why}`}`,
     );
     return s;
   };

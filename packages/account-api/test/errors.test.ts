@@ -88,14 +88,15 @@ describe('401: credentials', () => {
 });
 
 describe('400: query parameters', () => {
-  test.each(ENDPOINTS.filter((p) => p !== '/api/connections' && p !== '/api/members' && p !== '/api/logs'))(
-    '%s takes no parameters',
-    async (path) => {
-      const res = await request(app).get(`${path}?foo=1`).set(authA);
-      expectErrorBody(res, 400, 'SB_INVALID_FIELD');
-      expect(res.body.error).toBe('Unknown query parameter "foo" (this endpoint takes no query parameters)');
-    },
-  );
+  test.each(
+    ENDPOINTS.filter(
+      (p) => !['/api/connections', '/api/connections/sum', '/api/members', '/api/logs'].includes(p),
+    ),
+  )('%s takes no parameters', async (path) => {
+    const res = await request(app).get(`${path}?foo=1`).set(authA);
+    expectErrorBody(res, 400, 'SB_INVALID_FIELD');
+    expect(res.body.error).toBe('Unknown query parameter "foo" (this endpoint takes no query parameters)');
+  });
 
   test('/api/domains rejects even a bare parameter', async () => {
     const res = await request(app).get('/api/domains?x').set(authA);
@@ -106,7 +107,16 @@ describe('400: query parameters', () => {
   test('/api/connections names unknown parameters and what it accepts', async () => {
     const res = await request(app).get('/api/connections?pages=2&size=3').set(authA);
     expectErrorBody(res, 400, 'SB_INVALID_FIELD');
-    expect(res.body.error).toBe('Unknown query parameters "pages", "size" (accepted: page, limit)');
+    expect(res.body.error).toBe('Unknown query parameters "pages", "size" (accepted: page, limit, family)');
+  });
+
+  test('/api/connections/sum takes only family, piesocket or pusher', async () => {
+    const res = await request(app).get('/api/connections/sum?foo=1').set(authA);
+    expectErrorBody(res, 400, 'SB_INVALID_FIELD');
+    expect(res.body.error).toBe('Unknown query parameter "foo" (accepted: family)');
+    const wrong = await request(app).get('/api/connections/sum?family=v3').set(authA);
+    expectErrorBody(wrong, 400, 'SB_INVALID_FIELD');
+    expect(wrong.body.error).toMatch(/family/);
   });
 
   test.each([

@@ -4,7 +4,14 @@ export * from './setup-error';
 export * from './logger';
 export * from './config/load';
 export type { Env, SeedKey } from './config/schema';
-export { DEFAULT_FAMILY, IDENTITY_FAMILIES, TOPIC_FAMILIES } from './config/families';
+export {
+  COUNT_FAMILIES,
+  DEFAULT_FAMILY,
+  IDENTITY_FAMILIES,
+  TOPIC_FAMILIES,
+  countFamilyOf,
+} from './config/families';
+export type { CountFamily } from './config/families';
 export {
   configSchema,
   MAX_HISTORY_SIZE,
@@ -21,6 +28,7 @@ export * from './history/history';
 export * from './history/history-memory';
 export * from './history/retention';
 export * from './actions/channel-actions';
+export * from './actions/pusher-event';
 export { isValidEpoch, MAX_EPOCH_LENGTH } from './history/epochs';
 export { emptyEpoch, isEmptyEpoch, parseEmptyEpoch } from './history/empty-epochs';
 export * from './broker/broker-memory';

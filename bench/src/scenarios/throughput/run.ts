@@ -45,6 +45,8 @@ export interface ThroughputOptions {
   refine: number;
   maxP99Ms: number;
   nodeOptions?: string;
+  /** Most publishes one request carries (the Pusher scenario batches; default 1). */
+  publishBatch?: number;
   log: (line: string) => void;
 }
 
@@ -123,6 +125,7 @@ export async function throughputCase(o: ThroughputOptions): Promise<ThroughputCa
       subscribersPerChannel: o.subscribersPerChannel,
       maxP99Ms: o.maxP99Ms,
       publishConnections: PUBLISH_CONNECTIONS,
+      ...(o.publishBatch ? { publishBatch: o.publishBatch } : {}),
     };
     const perPublish = o.subscribersPerChannel;
     // Warm-up (JIT, Redis connections), not recorded.

@@ -64,11 +64,13 @@ export async function api<T>(creds: Credentials, path: string, body?: object): P
 export interface ChannelCount {
   channel_id: string;
   connection_count: number;
+  /** `pusher` on the Pusher family's rows; absent on PieSocket (V3 and V4) rows. */
+  family?: 'pusher';
 }
 export interface LogEntry {
   id: string;
   channel: string;
-  protocol: 'v3' | 'v4';
+  protocol: 'v3' | 'v4' | 'pusher';
   source: 'api' | 'client';
   /** Left out when asked with `messages=false`. */
   message?: string;
@@ -80,7 +82,7 @@ export interface LogEntry {
 export interface Member {
   uuid: string;
   user?: unknown;
-  protocol: 'v3' | 'v4';
+  protocol: 'v3' | 'v4' | 'pusher';
 }
 export interface MembersPage {
   data: Member[];

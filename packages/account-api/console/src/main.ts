@@ -208,13 +208,25 @@ function overviewView(creds: Credentials): void {
       lastLogId === undefined
         ? '/api/logs?limit=1&messages=false'
         : `/api/logs?after=${encodeURIComponent(lastLogId)}&messages=false`;
-    const [list, sum, logs] = await Promise.all([
+    // PieSocket (V3 and V4) and Pusher connections are counted apart: one list and sum each.
+    const [pieSocket, pusher, sum, pusherSum, logs] = await Promise.all([
       api<{ data: ChannelCount[]; total: number }>(creds, '/api/connections?page=1&limit=100'),
+      api<{ data: ChannelCount[]; total: number }>(creds, '/api/connections?page=1&limit=100&family=pusher'),
       api<{ connection_count?: number; sum?: number }>(creds, '/api/connections/sum'),
+      api<{ connection_count?: number }>(creds, '/api/connections/sum?family=pusher'),
       api<LogEntry[]>(creds, logsPath),
     ]);
+    const list = {
+      data: [...pieSocket.data, ...pusher.data].sort(
+        (a, b) =>
+          b.connection_count - a.connection_count ||
+          (a.channel_id < b.channel_id ? -1 : a.channel_id > b.channel_id ? 1 : 0),
+      ),
+      total: pieSocket.total + pusher.total,
+    };
     const now = Date.now() / 1000;
-    const total = Object.values(sum).find((v) => typeof v === 'number') ?? 0;
+    const total =
+      (Object.values(sum).find((v) => typeof v === 'number') ?? 0) + (pusherSum.connection_count ?? 0);
     const newMessages = lastLogId === undefined ? 0 : logs.length;
     const rate = lastTime === undefined ? 0 : newMessages / Math.max(now - lastTime, 0.001);
     lastLogId = logs[0]?.id ?? lastLogId;
@@ -229,12 +241,13 @@ function overviewView(creds: Credentials): void {
       channels,
       table(
         'Channels by connections (most first)',
-        ['Channel', 'Connections'],
+        ['Channel', 'Family', 'Connections'],
         list.data.map((c) =>
           h(
             'tr',
             {},
             h('td', {}, h('a', { href: `#/channel/${encodeURIComponent(c.channel_id)}` }, c.channel_id)),
+            h('td', {}, c.family === 'pusher' ? 'Pusher' : 'PieSocket'),
             h('td', { class: 'num' }, String(c.connection_count)),
           ),
         ),
@@ -272,7 +285,17 @@ function channelView(creds: Credentials, channel: string): void {
     { id: 'publish-protocol', name: 'protocol' },
     h('option', { value: 'v4' }, 'V4'),
     h('option', { value: 'v3' }, 'V3'),
+    h('option', { value: 'pusher' }, 'Pusher'),
   );
+  // Pusher clients act on events only: a publish to the Pusher family goes out as this event.
+  const eventName = h('input', { id: 'publish-event', name: 'event', value: 'message', maxlength: '200' });
+  const eventRow = h(
+    'div',
+    { hidden: true },
+    h('label', { for: 'publish-event' }, 'Pusher event'),
+    eventName,
+  );
+  protocol.addEventListener('change', () => (eventRow.hidden = protocol.value !== 'pusher'));
   const format = h(
     'select',
     { id: 'publish-format', name: 'format' },
@@ -287,6 +310,7 @@ function channelView(creds: Credentials, channel: string): void {
     h('h3', { id: 'publish-title' }, 'Publish to this channel'),
     h('label', { for: 'publish-protocol' }, 'Protocol'),
     protocol,
+    eventRow,
     h('label', { for: 'publish-format' }, 'Format'),
     format,
     h('label', { for: 'publish-message' }, 'Message'),
@@ -304,7 +328,11 @@ function channelView(creds: Credentials, channel: string): void {
         return;
       }
     }
-    act('Publish', api(creds, '/api/messages', { channel, protocol: protocol.value, message: body }));
+    const pusher = protocol.value === 'pusher' ? { event: eventName.value } : {};
+    act(
+      'Publish',
+      api(creds, '/api/messages', { channel, protocol: protocol.value, message: body, ...pusher }),
+    );
   });
 
   replace(
@@ -338,7 +366,7 @@ function channelView(creds: Credentials, channel: string): void {
     ),
   );
 
-  const pages = { v4: 1, v3: 1 };
+  const pages = { v4: 1, v3: 1, pusher: 1 };
   // Kicks by connection or user select V4 subscriptions only: a V3 row gets no button that
   // would answer "done" and kick nobody; V3 connections leave with the whole channel's kick.
   const memberRows = (list: Member[]): Node[] =>
@@ -346,38 +374,40 @@ function channelView(creds: Credentials, channel: string): void {
       h(
         'tr',
         {},
-        h('td', {}, member.protocol.toUpperCase()),
+        h('td', {}, member.protocol === 'pusher' ? 'Pusher' : member.protocol.toUpperCase()),
         h('td', {}, member.user === undefined ? '—' : identity(member)),
         h('td', { class: 'mono' }, member.uuid),
         member.protocol === 'v3'
           ? h('td', { class: 'hint' }, 'Kick the channel to close V3 connections')
-          : h(
-              'td',
-              {},
-              h(
-                'button',
-                {
-                  type: 'button',
-                  'aria-label': `Kick connection ${member.uuid}`,
-                  onclick: () => kick({ uuid: member.uuid }, `Kick connection ${member.uuid}`),
-                },
-                'Kick connection',
+          : member.protocol === 'pusher'
+            ? h('td', { class: 'hint' }, "Pusher member: end a user's sockets with the Pusher HTTP API")
+            : h(
+                'td',
+                {},
+                h(
+                  'button',
+                  {
+                    type: 'button',
+                    'aria-label': `Kick connection ${member.uuid}`,
+                    onclick: () => kick({ uuid: member.uuid }, `Kick connection ${member.uuid}`),
+                  },
+                  'Kick connection',
+                ),
+                member.user === undefined
+                  ? null
+                  : h(
+                      'button',
+                      {
+                        type: 'button',
+                        'aria-label': `Kick user ${identity(member)}`,
+                        onclick: () => kick({ user: identity(member) }, `Kick user ${identity(member)}`),
+                      },
+                      'Kick user',
+                    ),
               ),
-              member.user === undefined
-                ? null
-                : h(
-                    'button',
-                    {
-                      type: 'button',
-                      'aria-label': `Kick user ${identity(member)}`,
-                      onclick: () => kick({ user: identity(member) }, `Kick user ${identity(member)}`),
-                    },
-                    'Kick user',
-                  ),
-            ),
       ),
     );
-  const pager = (protocol: 'v3' | 'v4', page: MembersPage): Node | null =>
+  const pager = (protocol: 'v3' | 'v4' | 'pusher', page: MembersPage): Node | null =>
     page.totalPages > 1
       ? h(
           'p',
@@ -399,28 +429,30 @@ function channelView(creds: Credentials, channel: string): void {
           ),
         )
       : null;
-  const membersOf = (protocol: 'v3' | 'v4'): Promise<MembersPage> =>
+  const membersOf = (protocol: 'v3' | 'v4' | 'pusher'): Promise<MembersPage> =>
     api<MembersPage>(
       creds,
       `/api/channel-members?channel=${encodeURIComponent(channel)}&protocol=${protocol}&page=${pages[protocol]}&limit=${MEMBERS_PER_PAGE}`,
     );
   const stop = poll(async () => {
-    const [v4, v3, logs, stream] = await Promise.all([
+    const [v4, v3, pusher, logs, stream] = await Promise.all([
       membersOf('v4'),
       membersOf('v3'),
+      membersOf('pusher'),
       api<LogEntry[]>(creds, `/api/logs?channel=${encodeURIComponent(channel)}&limit=${RECENT_MESSAGES}`),
       api<HistoryAnswer>(creds, `/api/history?channel=${encodeURIComponent(channel)}&protocol=v4&limit=20`),
     ]);
     replace(
       members,
       table(
-        `Members of ${channel}: V4 by user, V3 by connection, most recently active first`,
+        `Members of ${channel}: V4 by user, V3 and Pusher by connection, most recently active first`,
         ['Protocol', 'User', 'Connection', 'Actions'],
-        [...memberRows(v4.data), ...memberRows(v3.data)],
+        [...memberRows(v4.data), ...memberRows(v3.data), ...memberRows(pusher.data)],
         'No presence members here (members appear for clients that join with presence).',
       ),
       pager('v4', v4),
       pager('v3', v3),
+      pager('pusher', pusher),
     );
     replace(
       messages,
@@ -432,7 +464,7 @@ function channelView(creds: Credentials, channel: string): void {
             'tr',
             {},
             h('td', {}, new Date(entry.timestamp).toLocaleTimeString()),
-            h('td', {}, entry.protocol.toUpperCase()),
+            h('td', {}, entry.protocol === 'pusher' ? 'Pusher' : entry.protocol.toUpperCase()),
             h('td', {}, entry.source === 'api' ? 'API' : (entry.uuid ?? 'client')),
             h(
               'td',

@@ -9,9 +9,13 @@ import {
   quotaError,
   readHistory,
   takePublishQuota,
+  AppError,
   DEFAULT_FAMILY,
+  DEFAULT_PUSHER_EVENT,
   IDENTITY_FAMILIES,
   TOPIC_FAMILIES,
+  pusherEventNameProblem,
+  pusherEventText,
 } from '@switchboard/core';
 import type { HistoryAnswer, KickSelector } from '@switchboard/core';
 import { positiveIntegerParam, querySchema } from '../http/query';
@@ -49,26 +53,50 @@ export const historyEndpoint = defineEndpoint({
 });
 
 /**
- * `POST /api/messages` `{"channel", "protocol"?, "message"}`: publishes to the channel's V4 (the
- * default) or V3 connections on every node, through the same core path as `POST /api/v4/publish`
+ * `POST /api/messages` `{"channel", "protocol"?, "message", "event"?}`: publishes to the channel's
+ * V4 (the default), V3 or Pusher connections on every node; to Pusher connections as the Pusher
+ * event `event` (default `DEFAULT_PUSHER_EVENT`) whose `data` is the message's text, through the same core path as `POST /api/v4/publish`
  * (docs/console.md, "How publish and kick reach the product"), counted against the key's
  * `publishesPerSecond` and `messagesPerDay` like every other publication.
  */
 export const publishEndpoint = definePostEndpoint({
   path: '/messages',
-  body: z.object({ channel: channelName, protocol: protocolParam.optional(), message: z.unknown() }).strict(),
+  body: z
+    .object({
+      channel: channelName,
+      protocol: protocolParam.optional(),
+      message: z.unknown(),
+      event: z
+        .string()
+        .superRefine((name, ctx) => {
+          const problem = pusherEventNameProblem(name);
+          if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+        })
+        .optional(),
+    })
+    .strict(),
   handle: async (key, body, context): Promise<object> => {
+    const protocol = body.protocol ?? DEFAULT_FAMILY;
+    if (body.event !== undefined && protocol !== 'pusher')
+      throw new AppError(
+        'SB_INVALID_FIELD',
+        'Invalid field "event": only a publish with protocol "pusher" names an event',
+      );
+    // A Pusher client acts on event frames only: the message goes out as one (docs/pusher.md).
+    const message =
+      protocol === 'pusher'
+        ? pusherEventText(body.channel, body.event ?? DEFAULT_PUSHER_EVENT, body.message ?? null)
+        : body.message;
     // The key's publication quotas count console publishes too (429 with `Retry-After`).
     const refusal = await takePublishQuota(context.engine.quotas, context.config, key);
     if (refusal) throw quotaError(refusal);
-    const protocol = body.protocol ?? DEFAULT_FAMILY;
     return publishAnswer(
       await publishMessage(context, {
         record: key,
         protocol,
         marksObjects: IDENTITY_FAMILIES.has(protocol),
         channel: body.channel,
-        message: body.message,
+        message,
         origin: context.origin,
       }),
     );

@@ -100,7 +100,7 @@ export function publishMessage(
     if (stampable) built.stampable = true;
     if (request.except !== undefined) built.sender = request.except;
     publication = built;
-    const retention = historyRetention(record, deps.config);
+    const retention = historyRetention(record, deps.config, built.topic);
     const logged: LogRecord = {
       id: randomUUID(),
       channel,
@@ -195,7 +195,7 @@ export async function readHistory(
   topic: Topic,
   options: { since?: number; limit: number },
 ): Promise<HistoryAnswer> {
-  const { ttlSeconds } = historyRetention(record, deps.config);
+  const { ttlSeconds } = historyRetention(record, deps.config, topic);
   const page = await deps.engine.history.read(
     topic,
     options.since === undefined

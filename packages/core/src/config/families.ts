@@ -17,3 +17,17 @@ export const DEFAULT_FAMILY: Protocol = 'v4';
  * they enter (PieSocket V4). The others list one member per connection and relay text verbatim.
  */
 export const IDENTITY_FAMILIES: ReadonlySet<Protocol> = new Set(['v4']);
+
+/**
+ * The worlds connection counts are kept in (docs/pusher.md, "Counts are per family"): the
+ * PieSocket families (V3 and V4) count together, as they always have; Pusher connections are
+ * counted apart. A family's name is part of Redis key names: it never changes.
+ */
+export type CountFamily = 'piesocket' | 'pusher';
+
+/** Every count family, the PieSocket one (the original, unmarked one) first. */
+export const COUNT_FAMILIES: readonly CountFamily[] = ['piesocket', 'pusher'];
+
+/** The count family of a topic family: Pusher's own, every other one PieSocket's. */
+export const countFamilyOf = (protocol: Protocol): CountFamily =>
+  protocol === 'pusher' ? 'pusher' : 'piesocket';

@@ -83,6 +83,11 @@ export interface Config {
     /** Seconds the gateway waits for a `pusher:pong` after its `pusher:ping` before closing with 4201. */
     readonly pongTimeoutSeconds: number;
     /**
+     * Seconds a cache channel's last event is kept after it was published (Pusher keeps it 30
+     * minutes): the channel's history lives at least this long (`historyRetention`).
+     */
+    readonly cacheTtlSeconds: number;
+    /**
      * What a backend's authorization may make a socket carry, in bytes of JSON text and user ids
      * (the shape of the gateway's `IdentityLimits`). `maxChannelDataBytes` is `user_info`'s limit
      * plus 1 KiB for the user id and the JSON around them.
@@ -197,6 +202,7 @@ export function loadConfig(
       clientEventsPerSecond: e.PUSHER_CLIENT_EVENTS_PER_SECOND,
       activityTimeoutSeconds: e.PUSHER_ACTIVITY_TIMEOUT_SECONDS,
       pongTimeoutSeconds: e.PUSHER_PONG_TIMEOUT_SECONDS,
+      cacheTtlSeconds: e.PUSHER_CACHE_TTL_SECONDS,
       identity: {
         maxChannelDataBytes: e.PUSHER_MAX_USER_INFO_BYTES + 1024,
         maxUserInfoBytes: e.PUSHER_MAX_USER_INFO_BYTES,

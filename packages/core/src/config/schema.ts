@@ -267,6 +267,7 @@ export const configSchema = z
     PUSHER_MAX_USER_INFO_BYTES: positiveInt.max(MAX_PUSHER_USER_INFO_BYTES).default(1024),
     PUSHER_MAX_USER_DATA_BYTES: positiveInt.max(MAX_PUSHER_USER_DATA_BYTES).default(16 * 1024),
     PUSHER_MAX_WATCHLIST_SIZE: positiveInt.max(MAX_PUSHER_WATCHLIST_SIZE).default(100),
+    PUSHER_CACHE_TTL_SECONDS: historyTtl.default(1800),
     WEBHOOK_RETRY_SECONDS: positiveInt.default(300),
     WEBHOOK_QUEUE_MAX_EVENTS: positiveInt.max(MAX_WEBHOOK_QUEUE_EVENTS).default(10_000),
     WEBHOOK_QUEUE_MAX_BYTES: positiveInt.default(16 * 1024 * 1024),

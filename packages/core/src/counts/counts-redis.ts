@@ -5,6 +5,8 @@ import type { RedisClient } from '../redis/clients';
 import { countsAdd, countsRemoveNode, socketsRelease, socketsReserve } from '../redis/counts-scripts';
 import type { RedisKeys } from '../redis/keys';
 import { TurnBatches } from '../redis/turn-batches';
+import { COUNT_FAMILIES } from '../config/families';
+import type { CountFamily } from '../config/families';
 
 /** Arguments (channel, delta pairs) per script call: a call spreads them into a JS argument list. */
 const MAX_ARGS = 2000;
@@ -12,10 +14,11 @@ const MAX_ARGS = 2000;
 /** Channels of a dead node's share subtracted per script call (bounds the time one call holds Redis). */
 const REMOVE_PER_CALL = 500;
 
-/** The counts one node holds for one API key: changed together, by one script call. */
+/** The counts one node holds for one API key in one count family: changed together, by one script call. */
 interface CountShare {
   readonly nodeId: NodeId;
   readonly key: ApiKey;
+  readonly family: CountFamily;
 }
 
 interface CountChange {
@@ -23,7 +26,7 @@ interface CountChange {
   readonly delta: 1 | -1;
 }
 
-const shareId = ({ nodeId, key }: CountShare): string => `${nodeId}\u001f${key}`;
+const shareId = ({ nodeId, key, family }: CountShare): string => `${nodeId}\u001f${key}\u001f${family}`;
 
 /** A share's write in flight and the changes waiting for it to be answered. */
 interface ShareWrites {
@@ -86,7 +89,7 @@ export class RedisConnectionCounts implements ConnectionCounts {
   }
 
   /** Writes one batch of a share's changes: their net per channel, in one script call. */
-  private writeChanges({ nodeId, key }: CountShare, changes: CountChange[]): Promise<unknown> {
+  private writeChanges({ nodeId, key, family }: CountShare, changes: CountChange[]): Promise<unknown> {
     const net = new Map<ChannelName, number>();
     for (const { channel, delta } of changes) net.set(channel, (net.get(channel) ?? 0) + delta);
     const args: Array<string | number> = [];
@@ -101,7 +104,7 @@ export class RedisConnectionCounts implements ConnectionCounts {
       for (let i = 0; i < args.length; i += MAX_ARGS) {
         await countsAdd.run(
           this.client,
-          [...this.keyTriple(key, nodeId), ...this.hookKeys(key)],
+          [...this.keyTriple(key, nodeId, family), ...this.hookKeys(key), ...this.otherChannels(key, family)],
           args.slice(i, i + MAX_ARGS),
         );
       }
@@ -116,20 +119,31 @@ export class RedisConnectionCounts implements ConnectionCounts {
     private readonly keys: RedisKeys,
   ) {}
 
-  increment(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    return this.changes.add({ nodeId, key }, { channel, delta: 1 });
+  increment(
+    nodeId: NodeId,
+    key: ApiKey,
+    channel: ChannelName,
+    family: CountFamily = 'piesocket',
+  ): Promise<void> {
+    return this.changes.add({ nodeId, key, family }, { channel, delta: 1 });
   }
 
-  decrement(nodeId: NodeId, key: ApiKey, channel: ChannelName): Promise<void> {
-    return this.changes.add({ nodeId, key }, { channel, delta: -1 });
+  decrement(
+    nodeId: NodeId,
+    key: ApiKey,
+    channel: ChannelName,
+    family: CountFamily = 'piesocket',
+  ): Promise<void> {
+    return this.changes.add({ nodeId, key, family }, { channel, delta: -1 });
   }
 
   async list(
     key: ApiKey,
     offset = 0,
     limit = Number.MAX_SAFE_INTEGER,
+    family: CountFamily = 'piesocket',
   ): Promise<{ items: ChannelCount[]; total: number }> {
-    const channels = this.keys.countsChannels(key);
+    const channels = this.keys.countsChannels(key, family);
     const stop = limit >= Number.MAX_SAFE_INTEGER ? -1 : offset + limit - 1;
     if (limit <= 0) return { items: [], total: await guard(this.client, () => this.client.zcard(channels)) };
     const [range, total] = await guard(this.client, () =>
@@ -142,8 +156,8 @@ export class RedisConnectionCounts implements ConnectionCounts {
     return { items, total };
   }
 
-  async sum(key: ApiKey): Promise<number> {
-    return Number((await guard(this.client, () => this.client.get(this.keys.countsTotal(key)))) ?? 0);
+  async sum(key: ApiKey, family: CountFamily = 'piesocket'): Promise<number> {
+    return Number((await guard(this.client, () => this.client.get(this.keys.countsTotal(key, family)))) ?? 0);
   }
 
   async reserveSocket(nodeId: NodeId, key: ApiKey, limit: number): Promise<boolean> {
@@ -167,26 +181,33 @@ export class RedisConnectionCounts implements ConnectionCounts {
   async removeNode(nodeId: NodeId): Promise<void> {
     const nodeKeys = this.keys.countsNodeKeys(nodeId);
     for (const key of await guard(this.client, () => this.client.smembers(nodeKeys))) {
-      const keys = [...this.keyTriple(key, nodeId), ...this.socketKeys(key), ...this.hookKeys(key)];
-      // Each call takes out about REMOVE_PER_CALL channels; other clients' commands run in between.
-      let cursor = '0';
-      do {
-        const step = cursor;
-        cursor = String(
-          await guard(this.client, () =>
-            countsRemoveNode.run(this.client, keys, [nodeId, step, REMOVE_PER_CALL]),
-          ),
-        );
-      } while (cursor !== '0');
+      for (const family of COUNT_FAMILIES) {
+        const keys = [
+          ...this.keyTriple(key, nodeId, family),
+          ...this.socketKeys(key),
+          ...this.hookKeys(key),
+          ...this.otherChannels(key, family),
+        ];
+        // Each call takes out about REMOVE_PER_CALL channels; other clients' commands run in between.
+        let cursor = '0';
+        do {
+          const step = cursor;
+          cursor = String(
+            await guard(this.client, () =>
+              countsRemoveNode.run(this.client, keys, [nodeId, step, REMOVE_PER_CALL]),
+            ),
+          );
+        } while (cursor !== '0');
+      }
       await guard(this.client, () => this.client.srem(nodeKeys, key));
       // An increment or reservation of the same node id may have raced in between (a node restarting under its id).
-      const [share, sockets] = await guard(this.client, () =>
+      const [shares, sockets] = await guard(this.client, () =>
         Promise.all([
-          this.client.exists(this.keys.countsNode(key, nodeId)),
+          this.client.exists(...COUNT_FAMILIES.map((family) => this.keys.countsNode(key, nodeId, family))),
           this.client.hexists(this.keys.countsSockets(key), nodeId),
         ]),
       );
-      if (share || sockets) await guard(this.client, () => this.client.sadd(nodeKeys, key));
+      if (shares || sockets) await guard(this.client, () => this.client.sadd(nodeKeys, key));
     }
   }
 
@@ -198,7 +219,18 @@ export class RedisConnectionCounts implements ConnectionCounts {
     return [this.keys.countsSockets(key), this.keys.countsSocketsTotal(key)];
   }
 
-  private keyTriple(key: ApiKey, nodeId: NodeId): string[] {
-    return [this.keys.countsChannels(key), this.keys.countsTotal(key), this.keys.countsNode(key, nodeId)];
+  private keyTriple(key: ApiKey, nodeId: NodeId, family: CountFamily): string[] {
+    return [
+      this.keys.countsChannels(key, family),
+      this.keys.countsTotal(key, family),
+      this.keys.countsNode(key, nodeId, family),
+    ];
+  }
+
+  /** The channel ZSETs of the key's other count families: webhook transitions are per channel name. */
+  private otherChannels(key: ApiKey, family: CountFamily): string[] {
+    return COUNT_FAMILIES.filter((other) => other !== family).map((other) =>
+      this.keys.countsChannels(key, other),
+    );
   }
 }

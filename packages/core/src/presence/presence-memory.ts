@@ -64,6 +64,11 @@ export class MemoryPresenceStore implements PresenceStore {
     }
     const identity = identityOf(entry.member);
     const existing = state.entries.get(entry.connId);
+    const max = listing?.maxIdentities ?? 0;
+    if (max > 0 && !state.byIdentity.has(identity) && state.byIdentity.size >= max) {
+      if (state.entries.size === 0) this.topics.delete(id);
+      return { firstOfIdentity: false, identityCount: state.byIdentity.size, refused: true };
+    }
     if (existing) this.unindex(state, existing);
     if (existing && existing.identity !== identity && this.webhooks) {
       // The connection now presents another identity: the old one may have left, the new one arrived.

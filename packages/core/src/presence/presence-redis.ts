@@ -129,7 +129,7 @@ export class RedisPresenceStore implements PresenceStore {
       }
       for (const k of ownKeys) keys.push(k);
       if (write.kind === 'leave') {
-        args.push('leave', topic.protocol, topic.channel, write.connId, '', '', '', '', '', '');
+        args.push('leave', topic.protocol, topic.channel, write.connId, '', '', '', '', '', '', '');
         continue;
       }
       const { entry, now, listing } = write;
@@ -146,13 +146,15 @@ export class RedisPresenceStore implements PresenceStore {
         -now,
         listing?.of ?? '',
         listing ? Math.max(0, Math.min(listing.limit, MAX_RANGE)) : 0,
+        Math.max(0, listing?.maxIdentities ?? 0),
       );
     }
     const replies = (await this.scripts.writes.run(this.client, keys, args)) as unknown[];
     return replies.map((reply, i) => {
       const write = pending[i]!;
       if (write.kind === 'leave') return reply ? toLeave(reply) : null;
-      const [first, count, total, entries] = reply as [number, number, number, string[]];
+      const [first, count, total, entries, refused] = reply as [number, number, number, string[], number];
+      if (refused === 1) return { firstOfIdentity: false, identityCount: count, refused: true as const };
       const firstOfIdentity = first === 1;
       if (!write.listing) return { firstOfIdentity, identityCount: count };
       return { firstOfIdentity, identityCount: count, listed: { members: entries.map(memberOf), total } };

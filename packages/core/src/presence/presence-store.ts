@@ -15,6 +15,13 @@ export interface PresenceEntry {
 export interface JoinListing {
   readonly of: 'entries' | 'identities';
   readonly limit: number;
+  /**
+   * Admission (Pusher's members per presence channel): when the entry's identity is not in the
+   * topic yet and the topic already holds this many identities, the join is refused and nothing
+   * is written, checked in the same atomic step as the write, so concurrent joins on any nodes
+   * never pass it together. Absent or 0: no limit.
+   */
+  readonly maxIdentities?: number;
 }
 
 export interface JoinResult {
@@ -24,6 +31,8 @@ export interface JoinResult {
   readonly identityCount: number;
   /** With a `JoinListing`: the members after the join, and the total of entries or identities. */
   readonly listed?: { readonly members: Member[]; readonly total: number };
+  /** The join was refused by `maxIdentities` (nothing written; `identityCount` is the topic's). */
+  readonly refused?: true;
 }
 
 /** Where one presence entry is: a connection in a topic. */

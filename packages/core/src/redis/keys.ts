@@ -1,4 +1,5 @@
 import type { ApiKey, NodeId, Protocol, Topic } from '../types';
+import type { CountFamily } from '../config/families';
 
 /**
  * The one module that names Redis keys and pub/sub channels. `docs/redis-keys.md` lists every
@@ -30,12 +31,15 @@ export interface RedisKeys {
   presenceByNode(key: ApiKey): string;
   /** SET of API keys in which a node holds presence entries. */
   presenceNodeKeys(nodeId: NodeId): string;
-  /** ZSET channel → −count, per API key. */
-  countsChannels(key: ApiKey): string;
-  /** STRING: the key's total connection count. */
-  countsTotal(key: ApiKey): string;
-  /** HASH channel → count contributed by one node. */
-  countsNode(key: ApiKey, nodeId: NodeId): string;
+  /**
+   * ZSET channel → −count, per API key and count family. The PieSocket family's names are the
+   * original, unmarked ones (`counts:{<key>}:channels`); Pusher's carry `:pusher` after the tag.
+   */
+  countsChannels(key: ApiKey, family?: CountFamily): string;
+  /** STRING: the key's total connection count in one count family. */
+  countsTotal(key: ApiKey, family?: CountFamily): string;
+  /** HASH channel → count contributed by one node, in one count family. */
+  countsNode(key: ApiKey, nodeId: NodeId, family?: CountFamily): string;
   /** HASH nodeId → sockets of the API key that node reserved (the per-key connection limit). */
   countsSockets(key: ApiKey): string;
   /** STRING: sockets of the API key reserved on every node. */
@@ -113,6 +117,9 @@ export function redisKeys(prefix: string): RedisKeys {
     }
     return lastTag;
   };
+  /** The counts of one family: PieSocket's unmarked (the names of every earlier version), Pusher's marked. */
+  const byCountFamily = (key: ApiKey, family: CountFamily = 'piesocket'): string =>
+    family === 'piesocket' ? byKey('counts', key) : `${byKey('counts', key)}:${family}`;
   const byNode = (kind: string, nodeId: NodeId): string => `${p}:${kind}:{${checked('node id', nodeId)}}`;
   const presenceTopic = (t: Topic): string => `${byKey('presence', t.key)}:topic:${topicPart(t)}`;
   return {
@@ -126,9 +133,9 @@ export function redisKeys(prefix: string): RedisKeys {
       `${byKey('presence', key)}:channel-names${protocol ? `:${checked('protocol', protocol)}` : ''}`,
     presenceByNode: (key) => `${byKey('presence', key)}:by-node`,
     presenceNodeKeys: (nodeId) => byNode('presence-node', nodeId),
-    countsChannels: (key) => `${byKey('counts', key)}:channels`,
-    countsTotal: (key) => `${byKey('counts', key)}:total`,
-    countsNode: (key, nodeId) => `${byKey('counts', key)}:node:${checked('node id', nodeId)}`,
+    countsChannels: (key, family) => `${byCountFamily(key, family)}:channels`,
+    countsTotal: (key, family) => `${byCountFamily(key, family)}:total`,
+    countsNode: (key, nodeId, family) => `${byCountFamily(key, family)}:node:${checked('node id', nodeId)}`,
     countsSockets: (key) => `${byKey('counts', key)}:sockets`,
     countsSocketsTotal: (key) => `${byKey('counts', key)}:sockets-total`,
     countsNodeKeys: (nodeId) => byNode('counts-node', nodeId),

@@ -126,7 +126,7 @@ end
 `;
 
 /** Values per write in `presenceWrites`' ARGV. */
-export const WRITE_ARGS = 10;
+export const WRITE_ARGS = 11;
 
 /**
  * Joins and leaves of one API key, applied in the order given (as if run one by one), with
@@ -134,16 +134,21 @@ export const WRITE_ARGS = 10;
  * `writeTopicKeys(others)` keys of write j's topic.
  * ARGV, `WRITE_ARGS` per write:
  * - a join: 'join', protocol, channel, connId, nodeId, identity, entry JSON, score (−now),
- *   listing ('' none, 'entries', 'identities'), listing limit;
- * - a leave: 'leave', protocol, channel, connId, and six unused values.
+ *   listing ('' none, 'entries', 'identities'), listing limit, max identities (0: none);
+ * - a leave: 'leave', protocol, channel, connId, and seven unused values.
  * Returns one reply per write. A join: {firstOfIdentity 0|1, identityCount, listed total,
- * {entry JSON…}}, listed right after itself (entries most recent first, or each listed
+ * {entry JSON…}, refused 0|1}: refused (nothing written) when the identity is new to the topic
+ * and the topic holds max identities already; else listed right after itself (entries most recent first, or each listed
  * identity's most recent entry). A leave: nil when absent, else {entry JSON, lastOfIdentity
  * 0|1, identityCount}.
  */
 const presenceWrites = (others: number): LuaScript =>
   new LuaScript(`${lib(others)}${READ_LIB}
-local function join(t, protocol, channel, connId, nodeId, identity, json, score, listing, limit)
+local function join(t, protocol, channel, connId, nodeId, identity, json, score, listing, limit, max)
+  if max > 0 and not redis.call('ZSCORE', t.byident, identity) then
+    local held = redis.call('ZCARD', t.byident)
+    if held >= max then return {0, held, 0, {}, 1} end
+  end
   local old = redis.call('HGET', t.conns, connId)
   local first = 0
   if old then
@@ -181,7 +186,7 @@ local function join(t, protocol, channel, connId, nodeId, identity, json, score,
       entries = hmgetAll(t.conns, hmgetAll(t.identconn, ids))
     end
   end
-  return {first, identities, total, entries}
+  return {first, identities, total, entries, 0}
 end
 
 hooksOn(KEYS[3], KEYS[4])
@@ -191,7 +196,7 @@ for j = 1, (#KEYS - ${SHARED_KEYS}) / ${writeTopicKeys(others)} do
   local a = 1 + (j - 1) * ${WRITE_ARGS}
   if ARGV[a] == 'join' then
     out[#out + 1] = join(t, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5],
-      ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], tonumber(ARGV[a + 9]))
+      ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], tonumber(ARGV[a + 9]), tonumber(ARGV[a + 10]))
   else
     out[#out + 1] = leaveEntry(t, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
   end

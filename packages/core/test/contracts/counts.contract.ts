@@ -148,6 +148,36 @@ export function describeCountsContract(name: string, createCounts: () => Promise
       expect(await counts.sum(key)).toBe(1);
     });
 
+    it('keeps the Pusher family apart from the PieSocket one, the default', async () => {
+      await add('n1', 'room', 2);
+      await counts.increment('n1', key, 'room', 'pusher');
+      await counts.increment('n2', key, 'room', 'pusher');
+      await counts.increment('n2', key, 'room', 'pusher');
+      await counts.increment('n2', key, 'only-pusher', 'pusher');
+      expect(await counts.list(key)).toEqual({ items: [{ channel: 'room', count: 2 }], total: 1 });
+      expect(await counts.list(key, 0, 10, 'piesocket')).toEqual(await counts.list(key));
+      expect(await counts.list(key, 0, 10, 'pusher')).toEqual({
+        items: [
+          { channel: 'room', count: 3 },
+          { channel: 'only-pusher', count: 1 },
+        ],
+        total: 2,
+      });
+      expect(await counts.sum(key)).toBe(2);
+      expect(await counts.sum(key, 'pusher')).toBe(4);
+      // A decrement of one family never takes from the other's share.
+      await counts.decrement('n1', key, 'room', 'pusher');
+      await counts.decrement('n1', key, 'room', 'pusher');
+      expect(await counts.sum(key)).toBe(2);
+      expect(await counts.sum(key, 'pusher')).toBe(3);
+      await counts.removeNode('n2');
+      expect(await counts.list(key, 0, 10, 'pusher')).toEqual({ items: [], total: 0 });
+      expect(await counts.sum(key, 'pusher')).toBe(0);
+      expect(await counts.sum(key)).toBe(2);
+      await counts.removeNode('n1');
+      expect(await counts.sum(key)).toBe(0);
+    });
+
     it('keeps API keys apart', async () => {
       const other = unique('other');
       await add('n1', 'room', 2);

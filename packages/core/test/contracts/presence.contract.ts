@@ -119,6 +119,46 @@ export function describePresenceContract(name: string, createStore: () => Promis
       ]);
     });
 
+    it('refuses, atomically, a new identity past maxIdentities, never another entry of a member', async () => {
+      const limited = { of: 'identities', limit: 10, maxIdentities: 3 } as const;
+      // Ten users join at once from two nodes: exactly three get in, nothing of the others is written.
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          store.join(
+            room,
+            entry(`n${i % 2}/${i}`, { uuid: `u${i}`, user: `user${i}` }, `node-${i % 2}`),
+            1000 + i,
+            limited,
+          ),
+        ),
+      );
+      const admitted = results.filter((result) => !result.refused);
+      expect(admitted).toHaveLength(3);
+      for (const refused of results.filter((result) => result.refused))
+        expect(refused).toEqual({ firstOfIdentity: false, identityCount: 3, refused: true });
+      expect((await store.identities(room, 0, 100)).count).toBe(3);
+      expect((await store.roster(room, 100)).total).toBe(3);
+      // A member's second tab and a refresh get in; a fourth user still does not.
+      const member = (await store.identities(room, 0, 1)).identities[0]!;
+      const tab = await store.join(
+        room,
+        entry('n9/1', { uuid: 'tab', user: member }, 'node-9'),
+        2000,
+        limited,
+      );
+      expect(tab.refused).toBeUndefined();
+      expect(tab.identityCount).toBe(3);
+      const late = await store.join(
+        room,
+        entry('n9/2', { uuid: 'late', user: 'late' }, 'node-9'),
+        2001,
+        limited,
+      );
+      expect(late.refused).toBe(true);
+      expect((await store.roster(room, 100)).total).toBe(4);
+      expect(await store.leave(room, 'n9/2')).toBeNull();
+    });
+
     it('applies joins and leaves made together in the order they were made', async () => {
       const [absent, , left, , rejoined] = await Promise.all([
         store.leave(room, 'a/1'),

@@ -101,6 +101,23 @@ export function describeWebhooksContract(
       expect(await drain()).toEqual([]);
     });
 
+    it('emits channel_occupied and channel_vacated per channel name, over the count families', async () => {
+      await enable({ url: 'http://example.test/hook' });
+      await ports.counts.increment('node-a', key, 'room');
+      await ports.counts.increment('node-b', key, 'room', 'pusher');
+      await ports.counts.decrement('node-a', key, 'room');
+      await ports.counts.increment('node-b', key, 'pusher-only', 'pusher');
+      await ports.counts.increment('node-a', key, 'room');
+      await ports.counts.removeNode('node-b');
+      await ports.counts.decrement('node-a', key, 'room');
+      expect(await drain()).toEqual([
+        { name: 'channel_occupied', channel: 'room' },
+        { name: 'channel_occupied', channel: 'pusher-only' },
+        { name: 'channel_vacated', channel: 'pusher-only' },
+        { name: 'channel_vacated', channel: 'room' },
+      ]);
+    });
+
     it('emits one member_added and one member_removed per identity, over tabs, nodes and protocols', async () => {
       await enable({ url: 'http://example.test/hook' });
       const alice = (uuid: string): Member => ({ uuid, user: 'alice' });

@@ -1,8 +1,9 @@
-import { seedKeys } from '@switchboard/core';
+import { countFamilyOf, seedKeys } from '@switchboard/core';
 import type { EntryPlace } from '@switchboard/core';
 import { publishToChannel } from '../fanout/events';
 import { memberOf } from '../connections/connection';
 import { activityNow, publishLeave } from '../connections/presence-events';
+import { isSignedInAt, rejoinUser } from '../connections/users';
 import { topicId } from '@switchboard/core';
 import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
 import type { Registry } from '../fanout/registry';
@@ -37,7 +38,9 @@ const REPAIR_INTERVAL_MS = 30_000;
  *   reply was lost. The node's own index in the engine says where its entries are, read in
  *   batches, so the node keeps nothing per closed connection however long an outage lasts; then
  *   every open presence subscription is joined again (idempotent; announced as its dialect does:
- *   a V4 identity that had been removed gets `member_joined` again);
+ *   a V4 identity that had been removed gets `member_joined` again), and every signed-in
+ *   connection's entry in its user's topic (watchers hear `online` again for a user whose entry
+ *   the engine had lost: connections/users.ts);
  * - broker subscriptions: every topic with local subscribers is subscribed again;
  * - keys: `SWITCHBOARD_KEYS` is applied again, so a Redis that came back empty (no
  *   persistence) still knows the deployment's keys. Keys created with `switchboard keys` live
@@ -118,9 +121,13 @@ export class Repair {
           state.socketReserved = true;
           batch.push(engine.counts.reserveSocket(nodeId, state.key, 0));
         }
+        // A signed-in connection is present in its user's topic (watchlists): written again too.
+        if (state.signedIn !== undefined) batch.push(rejoinUser(ctx, state));
         for (const sub of state.subs.values()) {
           subscriptions++;
-          batch.push(engine.counts.increment(nodeId, state.key, sub.channel));
+          batch.push(
+            engine.counts.increment(nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol)),
+          );
           if (sub.presence) {
             const entry = { connId: state.id, nodeId, member: memberOf(sub) };
             batch.push(
@@ -151,6 +158,7 @@ export class Repair {
     if (this.ctx.earlyJoins.holds(connId, (sub) => topicId(sub.topic) === topicId(topic))) return true;
     const state = this.ctx.registry.byId(connId);
     if (!state || state.closed) return false;
+    if (isSignedInAt(state, topic)) return true;
     const sub = state.subs.get(topic.channel);
     return sub !== undefined && sub.presence && topicId(sub.topic) === topicId(topic);
   }

@@ -1,3 +1,4 @@
+import { countFamilyOf } from '@switchboard/core';
 import type { ConnectionState, Subscription } from './connection';
 import { joinPresence, leavePresence } from './presence-events';
 import type { Resume } from '../streams/resume';
@@ -7,7 +8,7 @@ import type { Meters } from '../meters';
 import type { Registry } from '../fanout/registry';
 import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
 import type { Streams } from '../streams/streams';
-import type { PresenceDeps } from './presence-events';
+import type { MemberLimit, PresenceDeps } from './presence-events';
 
 /** What entering and leaving channels takes. */
 export interface ChannelDeps extends PresenceDeps {
@@ -71,17 +72,20 @@ export function enterChannel(
   sub: Subscription,
   acknowledge?: () => void,
   resume?: Resume,
+  limit?: MemberLimit,
 ): Promise<void> | undefined {
   state.subs.set(sub);
   ctx.registry.joinTopic(sub.topic, state);
   ctx.meters.subscriptions[sub.topic.protocol]?.inc();
-  ctx.engine.counts.increment(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).increment);
-  if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume);
+  ctx.engine.counts
+    .increment(ctx.nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol))
+    .catch(failures(ctx).increment);
+  if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume, limit);
   // A presence subscription joins its uWS topic once its member_list is sent (fanout/list-gate.ts).
   if (sub.presence) ctx.listGate.hold(state, sub);
   else state.conn?.subscribe(localTopicOf(state.dialect.variants, sub.topic, sub.primary));
   acknowledge?.();
-  if (sub.presence) return joinPresence(ctx, state, sub).catch(failures(ctx).join);
+  if (sub.presence) return joinPresence(ctx, state, sub, limit).catch(failures(ctx).join);
   return undefined;
 }
 
@@ -91,13 +95,14 @@ async function enterRecovering(
   sub: Subscription,
   acknowledge: (() => void) | undefined,
   resume: Resume | undefined,
+  limit: MemberLimit | undefined,
 ): Promise<void> {
   const catchUp: CatchUp = await ctx.streams.prepare(state, sub, resume);
   // Closed or unsubscribed while history was read: `leaveChannel` already took it down.
   if (state.closed || state.subs.get(sub.channel) !== sub) return;
   acknowledge?.();
   ctx.streams.start(catchUp);
-  if (sub.presence) await joinPresence(ctx, state, sub).catch(failures(ctx).join);
+  if (sub.presence) await joinPresence(ctx, state, sub, limit).catch(failures(ctx).join);
 }
 
 /**
@@ -121,7 +126,9 @@ export function leaveChannel(ctx: ChannelDeps, state: ConnectionState, sub: Subs
   ctx.meters.subscriptions[sub.topic.protocol]?.dec();
   ctx.subscriptions.release(sub.topic);
   if (ctx.status.draining) return;
-  ctx.engine.counts.decrement(ctx.nodeId, state.key, sub.channel).catch(failures(ctx).decrement);
+  ctx.engine.counts
+    .decrement(ctx.nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol))
+    .catch(failures(ctx).decrement);
   if (!sub.presence) return;
   // A join still in flight is announced first; the leave follows it (`joinPresence`).
   const leave = (): Promise<void> => leavePresence(ctx, state.id, sub);

@@ -10,6 +10,7 @@ import { sendFrameError, sendTo } from '../fanout/send';
 import { HISTORY_UNAVAILABLE } from '../streams/streams';
 import { isResumeProblem, parseResume } from '../streams/resume';
 import type { ChannelDeps } from './channels';
+import type { MemberLimit } from './presence-events';
 
 const CLIENT_MESSAGES_OFF = 'Client messages are disabled for this API key';
 const AUTH_FAILED = 'Authentication failed, provide valid jwt token.';
@@ -111,8 +112,10 @@ async function subscribe(
     const tooLong = identityProblem(uuid, auth.user);
     if (tooLong) return reply(tooLong);
     const wanted = { key: state.key, protocol: state.dialect.family, channel };
-    if (request.maxIdentities !== undefined) {
-      const full = await isFull(ctx, wanted, request.maxIdentities, auth.user);
+    const { maxIdentities } = request;
+    if (maxIdentities !== undefined) {
+      // A quick refusal of a channel already full; the join itself checks again, atomically.
+      const full = await isFull(ctx, wanted, maxIdentities, auth.user);
       if (full) return reply(full);
     }
     const topic = await ctx.subscriptions.acquire(wanted);
@@ -127,8 +130,20 @@ async function subscribe(
       recover: request.recover || resume !== undefined,
       info: request.info,
     });
+    // Joins racing on other nodes may fill the channel after the check above: the presence store
+    // refuses the join then, and the subscription is taken down with the same answer.
+    const limit: MemberLimit | undefined =
+      maxIdentities === undefined
+        ? undefined
+        : {
+            maxIdentities,
+            refused: () => {
+              if (state.subs.get(channel) === sub) leaveChannel(ctx, state, sub);
+              reply(fullMessage(maxIdentities));
+            },
+          };
     try {
-      await enterChannel(ctx, state, sub, () => reply(), resume);
+      await enterChannel(ctx, state, sub, () => reply(), resume, limit);
       if (request.replayLast) await replayLast(ctx, state, sub, request.replayLast.miss);
     } catch (error) {
       ctx.logger.warn({ err: error, channel }, 'history read failed; subscribe refused');
@@ -136,7 +151,9 @@ async function subscribe(
       reply(HISTORY_UNAVAILABLE, true);
     }
   } finally {
-    state.pending?.delete(channel);
+    // Dropped once empty: an idle socket keeps no Set (docs/performance.md, "Idle memory per
+    // connection").
+    if (state.pending?.delete(channel) && state.pending.size === 0) state.pending = undefined;
   }
 }
 
@@ -178,8 +195,10 @@ async function isFull(
   if (page.count < max) return undefined;
   const identity = user === undefined || user === null ? undefined : identityOf({ uuid: '', user });
   if (identity !== undefined && page.identities.includes(identity)) return undefined;
-  return `The channel has reached its limit of ${max} members`;
+  return fullMessage(max);
 }
+
+const fullMessage = (max: number): string => `The channel has reached its limit of ${max} members`;
 
 function unsubscribe(ctx: ChannelDeps, state: ConnectionState, channel: string, reply: Reply): void {
   if (channel === state.primary)

@@ -70,17 +70,19 @@ export const memberOf = (sub: Subscription): Member => {
 };
 
 /**
- * The subscriptions of one socket. Most sockets hold exactly one (every V3 socket, most V4
- * ones), so the primary is a field and a map exists only once a V4 socket adds secondaries:
- * idle connections cost less memory than with a `Map` each.
+ * The subscriptions of one socket. Most sockets hold exactly one (every V3 socket, most V4 ones,
+ * a Pusher socket after its first `pusher:subscribe`), so the first is a field and a map exists
+ * only once a second is added: idle connections cost less memory than with a `Map` each
+ * (docs/performance.md, "Idle memory per connection"). The primary, when there is one, is
+ * listed first.
  */
 export class Subscriptions {
-  private secondaries: Map<ChannelName, Subscription> | undefined;
+  private others: Map<ChannelName, Subscription> | undefined;
 
-  constructor(private primarySub: Subscription | undefined) {}
+  constructor(private first: Subscription | undefined) {}
 
   get(channel: ChannelName): Subscription | undefined {
-    return this.primarySub?.channel === channel ? this.primarySub : this.secondaries?.get(channel);
+    return this.first?.channel === channel ? this.first : this.others?.get(channel);
   }
 
   has(channel: ChannelName): boolean {
@@ -88,23 +90,39 @@ export class Subscriptions {
   }
 
   set(sub: Subscription): void {
-    if (sub.primary) this.primarySub = sub;
-    else (this.secondaries ??= new Map()).set(sub.channel, sub);
+    if (this.first?.channel === sub.channel) {
+      this.first = sub;
+      return;
+    }
+    // A channel is held in one place only: a replaced one in the map leaves it first.
+    if (this.others?.has(sub.channel)) this.delete(sub.channel);
+    const { first } = this;
+    if (first === undefined) {
+      this.first = sub;
+      return;
+    }
+    // The primary takes the field (it is listed first); a secondary there moves to the map.
+    if (sub.primary && !first.primary) {
+      this.first = sub;
+      (this.others ??= new Map()).set(first.channel, first);
+      return;
+    }
+    (this.others ??= new Map()).set(sub.channel, sub);
   }
 
   delete(channel: ChannelName): void {
-    if (this.primarySub?.channel === channel) this.primarySub = undefined;
-    else if (this.secondaries?.delete(channel) && this.secondaries.size === 0) this.secondaries = undefined;
+    if (this.first?.channel === channel) this.first = undefined;
+    else if (this.others?.delete(channel) && this.others.size === 0) this.others = undefined;
   }
 
   values(): Subscription[] {
-    const all = this.primarySub ? [this.primarySub] : [];
-    if (this.secondaries) all.push(...this.secondaries.values());
+    const all = this.first ? [this.first] : [];
+    if (this.others) all.push(...this.others.values());
     return all;
   }
 
   get size(): number {
-    return (this.primarySub ? 1 : 0) + (this.secondaries?.size ?? 0);
+    return (this.first ? 1 : 0) + (this.others?.size ?? 0);
   }
 }
 

@@ -55,3 +55,27 @@ function matches(sub: Subscription, selector: KickSelector): boolean {
   if (selector.user !== undefined && sub.userIdentity !== selector.user) return false;
   return true;
 }
+
+/**
+ * After a `key-changed` announcement: when `key` no longer exists, closes this node's sockets of
+ * the key whose dialect closes revoked sockets (`Dialect.kick.revoked`: Pusher's 4003). The key
+ * is read from the engine, not the cache (just invalidated anyway); when the engine cannot answer,
+ * nothing is closed (a later announcement or the socket's own close ends it).
+ */
+export async function closeRevoked(ctx: ChannelDeps, key: string): Promise<number> {
+  const open = [...ctx.registry.ofKey(key)].filter((state) => state.dialect.kick.revoked && !state.closed);
+  if (open.length === 0) return 0;
+  const record = await ctx.engine.keys.get(key).catch((error: unknown) => {
+    ctx.logger.warn({ err: error }, 'revoked key check failed; its sockets stay open');
+    return undefined;
+  });
+  if (record !== null) return 0;
+  let closed = 0;
+  for (const state of open) {
+    const revoked = state.dialect.kick.revoked;
+    if (!revoked || state.closed) continue;
+    closeConnection(state, revoked.code, revoked.text);
+    closed++;
+  }
+  return closed;
+}

@@ -32,6 +32,7 @@ function writeJoin(
   state: ConnectionState,
   sub: Subscription,
   now: number,
+  maxIdentities?: number,
 ): Promise<JoinResult> {
   return ctx.engine.presence.join(
     sub.topic,
@@ -40,8 +41,19 @@ function writeJoin(
     {
       of: state.dialect.presence.listing,
       limit: state.dialect.presence.listLimit?.(ctx.config) ?? ctx.config.limits.rosterLimit,
+      ...(maxIdentities === undefined ? {} : { maxIdentities }),
     },
   );
+}
+
+/**
+ * A subscription's member limit (Pusher's members per presence channel): the presence store
+ * checks it atomically with the join; `refused` runs instead of the join's announcements when
+ * the channel was full (nothing was written).
+ */
+export interface MemberLimit {
+  readonly maxIdentities: number;
+  refused(identityCount: number): void;
 }
 
 /**
@@ -55,15 +67,25 @@ function writeJoin(
  * of its arrival, even when it closed meanwhile: its leave (`leaveChannel`) waits
  * for the join (`sub.joining`) and follows it, so the channel's events stay consistent.
  */
-export function joinPresence(ctx: PresenceDeps, state: ConnectionState, sub: Subscription): Promise<void> {
-  const early = ctx.earlyJoins.take(state, sub);
+export function joinPresence(
+  ctx: PresenceDeps,
+  state: ConnectionState,
+  sub: Subscription,
+  limit?: MemberLimit,
+): Promise<void> {
+  // Early joins are of primary channels, which no limited dialect has.
+  const early = limit ? undefined : ctx.earlyJoins.take(state, sub);
   const joining = early
     ? early.settled.then((joined) => (joined ? { joined, now: early.now } : joinNow(ctx, state, sub)))
-    : joinNow(ctx, state, sub);
+    : joinNow(ctx, state, sub, limit?.maxIdentities);
   sub.joining = joining;
   return joining.then(
     ({ joined, now }) => {
       if (sub.joining === joining) sub.joining = undefined;
+      if (joined.refused) {
+        ctx.listGate.release(state, sub);
+        return limit?.refused(joined.identityCount);
+      }
       announceJoin(ctx, state, sub, joined, now);
     },
     (error: unknown) => {
@@ -78,9 +100,10 @@ function joinNow(
   ctx: PresenceDeps,
   state: ConnectionState,
   sub: Subscription,
+  maxIdentities?: number,
 ): Promise<{ joined: JoinResult; now: number }> {
   const now = activityNow();
-  return writeJoin(ctx, state, sub, now).then((joined) => ({ joined, now }));
+  return writeJoin(ctx, state, sub, now, maxIdentities).then((joined) => ({ joined, now }));
 }
 
 /** Sends the joiner its list (when it has a socket) and tells the channel who arrived. */

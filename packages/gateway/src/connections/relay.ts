@@ -60,7 +60,7 @@ function relay(
   // Text messages to the whole channel join its stream; direct messages and binary frames do not.
   const streamed = options.to === undefined && !options.binary && !options.systemBinary;
   const publish: Parameters<typeof publishToChannel>[3] = { ...options, sender: state, source: 'client' };
-  if (streamed) publish.stream = historyRetention(state.record, ctx.config);
+  if (streamed) publish.stream = historyRetention(state.record, ctx.config, sub.topic);
   void publishToChannel(ctx, sub.topic, body, publish);
   const record: LogRecord = {
     id: randomUUID(),

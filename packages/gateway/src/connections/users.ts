@@ -5,6 +5,7 @@ import { publishToChannel } from '../fanout/events';
 import { localTopicOf } from '../fanout/topics';
 import { sendTo } from '../fanout/send';
 import type { ChannelDeps } from './channels';
+import type { PresenceDeps } from './presence-events';
 
 /**
  * Online users of a protocol with user sign-in and watchlists (`Dialect.users`: Pusher's
@@ -114,4 +115,35 @@ export function signOutUser(ctx: ChannelDeps, state: ConnectionState): void {
       ctx.logger.warn({ err: error }, "presence leave failed; this node's share is rewritten to the engine");
       ctx.repair.repairSoon();
     });
+}
+
+/** Whether `state` is signed in and present in `topic` (its user's own topic). */
+export function isSignedInAt(state: ConnectionState, topic: Topic): boolean {
+  const entry = watching.get(state);
+  return (
+    entry !== undefined &&
+    entry.self.key === topic.key &&
+    entry.self.protocol === topic.protocol &&
+    entry.self.channel === topic.channel
+  );
+}
+
+/**
+ * Writes a signed-in connection's entry in its user's topic again (`Repair`, after the engine
+ * was away or lost its data): idempotent; when the user had no entry left in the engine (Redis
+ * came back empty, or its entry was lost), its watchers are told it is online again, as at
+ * sign-in. Resolves false for a connection that is not signed in.
+ */
+export async function rejoinUser(ctx: PresenceDeps, state: ConnectionState): Promise<boolean> {
+  const entry = watching.get(state);
+  const users = state.dialect.users;
+  if (!entry || !users || state.closed) return false;
+  const joined = await ctx.engine.presence.join(
+    entry.self,
+    { connId: state.id, nodeId: ctx.nodeId, member: { uuid: state.id, user: entry.user } },
+    activityNow(),
+  );
+  if (joined.firstOfIdentity)
+    await publishToChannel(ctx, entry.self, users.online([entry.user]), { stampable: false });
+  return true;
 }

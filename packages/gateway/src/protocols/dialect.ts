@@ -132,6 +132,13 @@ export interface Dialect {
      * and sent this frame instead of being closed.
      */
     readonly kicked?: (sub: ChannelView, reason: string) => string;
+    /**
+     * With it, this dialect's sockets still open when their key is deleted (`keys delete`, the
+     * account API) are closed with this code and text on every gateway, once the `key-changed`
+     * announcement shows the key gone (`closeRevoked`). Without it they stay open until they
+     * close: PieSocket keys are checked when a socket connects.
+     */
+    readonly revoked?: { readonly code: number; readonly text: string };
   };
 
   // ---- REST ----

@@ -63,7 +63,10 @@ export class Streams {
    * Rejects (engine unreachable) after undoing its own bookkeeping.
    */
   async prepare(state: ConnectionState, sub: Subscription, resume: Resume | undefined): Promise<CatchUp> {
-    const stream = this.streamOf(sub.topic, historyRetention(state.record, this.ctx.config).ttlSeconds);
+    const stream = this.streamOf(
+      sub.topic,
+      historyRetention(state.record, this.ctx.config, sub.topic).ttlSeconds,
+    );
     stream.subscribers++;
     this.attached.set(sub, { stream, joiner: undefined });
     this.senders.set(state.id, state);
@@ -174,7 +177,7 @@ export class Streams {
     stream: TopicStream,
   ): Promise<CatchUp> {
     const { history } = this.ctx.engine;
-    const retention = historyRetention(state.record, this.ctx.config);
+    const retention = historyRetention(state.record, this.ctx.config, sub.topic);
     const { ttlSeconds } = retention;
     // History of an epoch this node's stream left (two masters for a moment) is never resumed
     // from nor started at: the subscription starts at the stream's position instead.

@@ -1,3 +1,4 @@
+import { isPusherCacheTopic } from '@switchboard/core';
 import {
   CHANNEL_NAME_MAX_LENGTH,
   channelNameProblem,
@@ -94,5 +95,28 @@ describe('codes', () => {
       expect(reconnectAfterClose(spec.code)).toBe(spec.reconnect);
       expect(Buffer.byteLength(spec.message)).toBeLessThanOrEqual(123);
     }
+  });
+});
+
+describe('cache channels', () => {
+  it("are the same channels for the protocol and for core's history retention", () => {
+    const names = [
+      'cache-a',
+      'private-cache-a',
+      'presence-cache-a',
+      'private-encrypted-cache-a',
+      'private-encrypted-a',
+      'presence-a',
+      'a-cache-b',
+      'cache',
+      'private-cachex',
+      '#server-to-user-cache-a',
+    ];
+    for (const name of names)
+      expect([name, isPusherCacheTopic({ protocol: 'pusher', channel: name })]).toEqual([
+        name,
+        classifyChannel(name).cache,
+      ]);
+    expect(isPusherCacheTopic({ protocol: 'v4', channel: 'cache-a' })).toBe(false);
   });
 });

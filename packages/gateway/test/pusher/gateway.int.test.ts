@@ -4,14 +4,25 @@ import type { AddressInfo } from 'node:net';
 import type { ApiKeyRecord } from '@switchboard/core';
 import { startRedis } from '@switchboard/harness';
 import type { RedisServer } from '@switchboard/harness';
-import { connectClient, createTestKey, startGateway } from '@switchboard/testing';
+import {
+  connectClient,
+  createTestKey,
+  localPusherJs,
+  nextPusherEvent as next,
+  pusherBackend,
+  pusherJsConnected,
+  pusherJsSubscribed as subscribed,
+  pusherSocketId,
+  signInPusherSocket,
+  startGateway,
+} from '@switchboard/testing';
 import type { TestClient, TestGateway } from '@switchboard/testing';
 import Pusher from 'pusher';
 import type PusherJs from 'pusher-js';
 import type { Channel, PresenceChannel } from 'pusher-js';
 import type { default as EchoClass } from 'laravel-echo' with { 'resolution-mode': 'import' };
 import { bodyMd5, hmacHex } from '../../src/protocols/pusher';
-import { expectEchoWhisperAndPresence, localPusherJs } from './support';
+import { expectEchoWhisperAndPresence } from './support';
 
 // Laravel Echo ships as an ES module with a CommonJS build, which is what the tests load.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -57,15 +68,7 @@ afterAll(async () => {
 const encryptionMasterKeyBase64 = Buffer.alloc(32, 9).toString('base64');
 
 const backend = (gateway: TestGateway, overrides: { secret?: string; appId?: string } = {}): Pusher =>
-  new Pusher({
-    encryptionMasterKeyBase64,
-    appId: overrides.appId ?? app.key,
-    key: app.key,
-    secret: overrides.secret ?? app.secret,
-    host: '127.0.0.1',
-    port: String(gateway.port),
-    useTLS: false,
-  });
+  pusherBackend(app, gateway.port, { encryptionMasterKeyBase64, ...overrides });
 
 interface As {
   /** Sign channel auth with this secret instead of the app's (a broken auth endpoint). */
@@ -90,32 +93,9 @@ async function connect(gateway: TestGateway, as: As = {}): Promise<PusherJs> {
     },
   });
   clients.push(client);
-  await new Promise<void>((resolve, reject) => {
-    client.connection.bind('connected', () => resolve());
-    client.connection.bind('failed', () => reject(new Error('pusher-js failed to connect')));
-  });
+  await pusherJsConnected(client);
   return client;
 }
-
-function subscribed(client: PusherJs, name: string): Promise<Channel> {
-  const channel = client.subscribe(name);
-  return new Promise((resolve, reject) => {
-    channel.bind('pusher:subscription_succeeded', () => resolve(channel));
-    channel.bind('pusher:subscription_error', (error: unknown) =>
-      reject(new Error(`subscription error: ${JSON.stringify(error)}`)),
-    );
-  });
-}
-
-/** The next `event` the channel receives, with its data. */
-const next = (channel: Channel, event: string): Promise<unknown> =>
-  new Promise((resolve) => {
-    const handler = (data: unknown): void => {
-      channel.unbind(event, handler);
-      resolve(data);
-    };
-    channel.bind(event, handler);
-  });
 
 /** Every `event` of the channel, as received. */
 function collect(channel: Channel, event: string): unknown[] {
@@ -317,13 +297,7 @@ describe('history', () => {
 describe('quotas', () => {
   it('answers 403 once the key’s daily message quota is used up', async () => {
     const limited = await createTestKey(one.engine, { limits: { messagesPerDay: 1 } });
-    const sdk = new Pusher({
-      appId: limited.key,
-      key: limited.key,
-      secret: limited.secret,
-      host: '127.0.0.1',
-      port: String(one.port),
-    });
+    const sdk = pusherBackend(limited, one.port);
     await sdk.trigger('quota', 'e', {});
     await expect(sdk.trigger('quota', 'e', {})).rejects.toMatchObject({ status: 403 });
   });
@@ -423,11 +397,34 @@ describe('presence channels', () => {
     await expect(subscribed(fourth, 'presence-small')).rejects.toThrow(/limit of 3 members/);
   });
 
+  it('admits exactly PUSHER_MAX_PRESENCE_MEMBERS of many users joining at once on two gateways', async () => {
+    const users = Array.from({ length: 12 }, (_, i) => `racer${i}`);
+    const racers = await Promise.all(users.map((id, i) => connect(i % 2 ? two : one, { user: { id } })));
+    // Every subscribe goes out in one turn: the gateways' checks before the join all see an empty channel.
+    const outcomes = await Promise.all(
+      racers.map((racer) =>
+        subscribed(racer, 'presence-race').then(
+          () => 'in' as const,
+          (error: Error) => {
+            expect(error.message).toMatch(/limit of 3 members/);
+            return 'refused' as const;
+          },
+        ),
+      ),
+    );
+    expect(outcomes.filter((outcome) => outcome === 'in')).toHaveLength(3);
+    const users3 = await backend(two).get({ path: '/channels/presence-race/users' });
+    expect(((await users3.json()) as { users: unknown[] }).users).toHaveLength(3);
+    const info = await backend(one).get({
+      path: '/channels/presence-race',
+      params: { info: 'user_count,subscription_count' },
+    });
+    expect(await info.json()).toEqual({ occupied: true, user_count: 3, subscription_count: 3 });
+  });
+
   it('drops client events over PUSHER_CLIENT_EVENTS_PER_SECOND with pusher:error 4301, the socket open', async () => {
     const client = await raw(one, `/app/${app.key}?protocol=7`);
-    const established = await client.nextEvent('pusher:connection_established');
-    const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
-    const auth = backend(one).authorizeChannel(socketId, 'private-burst').auth;
+    const auth = backend(one).authorizeChannel(await pusherSocketId(client), 'private-burst').auth;
     client.send({ event: 'pusher:subscribe', data: { channel: 'private-burst', auth } });
     await client.nextEvent('pusher_internal:subscription_succeeded');
     for (let i = 0; i < 6; i++) client.send({ event: 'client-burst', channel: 'private-burst', data: { i } });
@@ -470,9 +467,10 @@ describe('encrypted and cache channels', () => {
     expect(await got).toEqual({ code: 42 });
 
     const rawClient = await raw(one, `/app/${app.key}?protocol=7`);
-    const established = await rawClient.nextEvent('pusher:connection_established');
-    const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
-    const { auth } = backend(one).authorizeChannel(socketId, 'private-encrypted-vault');
+    const { auth } = backend(one).authorizeChannel(
+      await pusherSocketId(rawClient),
+      'private-encrypted-vault',
+    );
     rawClient.send({ event: 'pusher:subscribe', data: { channel: 'private-encrypted-vault', auth } });
     await rawClient.nextEvent('pusher_internal:subscription_succeeded');
     rawClient.send({ event: 'client-x', channel: 'private-encrypted-vault', data: {} });
@@ -490,21 +488,15 @@ describe('encrypted and cache channels', () => {
     const hit = later.subscribe('cache-scores');
     expect(await next(hit, 'score')).toEqual({ home: 2 });
     const info = await backend(one).get({ path: '/channels/cache-scores', params: { info: 'cache' } });
-    expect(await info.json()).toEqual({ occupied: true, cache: { data: '{"home":2}', ttl: 120 } });
+    // Kept as Pusher keeps it (PUSHER_CACHE_TTL_SECONDS, 30 minutes), not HISTORY_TTL_SECONDS (120 s).
+    expect(await info.json()).toEqual({ occupied: true, cache: { data: '{"home":2}', ttl: 1800 } });
   });
 });
 
 /** A raw socket signed in as `id` (watching `watchlist`), once its pusher:signin_success arrived. */
 async function signIn(gateway: TestGateway, id: string, watchlist?: string[]): Promise<TestClient> {
   const client = await raw(gateway, `/app/${app.key}?protocol=7`);
-  const established = await client.nextEvent('pusher:connection_established');
-  const socketId = (JSON.parse(established.json?.['data'] as string) as { socket_id: string }).socket_id;
-  const { auth, user_data } = backend(gateway).authenticateUser(socketId, {
-    id,
-    ...(watchlist ? { watchlist } : {}),
-  });
-  client.send({ event: 'pusher:signin', data: { auth, user_data } });
-  await client.nextEvent('pusher:signin_success');
+  await signInPusherSocket(client, backend(gateway), { id, ...(watchlist ? { watchlist } : {}) });
   return client;
 }
 
@@ -618,13 +610,7 @@ describe('webhooks', () => {
       });
       const as = (id: string) => ({ user: { id } });
       const connectHooked = async (gateway: TestGateway, id: string): Promise<PusherJs> => {
-        const signer = new Pusher({
-          appId: hooked.key,
-          key: hooked.key,
-          secret: hooked.secret,
-          host: '127.0.0.1',
-          port: String(gateway.port),
-        });
+        const signer = pusherBackend(hooked, gateway.port);
         const client = localPusherJs({
           key: hooked.key,
           port: gateway.port,
@@ -632,7 +618,7 @@ describe('webhooks', () => {
           presence: { user_id: as(id).user.id },
         });
         clients.push(client);
-        await new Promise<void>((resolve) => client.connection.bind('connected', () => resolve()));
+        await pusherJsConnected(client);
         return client;
       };
       const [tab1, tab2] = await Promise.all([connectHooked(one, 'w1'), connectHooked(two, 'w1')]);

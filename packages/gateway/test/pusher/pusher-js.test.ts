@@ -2,6 +2,7 @@ import type { default as EchoClass } from 'laravel-echo' with { 'resolution-mode
 import Pusher from 'pusher';
 import type PusherJs from 'pusher-js';
 import type { Members, PresenceChannel } from 'pusher-js';
+import { localPusherJs } from '@switchboard/testing';
 import {
   PUSHER_ERRORS,
   channelEvent,
@@ -12,7 +13,7 @@ import {
 } from '../../src/protocols/pusher';
 import { type FrameHarness, startFrameHarness } from './frame-harness';
 import { startSdkHarness } from './sdk-requests';
-import { expectEchoWhisperAndPresence, localPusherJs } from './support';
+import { expectEchoWhisperAndPresence } from './support';
 
 /**
  * The frame builders, the client frame parser and the verifiers against the real `pusher-js` 8

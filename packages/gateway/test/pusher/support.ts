@@ -1,46 +1,4 @@
-import type Pusher from 'pusher';
-import PusherJs from 'pusher-js';
-import type { Options } from 'pusher-js';
 import type { default as EchoClass } from 'laravel-echo' with { 'resolution-mode': 'import' };
-
-export interface LocalPusherJsOptions {
-  key: string;
-  /** The gateway's (or harness's) port on 127.0.0.1, spoken to over plain `ws`. */
-  port: number;
-  /** The app backend: the `pusher` server SDK that signs channel authorization. */
-  signer: Pusher;
-  /** The member presence channels are authorized for. */
-  presence: Pusher.PresenceChannelData;
-  /** The user authentication (signin) endpoint, where a test needs one. */
-  userAuthentication?: Options['userAuthentication'];
-}
-
-/**
- * A pusher-js client (it starts connecting at once) whose channel authorization endpoint is the
- * `pusher` server SDK answering in process, as an app backend's endpoint would.
- */
-export function localPusherJs(options: LocalPusherJsOptions): PusherJs {
-  const { signer, presence } = options;
-  return new PusherJs(options.key, {
-    cluster: 'local',
-    wsHost: '127.0.0.1',
-    wsPort: options.port,
-    forceTLS: false,
-    enabledTransports: ['ws'],
-    channelAuthorization: {
-      endpoint: '/unused',
-      transport: 'ajax',
-      customHandler: ({ socketId, channelName }, callback) =>
-        callback(
-          null,
-          channelName.startsWith('presence-')
-            ? signer.authorizeChannel(socketId, channelName, presence)
-            : signer.authorizeChannel(socketId, channelName),
-        ),
-    },
-    ...(options.userAuthentication ? { userAuthentication: options.userAuthentication } : {}),
-  });
-}
 
 /**
  * Laravel Echo over the server, the part two tests share: `ada` whispers on the private channel

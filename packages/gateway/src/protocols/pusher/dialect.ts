@@ -270,7 +270,11 @@ export const pusher: Dialect = {
     offline: (users) => watchlistEvents([{ name: 'offline', user_ids: users }]),
   },
 
-  kick: { targeted: false },
+  // A deleted key is Pusher's disabled app for the sockets it had (docs/pusher.md, "4003").
+  kick: {
+    targeted: false,
+    revoked: { code: PUSHER_ERRORS.APP_DISABLED.code, text: PUSHER_ERRORS.APP_DISABLED.message },
+  },
 
   // Pusher's own API is `http`; the cluster API reads its channels' history like the others'.
   routes: { '/api/pusher/history': (ctx, body) => history(ctx, PUSHER_FAMILY, body) },

@@ -149,7 +149,7 @@ async function serve(
     case 'channels': {
       const query = parseChannelsQuery(params);
       if (isError(query)) return text(query);
-      const counts = await ctx.engine.counts.list(record.key, 0, MAX_LISTED_CHANNELS);
+      const counts = await ctx.engine.counts.list(record.key, 0, MAX_LISTED_CHANNELS, 'pusher');
       // `#server-to-user-…` channels are a user's own, never listed (as on Pusher).
       const listed = counts.items.filter(
         (item) => item.count > 0 && item.channel.startsWith(query.prefix) && !item.channel.startsWith('#'),
@@ -245,7 +245,7 @@ async function countsOf(
 ): Promise<Map<string, ChannelCounts>> {
   const counts = new Map<string, ChannelCounts>();
   if (events.length === 0) return counts;
-  const listed = await ctx.engine.counts.list(record.key, 0, MAX_LISTED_CHANNELS);
+  const listed = await ctx.engine.counts.list(record.key, 0, MAX_LISTED_CHANNELS, 'pusher');
   const byName = new Map(listed.items.map((item) => [item.channel, item.count]));
   for (const event of events)
     for (const channel of event.channels) {
@@ -281,7 +281,11 @@ async function cachedEvent(
   }
   if (typeof frame.event !== 'string') return undefined;
   const data = typeof frame.data === 'string' ? frame.data : JSON.stringify(frame.data ?? null);
-  return { event: frame.event, data, ttl: historyRetention(record, ctx.config).ttlSeconds };
+  return {
+    event: frame.event,
+    data,
+    ttl: historyRetention(record, ctx.config, topicOf(record, channel)).ttlSeconds,
+  };
 }
 
 const userCount = (ctx: DialectHttpDeps, record: ApiKeyRecord, channel: string): Promise<number> =>
