@@ -44,6 +44,12 @@ export interface DeliveryStats {
   covered: number;
 }
 
+/**
+ * The position of a channel without history: an empty epoch, stored nowhere, at offset 0
+ * (docs/protocol.md, "A channel without history"). Its first publication's epoch follows it.
+ */
+const isEmptyEpoch = (epoch: string): boolean => /^_e[0-9a-f]{12}\d{13}$/.test(epoch);
+
 const same = (a: Standing | undefined, b: Standing | undefined): boolean =>
   a !== undefined && b !== undefined && a.epoch === b.epoch && a.offset === b.offset;
 
@@ -135,8 +141,10 @@ export function deliveryProblems(
 
 /**
  * A position must agree with itself and with where the subscription stood: a resume asks from
- * its standing, `recovered: true` stays in one epoch and counts what it replays, and a position
- * in the middle of a subscription (a gateway that missed publications) only ever says `false`.
+ * its standing, `recovered: true` stays in one epoch (or goes on from an empty epoch into the
+ * epoch that follows it) and counts what it replays, and a position in the middle of a
+ * subscription (a gateway that missed publications) says `false`, unless it moves from an empty
+ * epoch to the channel's first epoch at offset 0, where nothing can be lost.
  */
 function positionProblems(
   position: PositionEntry,
@@ -145,17 +153,20 @@ function positionProblems(
 ): string[] {
   const { since } = position;
   const where = `(socket ${position.session})`;
-  if (!firstOfSocket)
-    return position.recovered === false
+  if (!firstOfSocket) {
+    const firstEpoch =
+      position.recovered === true && position.offset === 0 && at !== undefined && isEmptyEpoch(at.epoch);
+    return position.recovered === false || firstEpoch
       ? []
       : [`a position in the middle of a subscription says recovered ${String(position.recovered)} ${where}`];
+  }
   const problems: string[] = [];
   if (at && !since) problems.push(`resubscribed without since/epoch from ${show(at)} ${where}`);
   if (at && since && !same(at, since))
     problems.push(`resumed from ${show(since)} while at ${show(at)} ${where}`);
   if (since && position.recovered === undefined) problems.push(`a resume without recovered ${where}`);
   if (since && position.recovered === true) {
-    if (since.epoch !== position.epoch)
+    if (since.epoch !== position.epoch && !isEmptyEpoch(since.epoch))
       problems.push(`recovered: true from epoch ${since.epoch} into ${position.epoch} ${where}`);
     else if (position.missed !== position.offset - since.offset)
       problems.push(`missed ${position.missed} resuming from ${since.offset} to ${position.offset} ${where}`);
@@ -184,8 +195,9 @@ export function appProblems(track: ChannelTrack, app: AppTrack): string[] {
     problems.push(
       `${app.unrecovered.length} unrecovered events for ${wireUnrecovered} recovered: false positions`,
     );
-  const wireRecovered = track.positions.filter((p) => p.recovered === true).length;
+  // A resume's answer; a channel's first epoch in the middle of a subscription is no event.
+  const wireRecovered = track.positions.filter((p) => p.recovered === true && p.since).length;
   if (app.recovered.length !== wireRecovered)
-    problems.push(`${app.recovered.length} recovered events for ${wireRecovered} recovered: true positions`);
+    problems.push(`${app.recovered.length} recovered events for ${wireRecovered} recovered: true resumes`);
   return problems;
 }

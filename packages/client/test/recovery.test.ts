@@ -129,6 +129,43 @@ describe('recovery against gateways sharing one memory engine', () => {
     },
   );
 
+  it.each([4, 3] as const)(
+    'protocol %i: a channel subscribed before its first publication and offline through it resumes with every one',
+    async (protocol) => {
+      const version = protocol === 4 ? 'v4' : 'v3';
+      const online = onlineEvents();
+      const sb = newClient({
+        url: [wsBase(a), wsBase(b)],
+        apiKey: key.key,
+        protocol,
+        backoff: { baseMs: 60_000, capMs: 60_000 },
+      });
+      const channel = sb.channel('never-yet');
+      const seen = record(channel);
+      const recovered = nextEvent<[{ missed: number; epoch: string }]>(channel, 'recovered');
+      const unrecovered: unknown[] = [];
+      channel.on('unrecovered', (info) => unrecovered.push(info));
+      await positioned(channel);
+      // A channel without history: its position is an empty epoch, stored nowhere.
+      const empty = channel.epoch!;
+      expect(empty).toMatch(/^_e/);
+      const draining = a.gateway.drain();
+      await waitFor('disconnected', () => sb.state === 'disconnected', 5000);
+      await publishN(b, key, 'never-yet', 1, 5, version);
+      online.fire();
+      const [info] = await recovered;
+      expect(info.missed).toBe(5);
+      expect(info.epoch).not.toBe(empty);
+      await draining;
+      await waitFor('all five', () => seen.length >= 5, 5000);
+      expect(seen).toEqual(range(1, 5));
+      expect(unrecovered).toEqual([]);
+      const resumed = RecordingWebSocket.opened.filter((s) => s.query.get('uuid') === sb.uuid).at(-1)!;
+      expect([resumed.query.get('since'), resumed.query.get('epoch')]).toEqual(['0', empty]);
+      expect([channel.epoch, channel.offset]).toEqual([info.epoch, 5]);
+    },
+  );
+
   it("moves the socket off a left primary without losing or repeating the others' publications", async () => {
     const sb = newClient({ url: wsBase(a), apiKey: key.key });
     const [first, second, third] = ['mv-1', 'mv-2', 'mv-3'].map((name) => sb.channel(name));

@@ -76,7 +76,7 @@ export interface MemoryState {
 export interface MemoryStateOptions {
   logSize?: number;
   keysFile?: string;
-  /** How long a stream a history read starts is kept (`HISTORY_TTL_SECONDS`). */
+  /** The TTL empty epochs are judged by when a read names none (`HISTORY_TTL_SECONDS`). */
   historyTtlSeconds?: number;
   /** Clock of the streams' expiry and of the daily quota's day, in ms (tests inject one). */
   now?: () => number;

@@ -30,6 +30,7 @@ export * from './history/retention';
 export * from './actions/channel-actions';
 export * from './actions/pusher-event';
 export { isValidEpoch, MAX_EPOCH_LENGTH } from './history/epochs';
+export { emptyEpoch, isEmptyEpoch, parseEmptyEpoch } from './history/empty-epochs';
 export * from './broker/broker-memory';
 export * from './presence/presence-store';
 export * from './presence/presence-memory';

@@ -24,6 +24,7 @@ describeHistoryContract('memory', async () => {
       return start(old.brokers.length);
     },
     holds: async (topic) => state.history.holds(topic),
+    footprint: async () => state.history.streamCount,
     close: async () => void (await Promise.all(engines.map((e) => e.close()))),
   };
 });
@@ -50,15 +51,25 @@ describe('memory history', () => {
     await engine.close();
   });
 
-  it("keeps the stream a read starts for the query's TTL, else the configured one", async () => {
-    let now = 0;
+  it("judges an empty epoch by the query's TTL, else the configured one, and by the engine instance", async () => {
+    let now = 1_000_000;
     const state = createMemoryState({ now: () => now, historyTtlSeconds: 10 });
     const topic = (channel: string) => ({ key: 'k', protocol: 'v4' as const, channel });
     const configured = await state.history.read(topic('a'), { limit: 1 });
     const asked = await state.history.read(topic('b'), { limit: 1, ttlSeconds: 60 });
+    expect(state.history.streamCount).toBe(0);
     now += 10_000;
-    expect((await state.history.read(topic('a'), { limit: 1 })).epoch).not.toBe(configured.epoch);
-    expect((await state.history.read(topic('b'), { limit: 1 })).epoch).toBe(asked.epoch);
+    expect((await state.history.read(topic('a'), { limit: 1, at: configured.epoch })).epoch).not.toBe(
+      configured.epoch,
+    );
+    expect((await state.history.read(topic('b'), { limit: 1, ttlSeconds: 60, at: asked.epoch })).epoch).toBe(
+      asked.epoch,
+    );
+    // Another engine instance (a restart) never vouches for this one's empty epochs.
+    const restarted = createMemoryState({ now: () => now, historyTtlSeconds: 10 });
+    expect(
+      (await restarted.history.read(topic('b'), { limit: 1, ttlSeconds: 60, at: asked.epoch })).epoch,
+    ).not.toBe(asked.epoch);
   });
 
   it('starts a new epoch for every new state (an engine restart)', async () => {

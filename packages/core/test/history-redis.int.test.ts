@@ -43,6 +43,21 @@ describeEachRedis((backend) => {
         const list = keys.historyStream(topic);
         return (await command.exists(keys.historyMeta(topic, serverGeneration(command, list)), list)) > 0;
       },
+      footprint: async () => {
+        // This target's keys (its own prefix): DBSIZE, but blind to other tests' keys expiring.
+        const { command } = opened[0] as RedisClients;
+        const servers = command instanceof Cluster ? command.nodes('master') : [command];
+        let total = 0;
+        for (const server of servers) {
+          let cursor = '0';
+          do {
+            const [next, found] = await server.scan(cursor, 'MATCH', `${keys.prefix}:*`, 'COUNT', 1000);
+            cursor = next;
+            total += found.length;
+          } while (cursor !== '0');
+        }
+        return total;
+      },
       close: async () => {
         await Promise.all(brokers.map((b) => b.close()));
         await Promise.all(opened.map((c) => c.close()));
@@ -100,19 +115,57 @@ function describeRedisStreams(backend: () => RedisBackend): void {
       expect(await pttl(keys.historyStream(topic))).toBeGreaterThan(290_000);
     });
 
-    it("gives the stream a read starts the query's TTL, else the configured one, and no list", async () => {
+    it('writes nothing on a read, extends no stream, and stores when a stream started', async () => {
       await history.read(topic, { limit: 10 });
-      const ttl = await pttl(metaKey(topic));
-      expect(ttl).toBeGreaterThan(5_000);
-      expect(ttl).toBeLessThanOrEqual(7_000);
-      expect(await clients.command.exists(keys.historyStream(topic))).toBe(0);
-      const other: Topic = { ...topic, channel: 'other' };
-      await history.read(other, { limit: 10, ttlSeconds: 600 });
-      expect(await pttl(metaKey(other))).toBeGreaterThan(590_000);
-      // A read does not extend a stream's life: that is the publications' job.
+      await history.read(topic, { since: 0, limit: 10, ttlSeconds: 600 });
+      expect(await clients.command.exists(metaKey(topic), keys.historyStream(topic))).toBe(0);
+      const { command } = clients;
+      const clock = async () => {
+        const [seconds, micros] = await (command instanceof Cluster
+          ? command.nodes('master')[0]!.time()
+          : command.time());
+        return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      };
+      const before = await clock();
       await publish('a', 5, 30);
+      const created = Number(await command.hget(metaKey(topic), 'c'));
+      // The topic's master's clock; on a cluster the first master's, compared loosely.
+      expect(Math.abs(created - before)).toBeLessThan(command instanceof Cluster ? 5_000 : 1_000);
+      await publish('b', 5, 30);
+      expect(Number(await command.hget(metaKey(topic), 'c'))).toBe(created);
+      // A read does not extend a stream's life: that is the publications' job.
       await history.read(topic, { limit: 10, ttlSeconds: 600 });
       expect(await pttl(metaKey(topic))).toBeLessThanOrEqual(30_000);
+    });
+
+    it('never vouches for an empty epoch after an eviction: a stream may have been dropped early', async () => {
+      const { command } = clients;
+      const servers = command instanceof Cluster ? command.nodes('master') : [command];
+      const read = await history.read(topic, { limit: 0 });
+      expect((await history.read(topic, { limit: 0, at: read.epoch })).epoch).toBe(read.epoch);
+      // One eviction on the topic's master (any key), forced with a tiny maxmemory.
+      const evictions = async () =>
+        Number(/evicted_keys:(\d+)/.exec(await servers[0]!.info('stats'))?.[1] ?? 0);
+      const master = command instanceof Cluster ? undefined : command;
+      if (!master) return; // the cluster variant cannot aim at the topic's master here
+      const start = await evictions();
+      const [policy, limit] = [
+        ((await master.config('GET', 'maxmemory-policy')) as string[])[1]!,
+        ((await master.config('GET', 'maxmemory')) as string[])[1]!,
+      ];
+      try {
+        await master.config('SET', 'maxmemory-policy', 'allkeys-random');
+        await master.set(`${keys.prefix}:filler`, 'x'.repeat(1 << 20));
+        await master.config('SET', 'maxmemory', '1');
+        await waitFor('an eviction', async () => {
+          await master.set(`${keys.prefix}:probe`, 'x').catch(() => undefined);
+          return (await evictions()) > start;
+        });
+      } finally {
+        await master.config('SET', 'maxmemory', limit);
+        await master.config('SET', 'maxmemory-policy', policy);
+      }
+      expect((await history.read(topic, { limit: 0, at: read.epoch })).epoch).not.toBe(read.epoch);
     });
 
     it('counts the bytes it holds, reports what the byte cap drops, and counts an older list once', async () => {

@@ -6,8 +6,6 @@ import { EngineUnavailableError } from '../src/errors';
 import { createLogger } from '../src/logger';
 import type { ControlCommand, Publication } from '../src/broker/broker';
 import { createRedisEngine } from '../src/redis/redis-engine';
-import { redisKeys } from '../src/redis/keys';
-import { generationOf } from '../src/redis/connection-health';
 import type { Topic } from '../src/types';
 import { startRedis, startRedisCluster, waitFor } from '@switchboard/harness';
 import type { RedisClusterHandle, RedisServer } from '@switchboard/harness';
@@ -133,27 +131,28 @@ describe('Redis engine through an outage', () => {
     h.broker.setHandlers({ message: (p) => received.push(p), control: () => undefined });
     const room: Topic = { key: unique('key'), protocol: 'v4', channel: 'room' };
     await h.broker.subscribe(room);
-    // A read of a topic without a stream starts one that lives HISTORY_TTL_SECONDS.
+    // A read of a topic without a stream stores nothing: its position is an empty epoch.
     const before = await h.history.read(room, { limit: 10 });
-    expect(before).toEqual({ offset: 0, epoch: expect.any(String), publications: [] });
+    expect(before).toEqual({ offset: 0, epoch: expect.stringMatching(/^_e/), publications: [] });
     const raw = new Redis(server.url);
-    const generation = generationOf(`${await raw.info('server')}\n${await raw.info('replication')}`) ?? '';
-    const ttl = await raw
-      .pttl(redisKeys(prefix).historyMeta(room, generation))
-      .finally(() => raw.disconnect());
-    expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(9000);
-    expect(await h.broker.publish({ topic: room, body: 'a', origin: 'node-h' }, config.history)).toEqual({
-      offset: 1,
-      epoch: before.epoch,
-    });
+    const stored = await raw.keys(`${prefix}:history:*`).finally(() => raw.disconnect());
+    expect(stored).toEqual([]);
+    const first = await h.broker.publish({ topic: room, body: 'a', origin: 'node-h' }, config.history);
+    expect(first).toEqual({ offset: 1, epoch: expect.any(String) });
+    expect((await h.history.read(room, { since: 0, limit: 10, at: before.epoch })).follows).toBe(
+      before.epoch,
+    );
     expect(config.history).toEqual({ size: 100, ttlSeconds: 9, maxBytes: 1024 * 1024 });
 
     await server.restart();
     await waitFor('availability true', () => h.isAvailable(), 5000);
     const after = await h.history.read(room, { since: 1, limit: 10 });
     expect(after.offset).toBe(0);
-    expect(after.epoch).not.toBe(before.epoch);
+    expect([before.epoch, first?.epoch]).not.toContain(after.epoch);
+    // An empty epoch of the master's previous generation is never vouched for.
+    expect((await h.history.read(room, { since: 0, limit: 10, at: before.epoch })).epoch).not.toBe(
+      before.epoch,
+    );
     await waitFor(
       'a publication of the new epoch delivered',
       () => {
@@ -166,8 +165,11 @@ describe('Redis engine through an outage', () => {
       5000,
     );
     const fresh = received.filter((p) => p.body === 'b');
-    expect(fresh[0]).toMatchObject({ offset: 1, epoch: after.epoch });
+    expect(fresh[0]).toMatchObject({ offset: 1 });
+    expect([before.epoch, first?.epoch, after.epoch]).not.toContain(fresh[0]?.epoch);
     expect(fresh.map((p) => p.offset)).toEqual(fresh.map((_, i) => i + 1));
+    expect((await h.history.read(room, { since: 0, limit: 10, at: before.epoch })).follows).toBeUndefined();
+    expect((await h.history.read(room, { since: 0, limit: 10, at: after.epoch })).follows).toBe(after.epoch);
   });
 
   it('starts unavailable when Redis is down, and becomes available when it comes up', async () => {

@@ -20,6 +20,17 @@ interface Position {
 const positionOf = async (client: TestClient): Promise<Position> =>
   (await client.nextEvent('system::position')).json!['data'] as Position;
 
+/**
+ * The next frame: the channel's first epoch, at offset 0 with nothing lost, which a subscription
+ * that read the channel without history (an empty epoch) gets before its first publication.
+ */
+const firstEpochOf = async (client: TestClient, channel: string): Promise<void> => {
+  expect((await client.next()).json).toEqual({
+    event: 'system::position',
+    data: { channel, epoch: expect.not.stringMatching(/^_e/), offset: 0, recovered: true, missed: 0 },
+  });
+};
+
 const publish = async (
   channel: string,
   message: unknown,
@@ -73,6 +84,7 @@ describe('V3 opted-in sockets', () => {
     await publish('v3-mixed', 'raw');
     expect((await plain.next()).text).toBe('{"event":"chat","data":1}');
     expect((await plain.next()).text).toBe('raw');
+    await firstEpochOf(opted, 'v3-mixed');
     expect((await opted.next()).text).toBe('{"event":"chat","data":1,"system::offset":1}');
     await plain.expectSilence((f) => f.text.includes('system::'));
   });
@@ -139,10 +151,12 @@ describe('V3 opted-in sockets', () => {
     await positionOf(echo);
     quiet.send('{"event":"said","data":"q"}');
     echo.send('raw words');
+    await firstEpochOf(echo, 'v3-relay');
     expect((await echo.next()).text).toBe('{"event":"said","data":"q","system::offset":1}');
     expect((await echo.next()).text).toBe(
       '{"event":"system::message","data":"raw words","system::offset":2}',
     );
+    await firstEpochOf(quiet, 'v3-relay');
     expect((await quiet.next()).text).toBe(
       '{"event":"system::message","data":"raw words","system::offset":2}',
     );
@@ -172,6 +186,7 @@ describe('V4 opted-in subscriptions', () => {
     expect(await positionOf(client)).toMatchObject({ channel: 'v4-prim', offset: 0, missed: 0 });
     await publish('v4-prim', { event: 'a', data: 1 }, 'v4');
     await publish('v4-prim', [1, 2], 'v4');
+    await firstEpochOf(client, 'v4-prim');
     expect((await client.next()).text).toBe('{"event":"a","data":1,"system::offset":1}');
     expect((await client.next()).text).toBe('{"event":"system::message","data":"[1,2]","system::offset":2}');
   });

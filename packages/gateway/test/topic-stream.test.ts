@@ -4,7 +4,7 @@
  * history cannot fill one. The broker's at-most-once delivery is played by handing the stream a
  * chosen subset of the engine's publications, in a chosen order.
  */
-import { MemoryHistory } from '@switchboard/core';
+import { isEmptyEpoch, MemoryHistory } from '@switchboard/core';
 import type { Publication } from '@switchboard/core';
 import { TopicStream } from '../src/streams/topic-stream';
 import type { Joiner } from '../src/streams/topic-stream';
@@ -17,22 +17,35 @@ function setup(size = 100) {
   const history = new MemoryHistory({ now: () => now });
   const delivered: number[] = [];
   const announced: PositionReport[] = [];
+  /**
+   * Moves from the empty epoch of a topic without history to the first epoch it gets, at offset
+   * 0 with nothing lost (the channel's first publication, docs/protocol.md "A channel without
+   * history"), apart from `announced`, so the tests below speak of the channel's streams only.
+   */
+  const firstEpochs: PositionReport[] = [];
+  let standing: string | undefined;
   let reads = 0;
   const settled: Array<() => void> = [];
   const stream = new TopicStream({
-    read: async (since) => {
+    read: async (since, at) => {
       reads++;
       // A read takes a turn of the event loop, as a Redis round trip does (a fill that never
       // settles then fails a test instead of starving its timers).
       await new Promise((resolve) => setImmediate(resolve));
-      return history.read(topic, since === undefined ? { limit: 0 } : { since, limit: 100 });
+      return history.read(topic, {
+        ...(since === undefined ? { limit: 0 } : { since, limit: 100 }),
+        ...(at === undefined ? {} : { at }),
+      });
     },
     deliver: (p) => {
       delivered.push(p.offset!);
       for (const wake of settled.splice(0)) wake();
     },
     announce: (report) => {
-      announced.push(report);
+      if (isEmptyEpoch(standing) && report.offset === 0 && report.recovered === true)
+        firstEpochs.push(report);
+      else announced.push(report);
+      standing = report.epoch;
       for (const wake of settled.splice(0)) wake();
     },
     readFailed: () => undefined,
@@ -43,10 +56,12 @@ function setup(size = 100) {
     );
   /** Resolves at the next delivery or announcement (a fill from history is asynchronous). */
   const activity = () => new Promise<void>((resolve) => settled.push(resolve));
-  const joiner = (position: { epoch: string; offset: number }) => {
+  /** `readAt`: when the joiner's history read was sent (default: now). */
+  const joiner = (position: { epoch: string; offset: number }, readAt = performance.now()) => {
     const got: Array<number | string> = [];
     const j: Joiner = {
       position,
+      readAt,
       send: (p) => got.push(p.offset!),
       lost: (r) => got.push(`lost@${r.offset}`),
       join: () => got.push('join'),
@@ -58,6 +73,8 @@ function setup(size = 100) {
     stream,
     delivered,
     announced,
+    firstEpochs,
+    stand: (epoch: string) => (standing = epoch),
     publish,
     activity,
     joiner,
@@ -67,10 +84,12 @@ function setup(size = 100) {
 }
 
 async function start(t: ReturnType<typeof setup>) {
+  const readAt = performance.now();
   const page = await t.history.read(topic, { limit: 0 });
-  const { j } = t.joiner(page);
+  const { j } = t.joiner(page, readAt);
   t.stream.handOver(j);
-  return page;
+  t.stand(page.epoch);
+  return { ...page, readAt };
 }
 
 describe('TopicStream', () => {
@@ -97,11 +116,11 @@ describe('TopicStream', () => {
 
   it('says recovered: false when history no longer holds the gap, then goes on in order', async () => {
     const t = setup(2);
-    const page = await start(t);
+    await start(t);
     const all = t.publish(5);
     t.stream.receive(all[4]!);
     while (t.delivered.length < 2) await t.activity();
-    expect(t.announced).toEqual([{ epoch: page.epoch, offset: 3, recovered: false, missed: 0 }]);
+    expect(t.announced).toEqual([{ epoch: all[4]!.epoch, offset: 3, recovered: false, missed: 0 }]);
     expect(t.delivered).toEqual([4, 5]);
   });
 
@@ -141,11 +160,15 @@ describe('TopicStream', () => {
     // Let the fill run to its end: it must settle on the position every read now agrees on,
     // not announce a new epoch at each read.
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    // The topic has no history now: the stream stands at an empty epoch (stored nowhere).
+    expect(t.announced).toEqual([
+      { epoch: expect.stringMatching(/^_e/) as unknown, offset: 0, recovered: false, missed: 0 },
+    ]);
     const [next] = t.publish(1);
-    expect(t.announced).toEqual([{ epoch: next!.epoch, offset: 0, recovered: false, missed: 0 }]);
     t.stream.receive(next!);
     expect(t.delivered).toEqual([1, 1]);
     expect(t.announced).toHaveLength(1);
+    expect(t.firstEpochs.at(-1)).toEqual({ epoch: next!.epoch, offset: 0, recovered: true, missed: 0 });
   });
 
   it('after a lost connection, takes nothing for complete until a resync compared with history', async () => {
@@ -186,12 +209,12 @@ describe('TopicStream', () => {
 
   it('never goes back to an epoch it left (two masters for a moment): says recovered: false once and stays', async () => {
     const t = setup();
-    const first = await start(t);
+    await start(t);
     const [a1, a2, a3] = t.publish(3); // epoch A, served by one master
     t.stream.receive(a1!);
     t.advance(61_000);
     const [b1, b2] = t.publish(2); // epoch B, served by the other one
-    expect(b1!.epoch).not.toBe(first.epoch);
+    expect(b1!.epoch).not.toBe(a1!.epoch);
     t.stream.receive(b1!);
     expect(t.announced).toEqual([{ epoch: b1!.epoch, offset: 0, recovered: true, missed: 0 }]);
     // The first master answers again: A's publications interleave with B's.
@@ -201,7 +224,7 @@ describe('TopicStream', () => {
     expect(t.delivered).toEqual([1, 1, 2]);
     expect(t.announced.slice(1)).toEqual([{ epoch: b1!.epoch, offset: 1, recovered: false, missed: 0 }]);
     // A subscriber that read A's history meanwhile goes on from the stream's position.
-    const late = t.joiner({ epoch: first.epoch, offset: 3 });
+    const late = t.joiner({ epoch: a1!.epoch!, offset: 3 });
     t.stream.handOver(late.j);
     expect(late.got).toEqual(['lost@2', 'join']);
     // Having left an epoch that came back, a next one is never taken for complete.
@@ -246,10 +269,11 @@ describe('TopicStream', () => {
     const [p1, p2, p3] = t.publish(3);
     t.stream.receive(p1!);
     t.stream.receive(p2!);
-    const behind = t.joiner({ epoch: page.epoch, offset: 0 });
+    // It read the topic empty (before its first publication): offset 0 of the epoch that followed.
+    const behind = t.joiner({ epoch: page.epoch, offset: 0 }, page.readAt);
     t.stream.handOver(behind.j);
     expect(behind.got).toEqual([1, 2, 'join']);
-    const ahead = t.joiner({ epoch: page.epoch, offset: 3 });
+    const ahead = t.joiner({ epoch: p1!.epoch!, offset: 3 });
     t.stream.handOver(ahead.j);
     expect(ahead.got).toEqual([]);
     t.stream.receive(p3!);
@@ -259,5 +283,80 @@ describe('TopicStream', () => {
     t.stream.handOver(otherEpoch.j);
     while (otherEpoch.got.length < 2) await new Promise((resolve) => setImmediate(resolve));
     expect(otherEpoch.got).toEqual(['lost@3', 'join']);
+  });
+
+  describe('a topic without history (an empty epoch, stored nowhere)', () => {
+    it('moves to the first epoch at its first publication: recovered, and the empty epoch is not one it left', async () => {
+      const t = setup();
+      const page = await start(t);
+      expect(isEmptyEpoch(page.epoch)).toBe(true);
+      const [p1, p2] = t.publish(2);
+      t.stream.receive(p1!);
+      t.stream.receive(p2!);
+      expect(t.firstEpochs).toEqual([{ epoch: p1!.epoch, offset: 0, recovered: true, missed: 0 }]);
+      expect(t.delivered).toEqual([1, 2]);
+      expect(t.stream.hasLeft(page.epoch)).toBe(false);
+      // A later epoch after everything was delivered is still taken for complete.
+      t.advance(61_000);
+      const [q1] = t.publish(1);
+      t.stream.receive(q1!);
+      expect(t.announced).toEqual([{ epoch: q1!.epoch, offset: 0, recovered: true, missed: 0 }]);
+      expect(t.reads()).toBe(0);
+    });
+
+    it('fills from offset 1 when history says the first epoch follows its empty one', async () => {
+      const t = setup();
+      await start(t);
+      const [, , p3] = t.publish(3);
+      t.stream.receive(p3!);
+      while (t.delivered.length < 3) await t.activity();
+      expect(t.delivered).toEqual([1, 2, 3]);
+      expect(t.firstEpochs).toEqual([{ epoch: p3!.epoch, offset: 0, recovered: true, missed: 0 }]);
+      expect(t.announced).toEqual([]);
+    });
+
+    it('keeps its empty epoch across a resync while the topic stays empty: no notice, no endless reads', async () => {
+      const t = setup();
+      const page = await start(t);
+      t.stream.suspend();
+      t.advance(30_000);
+      t.stream.resync();
+      for (let turn = 0; turn < 100 && t.reads() < 1; turn++)
+        await new Promise((resolve) => setImmediate(resolve));
+      for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+      expect(t.reads()).toBe(1);
+      expect(t.stream.position).toEqual({ epoch: page.epoch, offset: 0 });
+      expect(t.announced).toEqual([]);
+      // Once the TTL passed it cannot tell whether a stream came and went meanwhile: said once.
+      t.stream.suspend();
+      t.advance(120_000); // the TTL of these reads
+      t.stream.resync();
+      while (t.announced.length === 0) await t.activity();
+      for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+      expect(t.announced).toEqual([
+        { epoch: expect.stringMatching(/^_e/) as unknown, offset: 0, recovered: false, missed: 0 },
+      ]);
+      expect(t.reads()).toBeLessThanOrEqual(4);
+    });
+
+    it('joins subscribers that read the topic empty with other empty epochs, losing nothing', async () => {
+      const t = setup();
+      await start(t);
+      t.advance(5);
+      const readAt = performance.now();
+      const other = await t.history.read(topic, { limit: 0 });
+      const second = t.joiner(other, readAt);
+      t.stream.handOver(second.j);
+      expect(second.got).toEqual(['join']);
+      t.advance(5);
+      const lateAt = performance.now();
+      const late = t.joiner(await t.history.read(topic, { limit: 0 }), lateAt);
+      const [p1] = t.publish(1);
+      t.stream.receive(p1!);
+      // It read before the first publication reached the stream: it gets that publication.
+      t.stream.handOver(late.j);
+      expect(late.got).toEqual([1, 'join']);
+      expect(t.announced).toEqual([]);
+    });
   });
 });

@@ -1,7 +1,9 @@
 import type { Publication } from '../broker/broker';
 import { topicId } from '../types';
 import type { Topic } from '../types';
+import { randomBytes } from 'node:crypto';
 import { newEpoch } from './epochs';
+import { emptyEpoch, judgeEmptyEpoch, stampOf } from './empty-epochs';
 import { ENTRY_OVERHEAD_BYTES, wholeOrZero } from './history';
 import type { History, HistoryPage, HistoryQuery, HistoryRetention, StreamPosition } from './history';
 
@@ -10,6 +12,8 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 interface Stream {
   epoch: string;
   offset: number;
+  /** Clock time (ms) of its first publication (empty epochs are judged by it). */
+  createdAt: number;
   /** Clock time (ms) at which the whole stream is gone. */
   expiresAt: number;
   /** The last `ring.length` publications: offset `n` lives at `ring[n % ring.length]`. */
@@ -25,7 +29,7 @@ const entryBytes = (p: Publication): number => p.body.length + ENTRY_OVERHEAD_BY
 export interface MemoryHistoryOptions {
   /** Clock in ms (tests inject one to expire streams without waiting). */
   now?: () => number;
-  /** How long a stream that a read starts (a topic never published to) is kept. */
+  /** The TTL empty epochs are judged by when a read names none (`HISTORY_TTL_SECONDS`). */
   defaultTtlSeconds?: number;
 }
 
@@ -37,12 +41,16 @@ const SWEEP_INTERVAL_MS = 5_000;
  * every memory broker of one bus, so several nodes in one process see one stream. Offsets are
  * assigned synchronously in `append`, hence in call order. A stream expires `ttlSeconds` after its
  * latest publication (checked on access, and by a sweep so idle topics free their memory); the
- * next publication then starts a new epoch, as does a new instance (an engine restart).
+ * next publication then starts a new epoch, as does a new instance (an engine restart). Reads
+ * store nothing: a topic without a stream reports an empty epoch (empty-epochs.ts) stamped with
+ * this instance, so none survives a restart.
  */
 export class MemoryHistory implements History {
   private readonly streams = new Map<string, Stream>();
   private readonly now: () => number;
   private readonly defaultTtlMs: number;
+  /** Names this instance in its empty epochs' stamps. */
+  private readonly instance = randomBytes(9).toString('base64url');
   private nextSweep: number;
   /** Called with the bytes of publications dropped for a topic's `maxBytes` (for metrics). */
   readonly trimListeners: Array<(bytes: number) => void> = [];
@@ -56,7 +64,7 @@ export class MemoryHistory implements History {
   /** Assigns `publication` the topic's next offset, stores it, and returns it carrying its position. */
   append(publication: Publication, retention: HistoryRetention): Publication & StreamPosition {
     const now = this.now();
-    const stream = this.live(publication.topic, now) ?? this.start(publication.topic, now, 0);
+    const stream = this.live(publication.topic, now) ?? this.start(publication.topic, now);
     const size = retention.size;
     if (stream.ring.length !== size) resize(stream, size);
     const stamped: Mutable<Publication> & StreamPosition = {
@@ -94,12 +102,15 @@ export class MemoryHistory implements History {
   }
 
   async read(topic: Topic, query: HistoryQuery): Promise<HistoryPage> {
-    // A topic without a stream gets one (offset 0, no publications) for the query's TTL, so
-    // every read until the first publication reports the epoch that publication carries
-    // (history.ts). It holds no publication: its cost is bounded like the subscriptions that read it.
+    // Stores nothing: a topic without a stream reports an empty epoch (history.ts).
     const now = this.now();
     const ttlMs = wholeOrZero(query.ttlSeconds ?? 0) * 1000 || this.defaultTtlMs;
-    const stream = this.live(topic, now) ?? this.start(topic, now, ttlMs);
+    const stamp = stampOf(`${this.instance}|${ttlMs}`);
+    const stream = this.live(topic, now);
+    if (!stream) {
+      const same = judgeEmptyEpoch(query.at, stamp, now, ttlMs, undefined) === 'same';
+      return { offset: 0, epoch: same ? query.at! : emptyEpoch(stamp, now), publications: [] };
+    }
     const { offset, epoch, ring, kept } = stream;
     const oldest = offset - kept + 1;
     const limit = wholeOrZero(query.limit);
@@ -110,7 +121,8 @@ export class MemoryHistory implements History {
     const to = Math.min(offset, from + limit - 1);
     const publications: Publication[] = [];
     for (let n = from; n <= to; n++) publications.push(ring[n % ring.length] as Publication);
-    return { offset, epoch, publications };
+    const follows = judgeEmptyEpoch(query.at, stamp, now, ttlMs, stream.createdAt) === 'follows';
+    return follows ? { offset, epoch, publications, follows: query.at! } : { offset, epoch, publications };
   }
 
   /** Whether a stream is held for `topic` (an expired one included until accessed or swept), for tests. */
@@ -133,12 +145,13 @@ export class MemoryHistory implements History {
     return undefined;
   }
 
-  /** A new stream for the topic (offset 0, fresh epoch) kept `ttlMs`, replacing an expired one. */
-  private start(topic: Topic, now: number, ttlMs: number): Stream {
+  /** A new stream for the topic (offset 0, fresh epoch), replacing an expired one; `append` stamps its expiry. */
+  private start(topic: Topic, now: number): Stream {
     const stream: Stream = {
       epoch: newEpoch(),
       offset: 0,
-      expiresAt: now + ttlMs,
+      createdAt: now,
+      expiresAt: now,
       ring: [],
       kept: 0,
       bytes: 0,

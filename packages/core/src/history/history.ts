@@ -21,12 +21,19 @@ export interface HistoryQuery {
   /** At most this many publications (anything but a positive integer reads none). */
   readonly limit: number;
   /**
-   * How long the stream this read starts is kept when the topic has none (never published to,
-   * or its history was lost): pass the key's retention so the epoch reported here is the one the
-   * next publication carries. Default (also for anything but a positive integer):
-   * `HISTORY_TTL_SECONDS`.
+   * The retention TTL of the topic's key (how long its stream outlives its latest publication):
+   * the bound by which an empty epoch is judged (`at`), and part of an empty epoch's stamp, so a
+   * TTL changed since the read is never judged with the new one. Default (also for anything but
+   * a positive integer): `HISTORY_TTL_SECONDS`.
    */
   readonly ttlSeconds?: number;
+  /**
+   * The epoch the caller holds (a client's resume `epoch`, a node's topic stream position). When
+   * it is an empty epoch (empty-epochs.ts) the engine judges it: a topic still without history
+   * reports that same empty epoch if nothing can have been published since it was read, and a
+   * topic whose stream is the first one created since reports `follows: at`.
+   */
+  readonly at?: string;
 }
 
 /** `value` if it is a positive integer (at most 2^53), else 0: how implementations read `since` and `limit`. */
@@ -41,6 +48,12 @@ export interface HistoryPage extends StreamPosition {
    * is `since + 1` (or `since` equals `offset`), otherwise some were trimmed or expired.
    */
   readonly publications: readonly Publication[];
+  /**
+   * The query's empty epoch `at`, when this stream is the first one the topic got since that
+   * empty epoch was read: offsets given in `at` are offsets of `epoch` (a client that read the
+   * topic empty and resumes from `at` misses exactly the publications from offset 1).
+   */
+  readonly follows?: string;
 }
 
 /**
@@ -50,18 +63,19 @@ export interface HistoryPage extends StreamPosition {
  *
  * Contract, for every implementation:
  * - `read` returns the topic's current position and the requested publications in ascending
- *   offset order; a topic never published to (or whose history was lost) has offset 0 and a
- *   fresh epoch, and the epoch it reports is the one its next publication will carry.
+ *   offset order. A topic without a stream (never published to, expired, lost) has offset 0 in
+ *   an empty epoch (empty-epochs.ts), and the read stores nothing: a stranger reading random
+ *   channel names costs no memory. The empty epoch is the one `at` holds when `at` is an empty
+ *   epoch still valid (nothing can have been published since its read: same stamp, less than
+ *   the TTL ago), else a new one. A topic with a stream reports its epoch, with `follows: at`
+ *   when `at` is an empty epoch the stream is the first one created since (its creation less
+ *   than the TTL after the read). Engines judge in their own clock.
  * - Only the last `size` publications are kept, of them only the latest that fit in `maxBytes`
  *   (the latest one always), and none once `ttlSeconds` passed since the topic's latest
  *   publication; then the whole stream is gone: the next publication starts at offset 1 in a new
- *   epoch. Dropping the oldest keeps the stored range contiguous, so a read after `since` shows
- *   a trimmed range as incomplete (its first offset is above `since + 1`).
- * - A read of a topic without a stream starts one: its epoch at offset 0, no publications, kept
- *   for the query's `ttlSeconds`. It stores no publication (the byte budget is the publications'),
- *   and it must: an epoch stored nowhere differs on every read, so each read would look like lost
- *   history to a node's topic stream (an endless `recovered: false` after Redis restarted empty),
- *   and the first publication would start an epoch no subscriber read.
+ *   epoch (drawn afresh, never an empty one). Dropping the oldest keeps the stored range
+ *   contiguous, so a read after `since` shows a trimmed range as incomplete (its first offset is
+ *   above `since + 1`).
  * - Failures reject with `EngineUnavailableError`.
  */
 export interface History {

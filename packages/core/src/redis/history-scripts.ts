@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import type { Redis } from 'ioredis';
 import type { StreamPosition } from '../history/history';
+import { EMPTY_EPOCH_CLOCK_TOLERANCE_MS } from '../history/empty-epochs';
 import type { RedisClient } from './clients';
 import { LuaScript } from './clients';
 import { evalFlat } from './flat-command';
@@ -11,11 +12,13 @@ import { evalFlat } from './flat-command';
  * script runs in the topic's slot, atomically: every node sees one order of offsets. (The batch
  * script, standalone servers only, touches several topics in one call: there is one slot.)
  *
- * The meta HASH holds `e` (epoch) and `o` (latest offset); the LIST holds the wire forms of the
- * latest publications, oldest first, so its last entry is offset `o` and entry `i` is offset
- * `o - LLEN + 1 + i` (each wire also carries its offset). A stream starts (new epoch, offset 0)
- * whenever its meta is missing: never published to, expired, or lost with Redis' data; its LIST
- * is deleted then, so entries of an older epoch (a meta evicted alone) are never served.
+ * The meta HASH holds `e` (epoch), `o` (latest offset) and `c` (the master's `TIME` in ms when the
+ * stream started, by which empty epochs are judged: empty-epochs.ts); the LIST holds the wire
+ * forms of the latest publications, oldest first, so its last entry is offset `o` and entry `i`
+ * is offset `o - LLEN + 1 + i` (each wire also carries its offset). Only a publication starts a
+ * stream (new epoch, offset 1), whenever its meta is missing: never published to, expired, or
+ * lost with Redis' data; its LIST is deleted then, so entries of an older epoch (a meta evicted
+ * alone) are never served. Reads write nothing.
  *
  * A LIST rather than a STREAM: the same CPU per publish as `XADD MAXLEN` (measured), about a third
  * less memory per entry, and reads by offset are index arithmetic on a contiguous range.
@@ -91,7 +94,8 @@ local e = redis.call('HGET', KEYS[1], 'e')
 if not e then
   e = ARGV[5]
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'e', e)
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[1], 'e', e, 'c', t[1] .. string.format('%03d', math.floor(t[2] / 1000)))
 end
 local o = redis.call('HINCRBY', KEYS[1], 'o', 1)
 redis.call('EXPIRE', KEYS[1], ARGV[4])
@@ -148,7 +152,8 @@ for i = 1, n do
   if not e then
     e = epoch
     redis.call('DEL', list)
-    redis.call('HSET', meta, 'e', e)
+    local t = redis.call('TIME')
+    redis.call('HSET', meta, 'e', e, 'c', t[1] .. string.format('%03d', math.floor(t[2] / 1000)))
   end
   local o = redis.call('HINCRBY', meta, 'o', 1)
   local ttl = ARGV[b + 4]
@@ -273,28 +278,62 @@ export function runHistoryPublishBatch(
 }
 
 /**
- * KEYS[1] meta HASH, KEYS[2] LIST
- * ARGV[1] epoch for a new stream, ARGV[2] its TTL seconds, ARGV[3] first offset wanted (empty:
- * the latest `limit`), ARGV[4] limit
- * Returns { offset, epoch, wires ascending }. A read of a topic without a stream starts one (its
- * meta only, no list), so the epoch it reports is the one the next publication carries and every
- * read until then agrees on it (history.ts says why a read may not report an epoch stored nowhere).
+ * The read script's judgment of an empty epoch (empty-epochs.ts, `judgeEmptyEpoch`, which this
+ * mirrors in the master's own clock). `stamp()` digests the master's generation (passed by the
+ * reader, which names the meta key after it), its `evicted_keys` (an eviction could have dropped
+ * a stream before its TTL: any eviction since a read makes its empty epoch unjudgeable) and the
+ * TTL in ms; `now()` is the master's `TIME` in ms.
  */
-export const historyRead = new LuaScript(`
-local meta = redis.call('HMGET', KEYS[1], 'e', 'o')
+const EMPTY_EPOCH_LIB = `
+local function now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function stamp(generation, ttl)
+  local evicted = string.match(redis.call('INFO', 'stats'), 'evicted_keys:(%d+)') or '?'
+  return string.sub(redis.sha1hex(generation .. '|' .. evicted .. '|' .. ttl), 1, 12)
+end
+local function judge(at, s, clock, ttl, created)
+  local as, at0 = string.match(at, '^_e(${'%x'.repeat(12)})(${'%d'.repeat(13)})$')
+  if not as or as ~= s then return nil end
+  local t0 = tonumber(at0)
+  if t0 > clock + ${EMPTY_EPOCH_CLOCK_TOLERANCE_MS} then return nil end
+  if not created then
+    if clock - t0 < ttl then return 'same' end
+    return nil
+  end
+  if tonumber(created) - t0 < ttl then return 'follows' end
+  return nil
+end
+`;
+
+/**
+ * KEYS[1] meta HASH, KEYS[2] LIST
+ * ARGV[1] the epoch the reader holds (empty: none), ARGV[2] the key's TTL seconds, ARGV[3] first
+ * offset wanted (empty: the latest `limit`), ARGV[4] limit, ARGV[5] the master's generation
+ * Returns { offset, epoch, wires ascending, follows } (follows: ARGV[1] when the stream is the
+ * first one created since that empty epoch was read, else empty). Writes nothing: a topic
+ * without a stream answers offset 0 in an empty epoch, ARGV[1] itself when nothing can have been
+ * published since it was read, else a new one (history.ts).
+ */
+export const historyRead = new LuaScript(`${EMPTY_EPOCH_LIB}
+local meta = redis.call('HMGET', KEYS[1], 'e', 'o', 'c')
 local e, o = meta[1], tonumber(meta[2]) or 0
+local at, ttl = ARGV[1], tonumber(ARGV[2]) * 1000
 if not e then
-  e = ARGV[1]
-  o = 0
-  redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'e', e, 'o', 0)
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  local clock, s = now(), stamp(ARGV[5], ttl)
+  if at ~= '' and judge(at, s, clock, ttl, nil) == 'same' then return { 0, at, {}, '' } end
+  return { 0, '_e' .. s .. string.format('%013d', clock), {}, '' }
+end
+local follows = ''
+if string.sub(at, 1, 2) == '_e' and meta[3] and judge(at, stamp(ARGV[5], ttl), now(), ttl, meta[3]) == 'follows' then
+  follows = at
 end
 local limit = tonumber(ARGV[4])
-if limit == 0 then return { o, e, {} } end
+if limit == 0 then return { o, e, {}, follows } end
 local first = o - redis.call('LLEN', KEYS[2]) + 1
 local from
 if ARGV[3] ~= '' then from = math.max(tonumber(ARGV[3]), first) else from = math.max(o - limit + 1, first) end
-if from > o then return { o, e, {} } end
-return { o, e, redis.call('LRANGE', KEYS[2], from - first, from - first + limit - 1) }
+if from > o then return { o, e, {}, follows } end
+return { o, e, redis.call('LRANGE', KEYS[2], from - first, from - first + limit - 1), follows }
 `);

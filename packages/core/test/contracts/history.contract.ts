@@ -1,6 +1,7 @@
 import type { Broker, Publication } from '../../src/broker/broker';
 import type { History, HistoryRetention, StreamPosition } from '../../src/history/history';
 import type { Topic } from '../../src/types';
+import { isEmptyEpoch } from '../../src/history/empty-epochs';
 import { settle, unique } from '../support/wait';
 import { waitFor } from '@switchboard/harness';
 
@@ -22,6 +23,8 @@ export interface HistoryTarget {
   loseHistory(engine: HistoryEngine): Promise<HistoryEngine>;
   /** Whether the backend holds anything for `topic` (memory: a stream; Redis: either key). */
   holds(topic: Topic): Promise<boolean>;
+  /** How much the backend holds (memory: its streams; Redis: the keys of this target on every master). */
+  footprint(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -230,20 +233,79 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       }
     });
 
-    it('reports offset 0 and the epoch the first publication will carry for an unknown topic', async () => {
+    it('reports offset 0 in an empty epoch for an unknown topic, stores nothing, and the first stream follows it', async () => {
       const fresh = topic('fresh');
       const before = await read(fresh);
       expect(before).toEqual({
         offset: 0,
-        epoch: expect.stringMatching(/^[A-Za-z0-9_-]{1,32}$/),
+        epoch: expect.stringMatching(/^[A-Za-z0-9_-]{1,32}$/) as unknown,
         publications: [],
       });
-      // Every read agrees until the first publication, which carries that epoch: a client that
-      // read it misses nothing and learns no new epoch.
-      expect((await read(fresh)).epoch).toBe(before.epoch);
-      expect((await read(fresh, 0)).epoch).toBe(before.epoch);
-      expect(await publish(1, fresh, 'x')).toEqual({ offset: 1, epoch: before.epoch });
+      expect(isEmptyEpoch(before.epoch)).toBe(true);
+      expect(await target.holds(fresh)).toBe(false);
+      // Handed back, the empty epoch still holds: nothing was published since it was read.
+      expect((await engine.history.read(fresh, { limit: 10, at: before.epoch })).epoch).toBe(before.epoch);
+      expect((await engine.history.read(fresh, { since: 0, limit: 10, at: before.epoch })).epoch).toBe(
+        before.epoch,
+      );
+      // The first publication starts a real epoch, never an empty one, and it follows the empty
+      // epoch read before it: a client that read it resumes from offset 0 and misses nothing.
+      const first = (await publish(1, fresh, 'x')) as StreamPosition;
+      expect(first.offset).toBe(1);
+      expect(isEmptyEpoch(first.epoch)).toBe(false);
+      expect(first.epoch).not.toBe(before.epoch);
       expect(await target.holds(fresh)).toBe(true);
+      const resumed = await engine.history.read(fresh, { since: 0, limit: 10, at: before.epoch });
+      expect(resumed).toMatchObject({ offset: 1, epoch: first.epoch, follows: before.epoch });
+      expect(positions(resumed.publications)).toEqual([{ offset: 1, epoch: first.epoch, body: 'x' }]);
+      // Without an empty epoch to judge, nothing follows.
+      expect((await read(fresh, 0)).follows).toBeUndefined();
+      expect(
+        (await engine.history.read(fresh, { since: 0, limit: 1, at: first.epoch })).follows,
+      ).toBeUndefined();
+    });
+
+    it('stores nothing for reads of topics never published to, whatever they ask', async () => {
+      await publishAll(topic('warm'), ['a']); // the backend in use, its scripts loaded
+      const before = await target.footprint();
+      const junk = ['', 'x', '_e', `_e${'0'.repeat(12)}${'9'.repeat(13)}`, 'a'.repeat(32)];
+      for (let i = 0; i < 60; i++) {
+        const t = topic(`never-${i}`, i % 2 === 0 ? 'v4' : 'pusher');
+        const page = await engine.history.read(t, {
+          limit: i % 3,
+          ...(i % 4 === 0 ? {} : { since: i % 5 }),
+          ...(i % 7 === 0 ? {} : { ttlSeconds: 1 + (i % 9) }),
+          ...(i % 5 === 0 ? {} : { at: junk[i % junk.length]! }),
+        });
+        expect(page).toMatchObject({ offset: 0, publications: [] });
+        expect(isEmptyEpoch(page.epoch)).toBe(true);
+      }
+      expect(await target.footprint()).toBe(before);
+    });
+
+    it('judges an empty epoch handed back: its TTL, its state, and a read time ahead of the clock', async () => {
+      const room = topic('judged');
+      const ttl = (ttlSeconds: number, at?: string) =>
+        engine.history.read(room, { since: 0, limit: 10, ttlSeconds, ...(at === undefined ? {} : { at }) });
+      const read60 = await ttl(60);
+      // Another TTL than the one it was read with: not judged (a TTL changed since the read).
+      expect((await ttl(30, read60.epoch)).epoch).not.toBe(read60.epoch);
+      expect((await ttl(60, read60.epoch)).epoch).toBe(read60.epoch);
+      // A made-up read time far ahead of the engine's clock is not believed.
+      const ahead = read60.epoch.slice(0, 14) + String(Date.now() + 3_600_000).padStart(13, '0');
+      expect((await ttl(60, ahead)).epoch).not.toBe(ahead);
+      // Once the TTL passed since the read, a stream may have come and gone unseen: not the same.
+      const short = await ttl(1);
+      target.advance(1000);
+      await waitFor(
+        'the empty epoch to age past its TTL',
+        async () => (await ttl(1, short.epoch)).epoch !== short.epoch,
+      );
+      // And a stream created a TTL or more after the read does not follow it.
+      await publish(0, room, 'late', { size: 5, ttlSeconds: 1 });
+      const later = await ttl(1, short.epoch);
+      expect(later.offset).toBe(1);
+      expect(later.follows).toBeUndefined();
     });
 
     it('keeps only the latest publications that fit in `maxBytes`, the latest always', async () => {
@@ -317,11 +379,13 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       expect(after.offset).toBe(0);
       expect(after.publications).toEqual([]);
       expect(after.epoch).not.toBe(first?.epoch);
-      const next = await publish(0, room, 'c', short);
-      expect(next).toEqual({ offset: 1, epoch: after.epoch });
-      expect(positions((await read(room, 0)).publications)).toEqual([
-        { offset: 1, epoch: after.epoch, body: 'c' },
-      ]);
+      expect(isEmptyEpoch(after.epoch)).toBe(true);
+      const next = (await publish(0, room, 'c', short)) as StreamPosition;
+      expect(next.offset).toBe(1);
+      expect([first?.epoch, after.epoch]).not.toContain(next.epoch);
+      const resumed = await engine.history.read(room, { since: 0, limit: 10, at: after.epoch });
+      expect(resumed.follows).toBe(after.epoch);
+      expect(positions(resumed.publications)).toEqual([{ offset: 1, epoch: next.epoch, body: 'c' }]);
     });
 
     it('keeps a stream alive while publications keep coming within `ttlSeconds`', async () => {
@@ -345,9 +409,11 @@ export function describeHistoryContract(name: string, createTarget: () => Promis
       const page = await read(room);
       expect(page.offset).toBe(0);
       expect(page.epoch).not.toBe(first?.epoch);
-      expect(await publish(1, room, 'd')).toEqual({ offset: 1, epoch: page.epoch });
+      const next = (await publish(1, room, 'd')) as StreamPosition;
+      expect(next.offset).toBe(1);
+      expect([first?.epoch, page.epoch]).not.toContain(next.epoch);
       await waitFor('the publication of the new epoch', () => node(0).received.length === 1);
-      expect(positions(node(0).received)).toEqual([{ offset: 1, epoch: page.epoch, body: 'd' }]);
+      expect(positions(node(0).received)).toEqual([{ offset: 1, epoch: next.epoch, body: 'd' }]);
     });
 
     it('fans out publications without retention plainly: no offset, and the stream does not move', async () => {

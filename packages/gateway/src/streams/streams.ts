@@ -29,6 +29,8 @@ export interface CatchUp {
   readonly sub: Subscription;
   readonly report: PositionReport;
   readonly missed: readonly Publication[];
+  /** When (`performance.now()`) the history read that gave `report` was sent. */
+  readonly readAt: number;
 }
 
 interface Attachment {
@@ -78,7 +80,7 @@ export class Streams {
 
   /** Position frame, then the missed publications, then live: all in this turn. */
   start(catchUp: CatchUp): void {
-    const { state, sub, report, missed } = catchUp;
+    const { state, sub, report, missed, readAt } = catchUp;
     const attachment = this.attached.get(sub);
     if (!attachment || state.closed) return;
     const { dialect } = state;
@@ -93,6 +95,7 @@ export class Streams {
     for (const publication of missed) this.sendOne(state, sub, publication);
     const joiner: Joiner = {
       position: report,
+      readAt,
       send: (publication) => this.sendOne(state, sub, publication),
       lost: (lost) => sendTo(this.ctx, state, this.position(state, sub, lost)),
       join: () => {
@@ -134,30 +137,34 @@ export class Streams {
     return this.streams.size;
   }
 
-  /** The topic's stream; `ttlSeconds` is the key's retention, for reads that start a stream. */
+  /** The topic's stream; `ttlSeconds` is the key's retention, by which empty epochs are judged. */
   private streamOf(topic: Topic, ttlSeconds: number): TopicStream {
     const id = topicId(topic);
     let stream = this.streams.get(id);
     if (!stream) {
-      stream = new TopicStream({
-        read: (since) =>
-          this.ctx.engine.history.read(
-            topic,
-            since === undefined ? { limit: 0, ttlSeconds } : { since, limit: HISTORY_PAGE, ttlSeconds },
-          ),
-        deliver: (publication) =>
-          this.ctx.delivery.deliverInOrder(
-            topic,
-            publication,
-            publication.sender === undefined ? undefined : this.senders.get(publication.sender),
-          ),
-        announce: (report) => this.ctx.delivery.announce(topic, report),
-        readFailed: (error) =>
-          this.ctx.logger.warn(
-            { err: error, channel: topic.channel },
-            'history read failed while filling a gap; retrying',
-          ),
-      });
+      stream = new TopicStream(
+        {
+          read: (since, at) =>
+            this.ctx.engine.history.read(topic, {
+              ...(since === undefined ? { limit: 0 } : { since, limit: HISTORY_PAGE }),
+              ttlSeconds,
+              ...(at === undefined ? {} : { at }),
+            }),
+          deliver: (publication) =>
+            this.ctx.delivery.deliverInOrder(
+              topic,
+              publication,
+              publication.sender === undefined ? undefined : this.senders.get(publication.sender),
+            ),
+          announce: (report) => this.ctx.delivery.announce(topic, report),
+          readFailed: (error) =>
+            this.ctx.logger.warn(
+              { err: error, channel: topic.channel },
+              'history read failed while filling a gap; retrying',
+            ),
+        },
+        ttlSeconds * 1000,
+      );
       this.streams.set(id, stream);
     }
     return stream;
@@ -176,13 +183,25 @@ export class Streams {
     // from nor started at: the subscription starts at the stream's position instead.
     const current = (page: HistoryPage) =>
       stream.hasLeft(page.epoch) && stream.position ? stream.position : undefined;
+    const readAt = performance.now();
     if (!resume) {
-      const page = await history.read(sub.topic, { limit: 0, ttlSeconds });
+      // Judged against the stream's epoch: a topic still empty answers the stream's empty epoch.
+      const at = stream.position?.epoch;
+      const page = await history.read(sub.topic, {
+        limit: 0,
+        ttlSeconds,
+        ...(at === undefined ? {} : { at }),
+      });
       const { epoch, offset } = current(page) ?? page;
-      return { state, sub, report: { epoch, offset, missed: 0 }, missed: [] };
+      return { state, sub, report: { epoch, offset, missed: 0 }, missed: [], readAt };
     }
     const { since } = resume;
-    let page: HistoryPage = await history.read(sub.topic, { since, limit: HISTORY_PAGE, ttlSeconds });
+    let page: HistoryPage = await history.read(sub.topic, {
+      since,
+      limit: HISTORY_PAGE,
+      ttlSeconds,
+      at: resume.epoch,
+    });
     const left = current(page);
     const { epoch, offset } = left ?? page;
     const unrecoverable = (): CatchUp => ({
@@ -190,8 +209,12 @@ export class Streams {
       sub,
       report: { epoch, offset, recovered: false, missed: 0 },
       missed: [],
+      readAt,
     });
-    if (left || resume.epoch !== epoch || since > offset || retention.size === 0) return unrecoverable();
+    // A resume from an empty epoch goes on in the epoch that follows it (the engine vouches that
+    // it is the topic's first stream since that read), from the same offsets.
+    const sameEpoch = resume.epoch === epoch || page.follows === resume.epoch;
+    if (left || !sameEpoch || since > offset || retention.size === 0) return unrecoverable();
     const missed: Publication[] = [];
     let next = since + 1;
     while (next <= offset) {
@@ -203,7 +226,7 @@ export class Streams {
         next++;
       }
       if (next > offset) break;
-      page = await history.read(sub.topic, { since: next - 1, limit: HISTORY_PAGE, ttlSeconds });
+      page = await history.read(sub.topic, { since: next - 1, limit: HISTORY_PAGE, ttlSeconds, at: epoch });
       if (page.epoch !== epoch) return unrecoverable();
     }
     return {
@@ -211,6 +234,7 @@ export class Streams {
       sub,
       report: { epoch, offset, recovered: true, missed: offset - since },
       missed,
+      readAt,
     };
   }
 

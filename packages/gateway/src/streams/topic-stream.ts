@@ -1,3 +1,4 @@
+import { isEmptyEpoch } from '@switchboard/core';
 import type { HistoryPage, Publication, StreamPosition } from '@switchboard/core';
 
 /** Where a subscription stands, as `system::position` tells it. */
@@ -9,8 +10,11 @@ export interface PositionReport extends StreamPosition {
 
 /** What a topic stream needs from the node: history reads and delivery to its subscribers. */
 export interface StreamOutlet {
-  /** One page of the topic's history after `since` (absent: the current position only). */
-  read(since: number | undefined): Promise<HistoryPage>;
+  /**
+   * One page of the topic's history after `since` (absent: the current position only), judged
+   * against the epoch `at` the stream stands at (`HistoryQuery.at`).
+   */
+  read(since: number | undefined, at: string | undefined): Promise<HistoryPage>;
   /** An in-order publication, to every caught-up subscriber of the topic on this node. */
   deliver(publication: Publication): void;
   /** A new position, to every caught-up subscriber (after lost publications or a new epoch). */
@@ -22,6 +26,8 @@ export interface StreamOutlet {
 /** A subscription that has every publication up to `position` and now goes live. */
 export interface Joiner {
   readonly position: StreamPosition;
+  /** When (`performance.now()`) the history read that gave `position` was sent. */
+  readonly readAt: number;
   /** A publication this node delivered before the subscriber joined, sent to it alone. */
   send(publication: Publication): void;
   /** The subscriber cannot go on without a gap: it gets `recovered: false` and this position. */
@@ -52,6 +58,12 @@ const LEFT_EPOCHS = 8;
  * is given twice"): while two masters serve for a moment, publications and history reads of both
  * epochs interleave, and going back would deliver that epoch's publications a second time. What
  * carries a left epoch is unrecoverable: dropped, and said once with `recovered: false`.
+ *
+ * A topic without history stands at an empty epoch (offset 0, stored nowhere, a new one per read
+ * unless the engine vouches for the one the reader holds: `HistoryQuery.at`). Leaving one loses
+ * nothing, so it is never among the left epochs; its subscribers learn the first real epoch by a
+ * `recovered: true` position at offset 0 before its first publication (docs/protocol.md, "A
+ * channel without history").
  */
 export class TopicStream {
   private epoch: string | undefined;
@@ -68,11 +80,34 @@ export class TopicStream {
   private readonly left: string[] = [];
   /** A left epoch came back while in this one, and subscribers were told `recovered: false`. */
   private returnAnnounced = false;
+  /** When (`performance.now()`) the read that found the topic empty was sent, while at an empty epoch. */
+  private emptySince: number | undefined;
+  /**
+   * The current epoch was entered at offset 0 straight from an empty epoch the stream held since
+   * this time, with nothing lost: a joiner whose read found the topic empty after it is at offset
+   * 0 of the current epoch.
+   */
+  private continuedFrom: number | undefined;
+  /** The epoch whose publication past its first one, at an empty epoch, last sent the stream to history. */
+  private filledFor: string | undefined;
+  /** When (`performance.now()`) the stream moved to its current epoch. */
+  private enteredAt = 0;
+  /** When the stream last lost its engine connection, and last delivered a publication. */
+  private suspendedAt = -Infinity;
+  private deliveredAt = -Infinity;
   private retry: NodeJS.Timeout | undefined;
   /** Opted-in subscriptions on this node, caught up or catching up. */
   subscribers = 0;
 
-  constructor(private readonly outlet: StreamOutlet) {}
+  /**
+   * `ttlMs`: the topic's retention TTL. A joiner whose read found the topic empty is taken to
+   * have read before the stream's current epoch started only when its read took less than half
+   * of it (an epoch lives at least the TTL, so such a read cannot have come after it expired).
+   */
+  constructor(
+    private readonly outlet: StreamOutlet,
+    private readonly ttlMs = 120_000,
+  ) {}
 
   get position(): StreamPosition | undefined {
     return this.epoch === undefined ? undefined : { epoch: this.epoch, offset: this.offset };
@@ -101,6 +136,7 @@ export class TopicStream {
     if (this.epoch === undefined) {
       this.epoch = position.epoch;
       this.offset = position.offset;
+      this.emptySince = isEmptyEpoch(position.epoch) ? joiner.readAt : undefined;
       joiner.join();
       this.replayQueue();
       return;
@@ -109,6 +145,12 @@ export class TopicStream {
       // It read an epoch this stream left (two masters for a moment): it goes on from here.
       joiner.lost({ epoch: this.epoch, offset: this.offset, recovered: false, missed: 0 });
       joiner.join();
+      return;
+    }
+    const empty = this.emptyJoiner(joiner);
+    if (empty !== undefined) {
+      if (empty === 'join') joiner.join();
+      else this.joinFromRecent(joiner, 0);
       return;
     }
     if (position.epoch !== this.epoch) {
@@ -123,12 +165,35 @@ export class TopicStream {
       this.joiners.add(joiner);
       return;
     }
-    this.joinFromRecent(joiner);
+    this.joinFromRecent(joiner, position.offset);
   }
 
-  /** Joins a subscriber of this epoch that is behind: what it lacks from `recent`, or `lost`. */
-  private joinFromRecent(joiner: Joiner): void {
-    const behind = this.offset - joiner.position.offset;
+  /**
+   * Where a joiner that read the topic empty (another empty epoch than the stream's) stands, if
+   * the stream can tell: `'join'` when the stream is at an empty epoch it held since before that
+   * read (live, nothing was published since), offset 0 of the current epoch when the stream
+   * went from such an empty epoch straight to it (the topic's first stream since the read).
+   */
+  private emptyJoiner(joiner: Joiner): 'join' | 0 | undefined {
+    const { position, readAt } = joiner;
+    if (position.epoch === this.epoch || position.offset !== 0 || !isEmptyEpoch(position.epoch))
+      return undefined;
+    if (this.emptySince !== undefined) {
+      // Nothing reached the stream since it read the topic empty, or since the joiner did.
+      const quiet = this.suspendedAt < readAt && this.deliveredAt < readAt;
+      return readAt >= this.emptySince || quiet ? 'join' : undefined;
+    }
+    const beforeThisEpoch =
+      this.continuedFrom !== undefined &&
+      readAt >= this.continuedFrom &&
+      readAt <= this.enteredAt &&
+      performance.now() - readAt < this.ttlMs / 2;
+    return beforeThisEpoch ? 0 : undefined;
+  }
+
+  /** Joins a subscriber of this epoch at `offset` (behind): what it lacks from `recent`, or `lost`. */
+  private joinFromRecent(joiner: Joiner, offset: number): void {
+    const behind = this.offset - offset;
     const first = this.recent.length - behind;
     if (first < 0) {
       joiner.lost({ epoch: this.epoch!, offset: this.offset, recovered: false, missed: 0 });
@@ -150,6 +215,7 @@ export class TopicStream {
    */
   suspend(): void {
     this.suspended = true;
+    this.suspendedAt = performance.now();
   }
 
   /** After a broker reconnect: publications may have been lost; compare with history. */
@@ -175,6 +241,14 @@ export class TopicStream {
       return;
     }
     if (epoch !== this.epoch) {
+      if (this.emptySince !== undefined && offset > 1 && this.filledFor !== epoch) {
+        // Past the first publication of the stream that may follow this empty epoch: history
+        // tells whether it does and holds what came before (once per epoch: no endless fills).
+        this.filledFor = epoch;
+        this.enqueue(publication);
+        this.fill();
+        return;
+      }
       this.newEpoch(publication, offset, epoch);
       return;
     }
@@ -195,25 +269,37 @@ export class TopicStream {
    * and what it publishes after this switch is never delivered.
    */
   private newEpoch(publication: Publication, offset: number, epoch: string): void {
-    this.setPosition(epoch, offset - 1, offset === 1 && this.left.length === 0);
+    // An empty epoch has no publications: leaving it for a first one loses nothing, whatever
+    // epochs the stream left before it (their later publications are dropped and said anyway).
+    const fromEmpty = this.emptySince !== undefined;
+    this.setPosition(epoch, offset - 1, offset === 1 && (fromEmpty || this.left.length === 0));
     this.deliver(publication, offset);
   }
 
   private deliver(publication: Publication, offset: number): void {
     this.offset = offset;
+    this.deliveredAt = performance.now();
     this.recent.push(publication);
     if (this.recent.length > RECENT) this.recent.shift();
     this.outlet.deliver(publication);
     if (this.joiners.size > 0) this.settleJoiners();
   }
 
-  /** Jumps to a position, telling subscribers whether anything was lost on the way. */
-  private setPosition(epoch: string, offset: number, recovered: boolean): void {
-    if (this.epoch !== undefined && epoch !== this.epoch) {
+  /**
+   * Jumps to a position, telling subscribers whether anything was lost on the way. `readAt`: when
+   * the read that found the topic empty was sent, for a move to an empty epoch.
+   */
+  private setPosition(epoch: string, offset: number, recovered: boolean, readAt = performance.now()): void {
+    const emptySince = this.emptySince;
+    if (this.epoch !== undefined && epoch !== this.epoch && emptySince === undefined) {
       this.left.push(this.epoch);
       if (this.left.length > LEFT_EPOCHS) this.left.shift();
       this.returnAnnounced = false;
     }
+    this.emptySince = isEmptyEpoch(epoch) ? readAt : undefined;
+    this.continuedFrom =
+      recovered && offset === 0 && emptySince !== undefined && epoch !== this.epoch ? emptySince : undefined;
+    if (epoch !== this.epoch) this.enteredAt = performance.now();
     this.epoch = epoch;
     this.offset = offset;
     this.recent.length = 0;
@@ -244,6 +330,16 @@ export class TopicStream {
     if (next !== undefined && next > this.offset + 1) this.setPosition(this.epoch!, next - 1, false);
   }
 
+  /**
+   * Whether `page` is the topic's first stream since the empty epoch this stream stands at (the
+   * engine vouches: `follows`): the stream moves to it at offset 0, nothing lost, and fills on.
+   */
+  private continues(page: HistoryPage): boolean {
+    if (page.follows === undefined || page.follows !== this.epoch) return false;
+    this.setPosition(page.epoch, 0, true);
+    return true;
+  }
+
   /** Joiners the stream has reached join; joiners it jumped past are told they lost some. */
   private settleJoiners(): void {
     for (const joiner of this.joiners) {
@@ -251,7 +347,10 @@ export class TopicStream {
       const sameEpoch = position.epoch === this.epoch;
       if (sameEpoch && position.offset > this.offset) continue;
       this.joiners.delete(joiner);
-      if (sameEpoch) this.joinFromRecent(joiner);
+      const empty = this.emptyJoiner(joiner);
+      if (empty === 'join') joiner.join();
+      else if (empty === 0) this.joinFromRecent(joiner, 0);
+      else if (sameEpoch) this.joinFromRecent(joiner, position.offset);
       else {
         joiner.lost({ epoch: this.epoch!, offset: this.offset, recovered: false, missed: 0 });
         joiner.join();
@@ -302,16 +401,20 @@ export class TopicStream {
 
   private async fillFromHistory(): Promise<void> {
     for (;;) {
-      const page = await this.outlet.read(this.offset);
+      let sent = performance.now();
+      const page = await this.outlet.read(this.offset, this.epoch);
       if (this.hasLeft(page.epoch)) {
         this.leftEpochReturned();
         this.skipGap();
         return;
       }
+      if (this.continues(page)) continue;
       if (page.epoch !== this.epoch || page.offset < this.offset) {
         // History was lost (a new epoch), or went back within one (Redis restored from an older
         // snapshot, offsets repeat): go on from the oldest publication it still holds.
-        const fresh = await this.outlet.read(0);
+        sent = performance.now();
+        const fresh = await this.outlet.read(0, this.epoch);
+        if (this.continues(fresh)) continue;
         if (this.hasLeft(fresh.epoch) || (fresh.epoch === this.epoch && page.epoch !== this.epoch)) {
           // Two masters answer in turn: follow neither back; the queue goes on in this epoch.
           if (this.hasLeft(fresh.epoch)) this.leftEpochReturned();
@@ -319,7 +422,7 @@ export class TopicStream {
           return;
         }
         const oldest = fresh.publications[0]?.offset ?? fresh.offset + 1;
-        this.setPosition(fresh.epoch, oldest - 1, false);
+        this.setPosition(fresh.epoch, oldest - 1, false, sent);
         continue;
       }
       const first = page.publications[0]?.offset;
