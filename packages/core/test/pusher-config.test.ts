@@ -104,4 +104,18 @@ describe('Pusher configuration', () => {
       'SWITCHBOARD_KEYS.0.appId: appId must be 1 to 128 characters of A-Z a-z 0-9 _ -',
     ]);
   });
+
+  it('takes subscriptionCount from SWITCHBOARD_KEYS, off by default, and refuses a non-boolean', () => {
+    const config = loadConfig({
+      SWITCHBOARD_KEYS: JSON.stringify([
+        { key: 'tenant', secret: 'a-secret-of-mine', subscriptionCount: true },
+        { key: 'other', secret: 'a-secret-of-mine' },
+      ]),
+    });
+    expect(config.seedKeys[0]?.subscriptionCount).toBe(true);
+    expect(config.seedKeys[1]?.subscriptionCount).toBe(false);
+    expect(problems({ SWITCHBOARD_KEYS: seeded({ subscriptionCount: 'yes' }) })).toEqual([
+      expect.stringMatching(/^SWITCHBOARD_KEYS\.0\.subscriptionCount: /),
+    ]);
+  });
 });

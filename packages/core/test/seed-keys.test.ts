@@ -37,6 +37,18 @@ describe('seedKeys', () => {
     expect(await store.get('seeded')).not.toHaveProperty('history');
   });
 
+  test("turns a key's subscription counting on and off", async () => {
+    const store = new MemoryKeyStore();
+    await seedKeys(store, [seed()]);
+    expect(await store.get('seeded')).not.toHaveProperty('subscriptionCount');
+    expect(await seedKeys(store, [seed({ subscriptionCount: false })])).toEqual([]);
+    expect(await seedKeys(store, [seed({ subscriptionCount: true })])).toEqual(['seeded']);
+    expect((await store.get('seeded'))?.subscriptionCount).toBe(true);
+    expect(await seedKeys(store, [seed({ subscriptionCount: true })])).toEqual([]);
+    expect(await seedKeys(store, [seed({ subscriptionCount: false })])).toEqual(['seeded']);
+    expect(await store.get('seeded')).not.toHaveProperty('subscriptionCount');
+  });
+
   test("sets, changes and removes a key's app id", async () => {
     const store = new MemoryKeyStore();
     await seedKeys(store, [seed({ appId: '1234' })]);

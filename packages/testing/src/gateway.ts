@@ -88,6 +88,7 @@ export async function createTestKey(
     clientMessages: options.clientMessages ?? true,
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
+    ...(options.subscriptionCount ? { subscriptionCount: true as const } : {}),
     ...(options.history ? { history: options.history } : {}),
     ...(options.webhook ? { webhook: options.webhook } : {}),
     ...(options.limits ? { limits: options.limits } : {}),

@@ -112,6 +112,8 @@ const seedKey = z.object({
   domains: z.array(domain).default([]),
   clientMessages: z.boolean().default(true),
   forceAuth: z.boolean().default(false),
+  /** Pusher's subscription counting (docs/pusher.md, "Subscription counts"); off by default. */
+  subscriptionCount: z.boolean().default(false),
   history: historyOverride.optional(),
   webhook: webhookConfig.optional(),
   limits: keyLimits.optional(),

@@ -39,6 +39,8 @@ export interface ConnectionCounts {
     family?: CountFamily,
   ): Promise<{ items: ChannelCount[]; total: number }>;
   sum(key: ApiKey, family?: CountFamily): Promise<number>;
+  /** One channel's count (of the family) on every node; 0 for a channel no one is in. */
+  count(key: ApiKey, channel: ChannelName, family?: CountFamily): Promise<number>;
   /** Reserves one socket of `key` for `nodeId` unless `limit` (0: none) are reserved already; true when reserved. */
   reserveSocket(nodeId: NodeId, key: ApiKey, limit: number): Promise<boolean>;
   releaseSocket(nodeId: NodeId, key: ApiKey): Promise<void>;

@@ -50,6 +50,11 @@ export class MemoryConnectionCounts implements ConnectionCounts {
     return this.channelCounts(family, key).reduce((total, c) => total + c.count, 0);
   }
 
+  async count(key: ApiKey, channel: ChannelName, family: CountFamily = 'piesocket'): Promise<number> {
+    const nodes = this.families.get(family)?.get(key)?.get(channel);
+    return nodes ? [...nodes.values()].reduce((a, b) => a + b, 0) : 0;
+  }
+
   async reserveSocket(nodeId: NodeId, key: ApiKey, limit: number): Promise<boolean> {
     if (limit > 0 && this.socketsOf(key) >= limit) return false;
     const nodes = this.reserved.get(key) ?? new Map<NodeId, number>();

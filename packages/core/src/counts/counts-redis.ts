@@ -160,6 +160,15 @@ export class RedisConnectionCounts implements ConnectionCounts {
     return Number((await guard(this.client, () => this.client.get(this.keys.countsTotal(key, family)))) ?? 0);
   }
 
+  /** One ZSCORE of the key's channel index (scores are negated counts, so `list` reads them in order). */
+  async count(key: ApiKey, channel: ChannelName, family: CountFamily = 'piesocket'): Promise<number> {
+    const score = await guard(this.client, () =>
+      this.client.zscore(this.keys.countsChannels(key, family), channel),
+    );
+    const count = score === null ? 0 : -Number(score);
+    return count > 0 ? count : 0;
+  }
+
   async reserveSocket(nodeId: NodeId, key: ApiKey, limit: number): Promise<boolean> {
     // The node's key index (another slot) is written first, so a crash never hides a reservation from removeNode.
     const reserved = await inOrder(

@@ -12,13 +12,15 @@ import type { RedisKeys } from '../redis/keys';
 
 /**
  * Field layout of one key's HASH; domains as a JSON array, flags as "1"/"0", `appId` (only when
- * set; records written before app ids have none, and read as the key's default), `history` (only
+ * set; records written before app ids have none, and read as the key's default),
+ * `subscriptionCount` ("1", only when on), `history` (only
  * when the key overrides the retention) as JSON `{"size":n,"ttlSeconds":s}`, `webhook` (only
  * with one) as JSON `{"url":…,"events":[…]}`, `limits` (only when the key overrides a quota) as
  * JSON `{"connections":n,…}`.
  */
 type KeyHash = Record<'secret' | 'domains' | 'clientMessages' | 'forceAuth' | 'createdAt', string> & {
   appId?: string;
+  subscriptionCount?: string;
   history?: string;
   webhook?: string;
   limits?: string;
@@ -33,6 +35,7 @@ function toHash(record: ApiKeyRecord): KeyHash {
     createdAt: record.createdAt,
   };
   if (record.appId !== undefined) hash.appId = record.appId;
+  if (record.subscriptionCount) hash.subscriptionCount = '1';
   if (record.history) hash.history = JSON.stringify(record.history);
   if (record.webhook) hash.webhook = JSON.stringify(record.webhook);
   if (record.limits) hash.limits = JSON.stringify(record.limits);
@@ -68,6 +71,7 @@ function fromHash(key: ApiKey, hash: Record<string, string>): ApiKeyRecord | nul
     forceAuth: hash.forceAuth === '1',
     createdAt: hash.createdAt ?? '',
     ...(isValidAppId(hash.appId) ? { appId: hash.appId } : {}),
+    ...(hash.subscriptionCount === '1' ? { subscriptionCount: true as const } : {}),
     ...(history ? { history } : {}),
     ...(webhook ? { webhook } : {}),
     ...(limits ? { limits } : {}),

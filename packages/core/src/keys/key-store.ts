@@ -19,6 +19,12 @@ export interface ApiKeyRecord {
   readonly clientMessages: boolean;
   /** Every channel needs a JWT, not only `private-…` ones. */
   readonly forceAuth: boolean;
+  /**
+   * Pusher's subscription counting (docs/pusher.md, "Subscription counts"): subscribers of the
+   * key's public, private and encrypted Pusher channels get `pusher_internal:subscription_count`
+   * events. Present only when on; absent (records written before it too) is off.
+   */
+  readonly subscriptionCount?: true;
   /** ISO 8601 */
   readonly createdAt: string;
   /** Overrides `HISTORY_SIZE` / `HISTORY_TTL_SECONDS` for this key's topics (see `historyRetention`). */
@@ -89,6 +95,7 @@ export function generateKeyRecord(
     forceAuth: options.forceAuth ?? false,
     createdAt: new Date().toISOString(),
     ...(options.appId !== undefined ? { appId: options.appId } : {}),
+    ...(options.subscriptionCount ? { subscriptionCount: true as const } : {}),
     ...(options.history ? { history: options.history } : {}),
     ...(options.webhook ? { webhook: options.webhook } : {}),
     ...(options.limits ? { limits: options.limits } : {}),

@@ -4,7 +4,7 @@ import type { ApiKeyRecord, KeyStore } from './key-store';
 
 /**
  * Upserts the keys of `SWITCHBOARD_KEYS` at start: a seed replaces the secret, app id, domains,
- * options, history override, webhook and limits
+ * options (`subscriptionCount` among them), history override, webhook and limits
  * of a stored key of the same name and keeps its `createdAt`. Resolves the keys whose stored
  * record changed, so the caller can announce them (`key-changed`); an unchanged seed is not
  * rewritten, which keeps restarts of many nodes from churning the store.
@@ -25,6 +25,7 @@ export async function seedKeys(
       forceAuth: seed.forceAuth,
       createdAt: existing?.createdAt ?? now.toISOString(),
       ...(seed.appId !== undefined ? { appId: seed.appId } : {}),
+      ...(seed.subscriptionCount ? { subscriptionCount: true as const } : {}),
       ...(seed.history ? { history: seed.history } : {}),
       ...(seed.webhook ? { webhook: seed.webhook } : {}),
       ...(seed.limits ? { limits: seed.limits } : {}),
@@ -42,6 +43,7 @@ function sameRecord(a: ApiKeyRecord, b: ApiKeyRecord): boolean {
     a.appId === b.appId &&
     a.clientMessages === b.clientMessages &&
     a.forceAuth === b.forceAuth &&
+    (a.subscriptionCount ?? false) === (b.subscriptionCount ?? false) &&
     a.history?.size === b.history?.size &&
     a.history?.ttlSeconds === b.history?.ttlSeconds &&
     JSON.stringify(a.webhook ?? null) === JSON.stringify(b.webhook ?? null) &&

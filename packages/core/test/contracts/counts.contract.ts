@@ -165,6 +165,11 @@ export function describeCountsContract(name: string, createCounts: () => Promise
       });
       expect(await counts.sum(key)).toBe(2);
       expect(await counts.sum(key, 'pusher')).toBe(4);
+      // One channel's count, cluster-wide, of one family.
+      expect(await counts.count(key, 'room', 'pusher')).toBe(3);
+      expect(await counts.count(key, 'room')).toBe(2);
+      expect(await counts.count(key, 'only-pusher')).toBe(0);
+      expect(await counts.count(key, 'nowhere', 'pusher')).toBe(0);
       // A decrement of one family never takes from the other's share.
       await counts.decrement('n1', key, 'room', 'pusher');
       await counts.decrement('n1', key, 'room', 'pusher');

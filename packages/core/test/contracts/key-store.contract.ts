@@ -77,6 +77,18 @@ export function describeKeyStoreContract(name: string, createStore: () => Promis
       expect(appIdOf(read!)).toBe(digits.key);
     });
 
+    it('keeps subscription counting when on, and drops it when a record comes without', async () => {
+      const on: ApiKeyRecord = generateKeyRecord({ subscriptionCount: true });
+      await store.put(on);
+      expect(await store.get(on.key)).toEqual(on);
+      expect((await store.list()).find((r) => r.key === on.key)?.subscriptionCount).toBe(true);
+      const off = (({ subscriptionCount: _on, ...rest }: ApiKeyRecord): ApiKeyRecord => rest)(on);
+      await store.put(off);
+      expect(await store.get(on.key)).toEqual(off);
+      expect(await store.get(on.key)).not.toHaveProperty('subscriptionCount');
+      expect(generateKeyRecord()).not.toHaveProperty('subscriptionCount');
+    });
+
     it('refuses a record with an invalid app id, naming it, and stores nothing', async () => {
       for (const appId of ['', 'a/b', 'app id', 'x'.repeat(129)]) {
         const record = generateKeyRecord({ appId });
