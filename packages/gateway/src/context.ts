@@ -12,6 +12,7 @@ import type { AuthFailureLimiter } from '@switchboard/core';
 import type { Streams } from './streams/streams';
 import type { Delivery } from './fanout/delivery';
 import type { ListGate } from './fanout/list-gate';
+import type { CountEvents } from './fanout/count-events';
 import type { SlowConsumers } from './fanout/slow-consumers';
 import type { EarlyJoins } from './connections/early-joins';
 import type { UnconfirmedPublications } from './api/unconfirmed';
@@ -37,6 +38,8 @@ export interface GatewayContext {
   readonly delivery: Delivery;
   /** Presence subscriptions waiting for their member list. */
   readonly listGate: ListGate;
+  /** Subscription count events of counted channels (`Dialect.countEvents`). */
+  readonly countEvents: CountEvents;
   /** Opted-in subscriptions' streams: offsets, history catch-up, gap filling. */
   readonly streams: Streams;
   /** Checks the sockets of topics delivered to for the slow-consumer limit. */

@@ -27,6 +27,7 @@ import { BrokerSubscriptions } from './fanout/broker-subscriptions';
 import type { SocketData } from './connections/connection';
 import { Delivery } from './fanout/delivery';
 import { ListGate } from './fanout/list-gate';
+import { CountEvents } from './fanout/count-events';
 import { flatString } from './flat-string';
 import { closeRevoked, executeKick } from './connections/kick';
 import { Registry } from './fanout/registry';
@@ -107,6 +108,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
     streams,
     listGate,
+    countEvents: new CountEvents({ config, engine, logger, nodeId: config.nodeId, delivery }),
     slowConsumers,
     keepalive: new Keepalive({ config }),
     earlyJoins: new EarlyJoins(),
@@ -276,6 +278,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     async close() {
       ctx.slowConsumers.stop();
       ctx.keepalive.stop();
+      ctx.countEvents.stop();
       membership.stop();
       for (const state of [...registry.all()]) closeConnection(state, 'SERVER_DRAINING');
       ctx.status.draining = true;

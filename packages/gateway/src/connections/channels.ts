@@ -9,6 +9,7 @@ import type { Registry } from '../fanout/registry';
 import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
 import type { Streams } from '../streams/streams';
 import type { MemberLimit, PresenceDeps } from './presence-events';
+import type { CountEvents } from '../fanout/count-events';
 
 /** What entering and leaving channels takes. */
 export interface ChannelDeps extends PresenceDeps {
@@ -16,6 +17,8 @@ export interface ChannelDeps extends PresenceDeps {
   readonly registry: Registry;
   readonly subscriptions: BrokerSubscriptions;
   readonly streams: Streams;
+  /** Announces counted channels' subscription counts (`Dialect.countEvents`). */
+  readonly countEvents: CountEvents;
 }
 
 type FailureLog = (error: unknown) => void;
@@ -77,14 +80,19 @@ export function enterChannel(
   state.subs.set(sub);
   ctx.registry.joinTopic(sub.topic, state);
   ctx.meters.subscriptions[sub.topic.protocol]?.inc();
-  ctx.engine.counts
-    .increment(ctx.nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol))
-    .catch(failures(ctx).increment);
-  if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume, limit);
+  const written = ctx.engine.counts.increment(
+    ctx.nodeId,
+    state.key,
+    sub.channel,
+    countFamilyOf(sub.topic.protocol),
+  );
+  written.catch(failures(ctx).increment);
+  if (sub.recover) return enterRecovering(ctx, state, sub, acknowledge, resume, limit, written);
   // A presence subscription joins its uWS topic once its member_list is sent (fanout/list-gate.ts).
   if (sub.presence) ctx.listGate.hold(state, sub);
   else state.conn?.subscribe(localTopicOf(state.dialect.variants, sub.topic, sub.primary));
   acknowledge?.();
+  countChanged(ctx, state, sub, written, true);
   if (sub.presence) return joinPresence(ctx, state, sub, limit).catch(failures(ctx).join);
   return undefined;
 }
@@ -96,13 +104,32 @@ async function enterRecovering(
   acknowledge: (() => void) | undefined,
   resume: Resume | undefined,
   limit: MemberLimit | undefined,
+  written: Promise<void>,
 ): Promise<void> {
   const catchUp: CatchUp = await ctx.streams.prepare(state, sub, resume);
   // Closed or unsubscribed while history was read: `leaveChannel` already took it down.
   if (state.closed || state.subs.get(sub.channel) !== sub) return;
   acknowledge?.();
+  countChanged(ctx, state, sub, written, true);
   ctx.streams.start(catchUp);
   if (sub.presence) await joinPresence(ctx, state, sub, limit).catch(failures(ctx).join);
+}
+
+/**
+ * Hands a count write of a counted channel (`Dialect.countEvents`) to the announcements; the
+ * joiner of an increment gets the count itself if the channel's announcement waits. A dialect
+ * without count events, or a key or channel without them, costs one property read.
+ */
+function countChanged(
+  ctx: ChannelDeps,
+  state: ConnectionState,
+  sub: Subscription,
+  written: Promise<void>,
+  joined: boolean,
+): void {
+  const frames = state.dialect.countEvents;
+  if (frames === undefined || !frames.counted(state.record, sub.channel)) return;
+  ctx.countEvents.changed(sub.topic, frames, written, joined ? { state, sub } : undefined);
 }
 
 /**
@@ -126,9 +153,14 @@ export function leaveChannel(ctx: ChannelDeps, state: ConnectionState, sub: Subs
   ctx.meters.subscriptions[sub.topic.protocol]?.dec();
   ctx.subscriptions.release(sub.topic);
   if (ctx.status.draining) return;
-  ctx.engine.counts
-    .decrement(ctx.nodeId, state.key, sub.channel, countFamilyOf(sub.topic.protocol))
-    .catch(failures(ctx).decrement);
+  const written = ctx.engine.counts.decrement(
+    ctx.nodeId,
+    state.key,
+    sub.channel,
+    countFamilyOf(sub.topic.protocol),
+  );
+  written.catch(failures(ctx).decrement);
+  countChanged(ctx, state, sub, written, false);
   if (!sub.presence) return;
   // A join still in flight is announced first; the leave follows it (`joinPresence`).
   const leave = (): Promise<void> => leavePresence(ctx, state.id, sub);

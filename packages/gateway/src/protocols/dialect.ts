@@ -122,6 +122,12 @@ export interface Dialect {
     offline(users: readonly string[]): string;
   };
 
+  /**
+   * Subscription counts pushed to subscribers (Pusher's `subscription_count` events;
+   * fanout/count-events.ts). Absent: nothing is read or sent for this dialect's channels.
+   */
+  readonly countEvents?: CountEventFrames;
+
   // ---- Kicks ----
 
   readonly kick: {
@@ -151,6 +157,17 @@ export interface Dialect {
    * `prefix` is handed to `handle`, which answers it completely.
    */
   readonly http?: DialectHttp;
+}
+
+/** Which subscriptions hear their channel's count, and in what frame (`Dialect.countEvents`). */
+export interface CountEventFrames {
+  /**
+   * Whether subscribers of `channel` of the key `record` hear its count; checked at every
+   * subscribe and unsubscribe of the dialect's sockets, so it must cost nothing when off.
+   */
+  counted(record: ApiKeyRecord, channel: string): boolean;
+  /** The frame announcing `count` subscriptions (cluster-wide, of the dialect's family) of `channel`. */
+  frame(channel: string, count: number): string;
 }
 
 /** How a dialect closes a connection (`Dialect.closeWith`). */

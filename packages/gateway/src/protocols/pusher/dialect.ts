@@ -18,9 +18,11 @@ import {
   presenceSubscriptionSucceeded,
   signinSuccess,
   watchlistEvents,
+  subscriptionCount,
   subscriptionError,
   subscriptionSucceeded,
 } from './frames';
+import { classifyChannel } from './channels';
 import type { RosterMember } from './frames';
 import { parseUserData, verifyUserAuth } from './auth';
 import type { PresenceMember } from './auth';
@@ -268,6 +270,18 @@ export const pusher: Dialect = {
     channel: (user) => `${WATCHLIST_PREFIX}${user}`,
     online: (users) => watchlistEvents([{ name: 'online', user_ids: users }]),
     offline: (users) => watchlistEvents([{ name: 'offline', user_ids: users }]),
+  },
+
+  // Pusher's subscription counting, a per-app setting: the key's `subscriptionCount` (docs/pusher.md,
+  // "Subscription counts"). Presence channels have member events instead, as on Pusher; a user's
+  // own `#…` channels are no one else's.
+  countEvents: {
+    counted: (record, channel) => {
+      if (record.subscriptionCount !== true || channel.startsWith('#')) return false;
+      const { kind } = classifyChannel(channel);
+      return kind !== 'presence' && kind !== 'server-to-user';
+    },
+    frame: subscriptionCount,
   },
 
   // A deleted key is Pusher's disabled app for the sockets it had (docs/pusher.md, "4003").
