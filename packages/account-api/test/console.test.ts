@@ -105,6 +105,14 @@ describe('GET /api/settings (the console settings view)', () => {
     await engine.keys.put({ ...KEY_A, appId: '1234567' });
     const app = createAccountApi({ engine, logger: silentLogger(), config: testConfig() });
     const res = await request(app).get('/api/settings').set(authA).expect(200);
-    expect(res.body).toMatchObject({ key: KEY_A.key, appId: '1234567' });
+    expect(res.body).toMatchObject({ key: KEY_A.key, appId: '1234567', subscriptionCount: false });
+  });
+
+  test('shows whether Pusher subscription counting is on', async () => {
+    const engine = await populatedEngine();
+    await engine.keys.put({ ...KEY_A, subscriptionCount: true });
+    const app = createAccountApi({ engine, logger: silentLogger(), config: testConfig() });
+    const res = await request(app).get('/api/settings').set(authA).expect(200);
+    expect(res.body).toMatchObject({ key: KEY_A.key, subscriptionCount: true });
   });
 });

@@ -367,6 +367,55 @@ describe('keys app-id', () => {
   });
 });
 
+describe('keys subscription-count', () => {
+  test('keys create --subscription-count turns it on; without it the record has none', async () => {
+    const { result, stdout } = await keys('create', '--subscription-count');
+    expect(result).toBe(0);
+    expect(stdout).toMatch(/^options: +clientMessages=true forceAuth=false subscriptionCount=true$/m);
+    const key = /^key: +(\S+)$/m.exec(stdout)?.[1];
+    expect(storedKeys()).toEqual([expect.objectContaining({ key, subscriptionCount: true })]);
+    expect(await createKey()).not.toHaveProperty('subscriptionCount');
+  });
+
+  test("keys subscription-count turns a key's counting on and off, shows it in keys list, and announces it", async () => {
+    const record = await createKey();
+    const publish = jest.spyOn(MemoryBroker.prototype, 'publishControl');
+    try {
+      const on = await keys('subscription-count', record.key, 'on');
+      expect(on.result).toBe(0);
+      expect(on.stdout).toBe(`Subscription counting of ${record.key}: on\n`);
+      expect(storedKeys()[0]).toEqual({ ...record, subscriptionCount: true });
+      expect(publish).toHaveBeenCalledWith({ type: 'key-changed', key: record.key });
+      expect((await keys('list')).stdout).toContain('clientMessages=true forceAuth=false subscriptionCount=true');
+      const off = await keys('subscription-count', record.key, 'off', '--json');
+      expect(JSON.parse(off.stdout)).not.toHaveProperty('subscriptionCount');
+      expect(JSON.parse(off.stdout)).not.toHaveProperty('secret');
+      expect(storedKeys()[0]).toEqual(record);
+    } finally {
+      publish.mockRestore();
+    }
+  });
+
+  test('an unknown key is exit 1', async () => {
+    const { result, stderr } = await keys('subscription-count', 'nope', 'on');
+    expect(result).toBe(1);
+    expect(stderr).toContain('Unknown API key "nope"');
+  });
+
+  test.each([
+    [['subscription-count', 'key']],
+    [['subscription-count', 'key', 'yes']],
+    [['subscription-count', 'key', 'on', 'off']],
+    [['create', '--subscription-count=on']],
+  ])('keys %j is exit 2 naming the problem, and stores nothing', async (argv) => {
+    const { result, stdout, stderr } = await keys(...argv);
+    expect(result).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.split('\n')[0]).toMatch(/subscription-count/);
+    expect(() => statSync(join(data.dir, 'keys.json'))).toThrow();
+  });
+});
+
 describe('usage', () => {
   test.each([
     [[]],

@@ -23,15 +23,19 @@ function redacted(value: unknown): unknown {
 
 /**
  * `GET /api/settings`: the key's settings as the console shows them, read-only: its Pusher app id
- * (the key itself when the record has none, docs/pusher.md), its allowed domains and its webhook (`webhook`: URL and events) as the key record holds it (`null` when it holds none), any
+ * (the key itself when the record has none, docs/pusher.md), whether Pusher's subscription
+ * counting is on (`subscriptionCount`, docs/pusher.md), its allowed domains and its webhook (`webhook`: URL and events) as the key record holds it (`null` when it holds none), any
  * secret-like field hidden. The key's own secret is never part of it. No parameters.
  */
 export const settingsEndpoint = defineEndpoint({
   path: '/settings',
   query: querySchema({}),
-  handle: async (key): Promise<{ key: string; appId: string; domains: string[]; webhook: unknown }> => ({
+  handle: async (
+    key,
+  ): Promise<{ key: string; appId: string; subscriptionCount: boolean; domains: string[]; webhook: unknown }> => ({
     key: key.key,
     appId: appIdOf(key),
+    subscriptionCount: key.subscriptionCount === true,
     domains: [...key.domains],
     // Read by name: the record's `webhook` (docs/webhooks.md) as stored, whatever fields it grows.
     webhook: redacted((key as unknown as Record<string, unknown>)['webhook'] ?? null),

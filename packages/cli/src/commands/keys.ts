@@ -32,11 +32,16 @@ export const KEYS_USAGE = `Usage: switchboard keys <command> [--json]
 
 Commands:
   keys create [--domain D]... [--no-client-messages] [--force-auth] [--history-size N] [--history-ttl S]
-              [--app-id ID]   create a key; prints its key and secret (the secret is shown only here)
+              [--app-id ID] [--subscription-count]
+                              create a key; prints its key and secret (the secret is shown only here)
   keys list [--show-secrets]  every key with its app id, domains, options, history and creation time
   keys delete KEY             delete a key: new connections and API calls with it are refused
   keys domains KEY [D]...     replace the key's allowed domains; none allows any origin
   keys app-id KEY ID          set the key's Pusher app id ("default": the key itself; docs/pusher.md)
+  keys subscription-count KEY on|off
+                              Pusher's subscription counting: subscribers of the key's public,
+                              private and encrypted Pusher channels get subscription_count events
+                              (default: off; docs/pusher.md)
   keys history KEY N S        keep the last N publications per channel for S seconds after the
                               latest (N 0: no history); "default" for either uses the configured
                               HISTORY_SIZE / HISTORY_TTL_SECONDS
@@ -58,6 +63,7 @@ Options:
   --force-auth                every channel needs a JWT, not only private-… ones
   --app-id ID                 the key's Pusher app id, ${APP_ID_RULE}
                               (default: the key itself)
+  --subscription-count        turn Pusher's subscription counting on (keys subscription-count)
   --history-size N            publications kept per channel, 0 to ${MAX_HISTORY_SIZE} (default: HISTORY_SIZE)
   --history-ttl S             seconds history is kept after a channel's latest publication,
                               1 to ${MAX_HISTORY_TTL_SECONDS} (default: HISTORY_TTL_SECONDS)
@@ -103,12 +109,14 @@ const FLAGS_OF: Record<string, readonly string[]> = {
     '--history-size',
     '--history-ttl',
     '--app-id',
+    '--subscription-count',
     '--json',
   ],
   list: ['--show-secrets', '--json'],
   delete: ['--json'],
   domains: ['--json'],
   'app-id': ['--json'],
+  'subscription-count': ['--json'],
   history: ['--json'],
   webhook: ['--events', '--remove', '--json'],
   limits: [...Object.keys(LIMIT_OPTIONS), '--json'],
@@ -270,6 +278,22 @@ const formatAppId = (record: ApiKeyRecord): string =>
 
 const withoutAppId = ({ appId: _appId, ...rest }: ApiKeyRecord): ApiKeyRecord => rest;
 
+/** Whether `keys subscription-count KEY on|off` turns counting on. */
+function requestedSubscriptionCount(positional: readonly string[]): boolean {
+  const [key, value, ...extra] = positional;
+  if (key === undefined || (value !== 'on' && value !== 'off') || extra.length > 0) {
+    throw new UsageError(
+      '"keys subscription-count" takes a KEY and on or off, e.g. keys subscription-count KEY on',
+    );
+  }
+  return value === 'on';
+}
+
+const withoutSubscriptionCount = ({
+  subscriptionCount: _subscriptionCount,
+  ...rest
+}: ApiKeyRecord): ApiKeyRecord => rest;
+
 /** The events of `--events E1,E2`, each one of `WEBHOOK_EVENTS`, without repeats. */
 function webhookEventList(text: string): WebhookEventName[] {
   const names = text
@@ -324,8 +348,11 @@ function checkDomain(domain: string): string {
 const formatDomains = (domains: readonly string[]): string =>
   domains.length === 0 ? '(any origin)' : domains.join(',');
 
+/** The key's options; `subscriptionCount` (off by default) only when on. */
 const formatOptions = (record: ApiKeyRecord): string =>
-  `clientMessages=${record.clientMessages} forceAuth=${record.forceAuth}`;
+  `clientMessages=${record.clientMessages} forceAuth=${record.forceAuth}${
+    record.subscriptionCount ? ' subscriptionCount=true' : ''
+  }`;
 
 /** The retention the key's channels get, marked when it is the configuration's. */
 function formatHistory(record: ApiKeyRecord, config: Config): string {
@@ -388,6 +415,7 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
         domains: [...new Set(parsed.domains.map(checkDomain))],
         clientMessages: !parsed.flags.has('--no-client-messages'),
         forceAuth: parsed.flags.has('--force-auth'),
+        ...(parsed.flags.has('--subscription-count') ? { subscriptionCount: true as const } : {}),
         ...(history ? { history } : {}),
       });
       await engine.keys.put(record);
@@ -477,6 +505,22 @@ async function run(command: string, parsed: Parsed, engine: Engine, config: Conf
       await engine.keys.put(updated);
       await announce(engine, key, io);
       print(withoutSecret(updated), `App id of ${key}: ${formatAppId(updated)}`);
+      return 0;
+    }
+    case 'subscription-count': {
+      const [key] = positional;
+      const on = requestedSubscriptionCount(positional);
+      const record = key === undefined ? null : await engine.keys.get(key);
+      if (!record || key === undefined) {
+        io.err(`Unknown API key "${key}"; "switchboard keys list" shows the existing ones`);
+        return 1;
+      }
+      const updated: ApiKeyRecord = on
+        ? { ...record, subscriptionCount: true }
+        : withoutSubscriptionCount(record);
+      await engine.keys.put(updated);
+      await announce(engine, key, io);
+      print(withoutSecret(updated), `Subscription counting of ${key}: ${on ? 'on' : 'off'}`);
       return 0;
     }
     case 'history': {
@@ -581,6 +625,7 @@ export async function runKeys(argv: string[], env: Env): Promise<number> {
     if (command === 'create') createdHistory(parsed);
     if (command === 'create' && parsed.appId !== undefined) appIdValue(parsed.appId);
     if (command === 'app-id') requestedAppId(parsed.positional);
+    if (command === 'subscription-count') requestedSubscriptionCount(parsed.positional);
     if (command === 'history') requestedHistory(parsed.positional);
     if (command === 'webhook') requestedWebhook(parsed);
     if (command === 'limits') requestedLimits(parsed, undefined);
