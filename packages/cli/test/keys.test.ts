@@ -386,7 +386,9 @@ describe('keys subscription-count', () => {
       expect(on.stdout).toBe(`Subscription counting of ${record.key}: on\n`);
       expect(storedKeys()[0]).toEqual({ ...record, subscriptionCount: true });
       expect(publish).toHaveBeenCalledWith({ type: 'key-changed', key: record.key });
-      expect((await keys('list')).stdout).toContain('clientMessages=true forceAuth=false subscriptionCount=true');
+      expect((await keys('list')).stdout).toContain(
+        'clientMessages=true forceAuth=false subscriptionCount=true',
+      );
       const off = await keys('subscription-count', record.key, 'off', '--json');
       expect(JSON.parse(off.stdout)).not.toHaveProperty('subscriptionCount');
       expect(JSON.parse(off.stdout)).not.toHaveProperty('secret');

@@ -7,15 +7,19 @@ const seed = (overrides: Partial<SeedKey> = {}): SeedKey => ({
   domains: ['example.com'],
   clientMessages: true,
   forceAuth: false,
+  subscriptionCount: false,
   ...overrides,
 });
+
+/** A seed as the store keeps it: `subscriptionCount` only when on. */
+const stored = ({ subscriptionCount: _off, ...rest }: SeedKey): Omit<SeedKey, 'subscriptionCount'> => rest;
 
 describe('seedKeys', () => {
   test('inserts new keys and reports them', async () => {
     const store = new MemoryKeyStore();
     const changed = await seedKeys(store, [seed(), seed({ key: 'other' })], new Date('2026-03-01T00:00:00Z'));
     expect(changed).toEqual(['seeded', 'other']);
-    expect(await store.get('seeded')).toEqual({ ...seed(), createdAt: '2026-03-01T00:00:00.000Z' });
+    expect(await store.get('seeded')).toEqual({ ...stored(seed()), createdAt: '2026-03-01T00:00:00.000Z' });
   });
 
   test('replaces secret, domains and options of an existing key, keeping createdAt', async () => {
@@ -23,7 +27,7 @@ describe('seedKeys', () => {
     await seedKeys(store, [seed()], new Date('2026-03-01T00:00:00Z'));
     const update = seed({ secret: 'rotated-secret', domains: [], clientMessages: false, forceAuth: true });
     expect(await seedKeys(store, [update], new Date('2027-01-01T00:00:00Z'))).toEqual(['seeded']);
-    expect(await store.get('seeded')).toEqual({ ...update, createdAt: '2026-03-01T00:00:00.000Z' });
+    expect(await store.get('seeded')).toEqual({ ...stored(update), createdAt: '2026-03-01T00:00:00.000Z' });
   });
 
   test("sets, changes and removes a key's history override", async () => {

@@ -32,7 +32,13 @@ export const settingsEndpoint = defineEndpoint({
   query: querySchema({}),
   handle: async (
     key,
-  ): Promise<{ key: string; appId: string; subscriptionCount: boolean; domains: string[]; webhook: unknown }> => ({
+  ): Promise<{
+    key: string;
+    appId: string;
+    subscriptionCount: boolean;
+    domains: string[];
+    webhook: unknown;
+  }> => ({
     key: key.key,
     appId: appIdOf(key),
     subscriptionCount: key.subscriptionCount === true,

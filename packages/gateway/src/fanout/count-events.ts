@@ -18,9 +18,11 @@ export const COUNT_EVENT_INTERVAL_MS = 1000;
 interface Announced {
   readonly topic: Topic;
   readonly frames: CountEventFrames;
-  /** A change came after the announcement: another one is due at the interval's end. */
+  /** The count this node last announced (0: none was published, nobody left). */
+  last: number | undefined;
+  /** A change came since the interval's read started. */
   due: boolean;
-  timer: ReturnType<typeof setTimeout>;
+  timer: ReturnType<typeof setTimeout> | undefined;
 }
 
 /** A subscriber that gets the count itself (not through the channel) right after its success answer. */
@@ -34,9 +36,15 @@ export interface CountJoiner {
  * node's count write for a counted channel (`changed`), the channel's cluster-wide count is read
  * and published to the channel like any event, through the broker, so every node's subscribers
  * get it; a channel with nobody left hears nothing. Per channel this node publishes at most once
- * per `intervalMs`: changes within the interval are coalesced into one announcement at its end
- * (one read, one frame serialized once for the whole channel), so thousands of subscribers
- * joining cost one event per second per gateway, not one per join.
+ * per `intervalMs`: a change on a channel it did not announce within the interval goes out at
+ * once, changes within the interval are folded into one read at its end (one frame serialized
+ * once for the whole channel), so thousands of subscribers joining cost one event per second
+ * per gateway, not one per join.
+ *
+ * The read at the interval's end happens whether or not this node changed the count meanwhile,
+ * and publishes only a count that differs from the one this node last announced: when several
+ * nodes announce at the same instant, one's event may overtake another's fresher one, and this
+ * corrects it within an interval. A channel whose read found nothing new is forgotten.
  *
  * A subscriber that joins while its channel's announcement waits gets the current count at once,
  * by itself (one more read), as Pusher gives a new subscriber the count right after
@@ -81,37 +89,45 @@ export class CountEvents {
       if (joiner) void this.tellJoiner(topic, frames, joiner);
       return;
     }
-    const fresh: Announced = { topic, frames, due: false, timer: this.schedule(id) };
+    const fresh: Announced = { topic, frames, last: undefined, due: false, timer: undefined };
     this.announced.set(id, fresh);
-    void this.announce(fresh);
+    fresh.timer = this.schedule(id, fresh);
+    void this.read(topic).then((count) => this.publishIfNew(id, fresh, count));
   }
 
-  /** At the interval's end: announce again if a change came meanwhile (and wait another interval), else forget the channel. */
-  private schedule(id: string): ReturnType<typeof setTimeout> {
+  /** At the interval's end: read again, announce what changed, and watch one more interval if anything did. */
+  private schedule(id: string, entry: Announced): ReturnType<typeof setTimeout> {
     const timer = setTimeout(() => {
-      const entry = this.announced.get(id);
-      if (!entry) return;
-      if (!entry.due) {
-        this.announced.delete(id);
-        return;
-      }
+      entry.timer = undefined;
       entry.due = false;
-      entry.timer = this.schedule(id);
-      void this.announce(entry);
+      void this.read(entry.topic).then((count) => {
+        const published = this.publishIfNew(id, entry, count);
+        if (this.announced.get(id) !== entry) return;
+        if (published || entry.due) entry.timer = this.schedule(id, entry);
+        else this.announced.delete(id);
+      });
     }, this.intervalMs);
     timer.unref?.();
     return timer;
   }
 
-  private async announce(entry: Announced): Promise<void> {
-    const count = await this.read(entry.topic);
-    if (count === undefined || count === 0 || this.stopped) return;
-    await publishToChannel(this.deps, entry.topic, entry.frames.frame(entry.topic.channel, count), {
+  /** Publishes `count` to the channel unless this node announced it last (or it is 0); true when published. */
+  private publishIfNew(id: string, entry: Announced, count: number | undefined): boolean {
+    if (count === undefined || this.stopped || this.announced.get(id) !== entry) return false;
+    if (count === entry.last) return false;
+    entry.last = count;
+    if (count === 0) return false;
+    void publishToChannel(this.deps, entry.topic, entry.frames.frame(entry.topic.channel, count), {
       stampable: false,
     });
+    return true;
   }
 
-  private async tellJoiner(topic: Topic, frames: CountEventFrames, { state, sub }: CountJoiner): Promise<void> {
+  private async tellJoiner(
+    topic: Topic,
+    frames: CountEventFrames,
+    { state, sub }: CountJoiner,
+  ): Promise<void> {
     const count = await this.read(topic);
     if (count === undefined || count === 0 || state.closed || state.subs.get(sub.channel) !== sub) return;
     sendTo(this.deps, state, frames.frame(sub.channel, count));
@@ -119,11 +135,14 @@ export class CountEvents {
 
   /** The channel's cluster-wide count of its family; undefined when the engine did not answer. */
   private read(topic: Topic): Promise<number | undefined> {
-    return this.deps.engine.counts.count(topic.key, topic.channel, countFamilyOf(topic.protocol)).catch(
-      (error: unknown) => {
-        this.deps.logger.debug({ err: error, channel: topic.channel }, 'subscription count not read; not announced');
+    return this.deps.engine.counts
+      .count(topic.key, topic.channel, countFamilyOf(topic.protocol))
+      .catch((error: unknown) => {
+        this.deps.logger.debug(
+          { err: error, channel: topic.channel },
+          'subscription count not read; not announced',
+        );
         return undefined;
-      },
-    );
+      });
   }
 }
