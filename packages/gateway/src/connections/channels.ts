@@ -118,7 +118,7 @@ async function enterRecovering(
 /**
  * Hands a count write of a counted channel (`Dialect.countEvents`) to the announcements; the
  * joiner of an increment gets the count itself if the channel's announcement waits. A dialect
- * without count events, or a key or channel without them, costs one property read.
+ * without count events costs one property read; a key without them one flag check (`counted`).
  */
 function countChanged(
   ctx: ChannelDeps,
