@@ -44,12 +44,15 @@ afterAll(async () => {
   await redis?.stop();
 });
 
+/** The master key end-to-end encrypted channels derive their secrets from (the backend's). */
+const encryptionMasterKeyBase64 = Buffer.alloc(32, 7).toString('base64');
+
 /** A connected pusher-js client of `app` on `gateway`, its channels authorized by the `pusher` SDK. */
 async function connect(app: ApiKeyRecord, gateway: TestGateway, user = 'anonymous'): Promise<PusherJs> {
   const client = localPusherJs({
     key: app.key,
     port: gateway.port,
-    signer: pusherBackend(app, gateway.port),
+    signer: pusherBackend(app, gateway.port, { encryptionMasterKeyBase64 }),
     presence: { user_id: user, user_info: {} },
   });
   clients.push(client);
@@ -98,6 +101,7 @@ describe('with subscription counting on', () => {
   it.each([
     ['public', 'lobby'],
     ['private', 'private-lobby'],
+    ['encrypted', 'private-encrypted-lobby'],
     ['cache', 'cache-lobby'],
   ])(
     'tells %s channel subscribers the cluster-wide count as others join and leave on the other gateway',
