@@ -180,8 +180,8 @@ export function clusterHealth(cluster: Cluster): ConnectionHealth {
 }
 
 /**
- * One probe of every master: its generation read (which answers for a PING). 'changed' when a
- * master known before answered with another generation.
+ * One probe of every master: its generation read (which answers for a PING) and its cluster
+ * state. 'changed' when a master known before answered with another generation.
  */
 async function masterRound(
   cluster: Cluster,
@@ -195,7 +195,7 @@ async function masterRound(
   if (owners.size === 0 || [...owners].some((owner) => !connected.has(owner))) return 'down';
   try {
     const read = await Promise.all(
-      masters.map((node) => withTimeout(readGeneration(node), PROBE_TIMEOUT_MS)),
+      masters.map((node) => withTimeout(servingGeneration(node), PROBE_TIMEOUT_MS)),
     );
     let changed = false;
     let down = false;
@@ -218,6 +218,18 @@ async function masterRound(
   } catch {
     return 'down';
   }
+}
+
+/**
+ * A cluster master's generation while it serves its slots (`cluster_state:ok`), else undefined.
+ * A master started again refuses keyed commands (CLUSTERDOWN) for a while: Redis holds a
+ * restarted master's state at fail for two seconds, and the cluster's state is fail until its
+ * nodes agree again. It answers INFO all along, so the generation alone would report it up, and
+ * the restore that follows every return would fail against it.
+ */
+async function servingGeneration(node: Redis): Promise<string | undefined> {
+  const [generation, state] = await Promise.all([readGeneration(node), node.call('CLUSTER', 'INFO')]);
+  return String(state).includes('cluster_state:ok') ? generation : undefined;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

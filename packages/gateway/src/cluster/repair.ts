@@ -41,13 +41,22 @@ const REPAIR_INTERVAL_MS = 30_000;
  * - broker subscriptions: every topic with local subscribers is subscribed again;
  * - keys: `SWITCHBOARD_KEYS` is applied again, so a Redis that came back empty (no
  *   persistence) still knows the deployment's keys. Keys created with `switchboard keys` live
- *   only in Redis: keep Redis persistent if you use them (docs/scaling.md).
+ *   only in Redis: keep Redis persistent if you use them (docs/scaling.md). This comes first:
+ *   admissions wait for it (`KeyCache.seedsOwed`), and it needs no other step.
+ *
+ * A restore that fails while the engine answers (a Redis Cluster still forming after its
+ * masters restarted: CLUSTERDOWN, MOVED, a subscriber connection not ready yet) is run again
+ * after `REPAIR_DELAY_MS`, doubling up to `REPAIR_INTERVAL_MS`, until one succeeds.
  */
 export class Repair {
   private running: Promise<void> | undefined;
   private again = false;
   private repairTimer: NodeJS.Timeout | undefined;
+  /** When the pending `repairTimer` fires. */
+  private repairDue = 0;
   private lastRepairAt = -Infinity;
+  /** Restores failed in a row (the next one waits longer); 0 after one succeeds. */
+  private failures = 0;
 
   constructor(private readonly ctx: RepairDeps) {}
 
@@ -60,8 +69,22 @@ export class Repair {
    * the soonest, and again if it fails too.
    */
   repairSoon(): void {
-    if (this.repairTimer || this.ctx.status.draining) return;
-    const delay = Math.max(REPAIR_DELAY_MS, this.lastRepairAt + REPAIR_INTERVAL_MS - Date.now());
+    this.schedule(Math.max(REPAIR_DELAY_MS, this.lastRepairAt + REPAIR_INTERVAL_MS - Date.now()));
+  }
+
+  /**
+   * A restore in `delay` ms, unless one is due sooner already (a later one is moved up: a
+   * failed restore's retry must not wait for a write failure's spaced repair); skipped if the
+   * engine is away then.
+   */
+  private schedule(delay: number): void {
+    if (this.ctx.status.draining) return;
+    const due = Date.now() + delay;
+    if (this.repairTimer) {
+      if (this.repairDue <= due) return;
+      clearTimeout(this.repairTimer);
+    }
+    this.repairDue = due;
     this.repairTimer = setTimeout(() => {
       this.repairTimer = undefined;
       if (this.ctx.status.draining || !this.ctx.engine.isAvailable()) return;
@@ -69,6 +92,11 @@ export class Repair {
       void this.restore();
     }, delay);
     this.repairTimer.unref();
+  }
+
+  /** The engine was lost: the restore on its return starts over with the shortest retry delay. */
+  engineLost(): void {
+    this.failures = 0;
   }
 
   /** Stops a pending repair (the gateway is closing). */
@@ -98,8 +126,14 @@ export class Repair {
     const { engine, nodeId, logger } = ctx;
     const started = Date.now();
     try {
+      const mark = ctx.keys.seedMark();
+      for (const key of await seedKeys(engine.keys, ctx.config.seedKeys)) {
+        ctx.keys.invalidate(key);
+        // Nodes with other seeds may have remembered the key as unknown meanwhile.
+        await engine.broker.publishControl({ type: 'key-changed', key }).catch(() => undefined);
+      }
+      ctx.keys.seedsApplied(mark);
       await ctx.subscriptions.restore();
-      for (const key of await seedKeys(engine.keys, ctx.config.seedKeys)) ctx.keys.invalidate(key);
       await engine.counts.removeNode(nodeId);
       for await (const places of engine.presence.nodeEntries(nodeId, BATCH)) {
         const stale = places.filter((place) => !this.isOpen(place));
@@ -137,11 +171,14 @@ export class Repair {
         }
       }
       await Promise.all(batch);
+      this.failures = 0;
       logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
     } catch (error) {
-      logger.warn({ err: error }, 'rewriting local state failed; retried');
-      // Unreachable engine: its return restores. Reachable (an error reply): try again later.
-      if (engine.isAvailable()) this.repairSoon();
+      this.failures++;
+      const retryMs = Math.min(REPAIR_DELAY_MS * 2 ** (this.failures - 1), REPAIR_INTERVAL_MS);
+      logger.warn({ err: error, retryMs }, 'rewriting local state failed; retried');
+      // Unreachable engine: its return restores. Reachable (an error reply): try again soon.
+      if (engine.isAvailable()) this.schedule(retryMs);
     }
   }
 
