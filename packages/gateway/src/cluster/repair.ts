@@ -38,7 +38,8 @@ const REPAIR_INTERVAL_MS = 30_000;
  *   batches, so the node keeps nothing per closed connection however long an outage lasts; then
  *   every open presence subscription is joined again (idempotent; announced as its dialect does:
  *   a V4 identity that had been removed gets `member_joined` again);
- * - broker subscriptions: every topic with local subscribers is subscribed again;
+ * - broker subscriptions: every topic with local subscribers is subscribed again (alongside
+ *   the counts and presence, on the subscriber connection);
  * - keys: `SWITCHBOARD_KEYS` is applied again, so a Redis that came back empty (no
  *   persistence) still knows the deployment's keys. Keys created with `switchboard keys` live
  *   only in Redis: keep Redis persistent if you use them (docs/scaling.md). This comes first:
@@ -133,7 +134,13 @@ export class Repair {
         await engine.broker.publishControl({ type: 'key-changed', key }).catch(() => undefined);
       }
       ctx.keys.seedsApplied(mark);
-      await ctx.subscriptions.restore();
+      // The broker's subscriber is a connection of its own, which can come back later than the
+      // command connection (on a cluster, a second client): counts and presence need not wait
+      // for it; the restore fails, and is retried, if it did.
+      const resubscribed = ctx.subscriptions.restore().then(
+        () => undefined,
+        (error: unknown) => error ?? new Error('resubscribing failed'),
+      );
       await engine.counts.removeNode(nodeId);
       for await (const places of engine.presence.nodeEntries(nodeId, BATCH)) {
         const stale = places.filter((place) => !this.isOpen(place));
@@ -171,6 +178,8 @@ export class Repair {
         }
       }
       await Promise.all(batch);
+      const unsubscribed = await resubscribed;
+      if (unsubscribed !== undefined) throw unsubscribed;
       this.failures = 0;
       logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
     } catch (error) {
