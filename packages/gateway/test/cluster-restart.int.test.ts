@@ -3,14 +3,14 @@ import { generateKeyRecord, seedKeys } from '@switchboard/core';
 import Redis from 'ioredis';
 import { startRedisCluster, waitFor } from '@switchboard/harness';
 import type { RedisClusterHandle } from '@switchboard/harness';
-import { connectClient, startGateway, TestClient } from '@switchboard/testing';
+import { connectClient, postJson, startGateway, TestClient } from '@switchboard/testing';
 import type { TestGateway } from '@switchboard/testing';
 
 /**
  * A Redis Cluster without persistence restarted empty under a running gateway: the master of the
  * key store, then every master at once (the chaos run's Redis restart on a cluster). The gateway
  * writes its share back (docs/scaling.md, "Failure behaviour"): the key of `SWITCHBOARD_KEYS`,
- * its sockets' counts and presence. Clients connect all along, as reconnecting clients do: none
+ * its sockets' counts and presence, and publications reach them again. Clients connect all along, as reconnecting clients do: none
  * may be told 4501 `Invalid API key` (a client does not reconnect after it), however the
  * cluster's return and the node's rewrite fall. To hold open the time between the cluster
  * answering again and the key written back (on a cluster: masters still forming, a subscriber
@@ -112,6 +112,25 @@ async function converged(): Promise<void> {
   );
 }
 
+/**
+ * Waits until publications reach the open sockets again (the broker's subscriptions restored):
+ * each check publishes one more and looks for any of them on every socket.
+ */
+async function delivering(label: string): Promise<void> {
+  let sent = 0;
+  const mark = `${label}-`;
+  await waitFor(
+    'a publication after the restart on every open socket',
+    async () => {
+      const message = { key: seed.key, secret: seed.secret, channel: 'room', message: `${mark}${sent++}` };
+      await postJson(`${node.httpUrl}/api/publish`, message).catch(() => undefined);
+      return sockets.every((socket) => socket.received.some((frame) => frame.text.startsWith(mark)));
+    },
+    30_000,
+    100,
+  );
+}
+
 /** The master that serves the key store's slot (`{keystore}`), where the seeded key lives. */
 async function keystoreMaster(): Promise<number> {
   const slot = await cluster.keySlot('{keystore}');
@@ -149,6 +168,7 @@ it('writes the seeded key, counts and presence back after the key store master r
   await cluster.restartNode(port, REFUSING_WRITES);
   await refuseOnceThenAccept(port);
   await converged();
+  await delivering('one-master');
   const outcomes = await probing.stop();
   expect(outcomes.filter((outcome) => outcome === 4501).length).toBe(0);
   expect(await attempt()).toBe('admitted');
@@ -163,6 +183,7 @@ it('writes them back after every master restarted empty at once', async () => {
   );
   await refuseOnceThenAccept(port);
   await converged();
+  await delivering('every-master');
   const outcomes = await probing.stop();
   expect(outcomes.filter((outcome) => outcome === 4501).length).toBe(0);
   expect(await attempt()).toBe('admitted');
