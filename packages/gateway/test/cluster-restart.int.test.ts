@@ -10,9 +10,9 @@ import type { TestGateway } from '@switchboard/testing';
  * A Redis Cluster without persistence restarted empty under a running gateway: the master of the
  * key store, then every master at once (the chaos run's Redis restart on a cluster). The gateway
  * writes its share back (docs/scaling.md, "Failure behaviour"): the key of `SWITCHBOARD_KEYS`,
- * its sockets' counts and presence, and publications reach them again. Clients connect all along, as reconnecting clients do: none
- * may be told 4501 `Invalid API key` (a client does not reconnect after it), however the
- * cluster's return and the node's rewrite fall. To hold open the time between the cluster
+ * its sockets' counts and presence, and publications reach them again. Clients connect all
+ * along, as reconnecting clients do: none may be told 4501 `Invalid API key` (a client does not
+ * reconnect after it), however the cluster's return and the node's rewrite fall. To hold open the time between the cluster
  * answering again and the key written back (on a cluster: masters still forming, a subscriber
  * connection not ready yet), the key store's master comes back refusing writes (maxmemory 1)
  * until it has refused the gateway's rewrite once.
