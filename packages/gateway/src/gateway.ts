@@ -102,7 +102,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
     registry,
     subscriptions: new BrokerSubscriptions(engine.broker, logger),
     delivery,
-    keys: new KeyCache(engine.keys, config.cluster.keyCacheMs),
+    keys: new KeyCache(
+      engine.keys,
+      config.cluster.keyCacheMs,
+      config.seedKeys.map((seed) => seed.key),
+    ),
     get repair(): Repair {
       return repair;
     },
@@ -224,9 +228,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
   ctx.meters.redisConnected(engine.kind === 'redis' && engine.isAvailable());
   engine.onCommandError?.(() => ctx.meters.redisCommandError());
   engine.onHistoryTrimmed?.((bytes) => ctx.meters.historyTrimmed(bytes));
+  // Started with the engine away (or it went away since the keys were seeded): owed until restored.
+  if (!engine.isAvailable()) ctx.keys.seedsOwed();
   engine.onAvailability((available) => {
     ctx.meters.redisConnected(available);
-    if (!available) streams.suspend();
+    if (!available) {
+      streams.suspend();
+      // It may come back empty (restarted without persistence, or another server).
+      ctx.keys.seedsOwed();
+      repair.engineLost();
+    }
     if (!available || ctx.status.draining) return;
     ctx.meters.redisReconnected();
     // Once subscribed again, opted-in streams compare with history: pub/sub lost what was

@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import type { ApiKeyRecord, KeyStore } from '@switchboard/core';
+import { EngineUnavailableError } from '@switchboard/core';
+import type { ApiKey, ApiKeyRecord, KeyStore } from '@switchboard/core';
 
 /** Unknown keys remembered at most; the least recently asked for is forgotten first. */
 export const MAX_UNKNOWN_KEYS = 10_000;
@@ -13,16 +14,46 @@ export const MAX_UNKNOWN_KEYS = 10_000;
  * Known records and unknown keys are kept apart: anyone can present unknown `api_key` values, so
  * they go to a bounded LRU of their own and can never push a known record (or its stale copy,
  * which keeps admissions working through an outage) out. Known records are bounded by the store.
+ *
+ * Keys of `SWITCHBOARD_KEYS` (`seeded`) are this node's own configuration: from the moment the
+ * engine is lost or its server changed (`seedsOwed`, it may come back empty) until this node has
+ * applied them again (`seedsApplied`, the restore's first step, docs/scaling.md), a store that
+ * lacks one is answered as unreachable, never as an unknown key: a client refused with 4501
+ * does not reconnect, and the key is about to be written back.
  */
 export class KeyCache {
   private readonly known = new Map<string, { record: ApiKeyRecord; expires: number }>();
   private readonly unknown: LRUCache<string, true> | undefined;
+  private readonly seeded: ReadonlySet<string>;
+  private owed = false;
+  /** Bumped by every `seedsOwed`: a re-seed that started before the latest loss settles nothing. */
+  private losses = 0;
 
   constructor(
     private readonly store: KeyStore,
     private readonly ttlMs: number,
+    seeded: Iterable<ApiKey> = [],
   ) {
     this.unknown = ttlMs > 0 ? new LRUCache({ max: MAX_UNKNOWN_KEYS, ttl: ttlMs }) : undefined;
+    this.seeded = new Set(seeded);
+  }
+
+  /** The engine was lost or its server changed: the seeded keys may be gone until re-applied. */
+  seedsOwed(): void {
+    this.losses++;
+    if (this.seeded.size === 0) return;
+    this.owed = true;
+    for (const key of this.seeded) this.unknown?.delete(key);
+  }
+
+  /** A mark to hand to `seedsApplied` once the seeds that start now are written. */
+  seedMark(): number {
+    return this.losses;
+  }
+
+  /** This node wrote its seeded keys again, starting at `mark`: owed no more unless lost since. */
+  seedsApplied(mark: number): void {
+    if (mark === this.losses) this.owed = false;
   }
 
   /**
@@ -47,6 +78,10 @@ export class KeyCache {
     } catch (error) {
       if (cached) return cached.record;
       throw error;
+    }
+    if (!record && this.owed && this.seeded.has(key)) {
+      if (cached) return cached.record;
+      throw new EngineUnavailableError(new Error(`seeded key ${key} not yet written back to the engine`));
     }
     if (record) {
       this.known.set(key, { record, expires: now + this.ttlMs });

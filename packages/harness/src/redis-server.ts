@@ -35,7 +35,7 @@ export interface RedisClusterHandle {
   /** `REDIS_CLUSTER_NODES` form: "127.0.0.1:p1,127.0.0.1:p2,…" */
   readonly nodesEnv: string;
   stop(): Promise<void>;
-  /** SIGKILL every node: the whole cluster is gone, as clients see it. */
+  /** SIGKILL every node: the whole cluster is gone, as clients see it (`restartNode` starts one again). */
   kill(): Promise<void>;
   /** Starts every node again on its port; they rejoin from nodes.conf (data is empty). */
   restart(): Promise<void>;
@@ -46,8 +46,9 @@ export interface RedisClusterHandle {
   /**
    * Starts one killed node again on its port from its nodes.conf (its data is empty): it rejoins,
    * and a master whose slots a replica took over meanwhile comes back as that replica's replica.
+   * `args` are added to its command line for this start (say `--maxmemory 1`: writes refused).
    */
-  restartNode(port: number): Promise<void>;
+  restartNode(port: number, args?: readonly string[]): Promise<void>;
   /** The nodes as the node on `port` (default: the first that answers) sees them (`CLUSTER NODES`). */
   topology(port?: number): Promise<RedisClusterNode[]>;
   /** The hash slot of `key` (`CLUSTER KEYSLOT`, asked of the first node that answers). */
@@ -332,11 +333,11 @@ export async function startRedisCluster(options: { replicas?: 0 | 1 } = {}): Pro
     '2000',
   ];
   let children: ChildProcess[] = [];
+  // The exited processes stay in `children`, so `restartNode` can start any of them again.
   const kill = async (): Promise<void> => {
-    const running = children;
-    children = [];
-    for (const child of running) child.kill('SIGKILL');
-    await Promise.all(running.map(exited));
+    for (const child of children)
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.all(children.map(exited));
   };
   const stop = async (): Promise<void> => {
     await kill();
@@ -421,13 +422,13 @@ export async function startRedisCluster(options: { replicas?: 0 | 1 } = {}): Pro
       child.kill('SIGKILL');
       await exited(child);
     },
-    restartNode: async (port) => {
+    restartNode: async (port, args = []) => {
       const i = ports.indexOf(port);
       const child = children[i];
       if (!child) throw new Error(`no Redis Cluster node on port ${port}`);
       if (child.exitCode === null && child.signalCode === null)
         throw new Error(`the Redis Cluster node on port ${port} is still running`);
-      children[i] = await startProcess(port, clusterArgs, dirs[i] as string);
+      children[i] = await startProcess(port, [...clusterArgs, ...args], dirs[i] as string);
     },
     topology: (port) =>
       (port === undefined ? askAny('CLUSTER NODES') : rawCommand(port, 'CLUSTER NODES')).then((reply) =>

@@ -19,19 +19,30 @@ export interface ConnectionHealth {
 }
 
 /**
- * A Redis server's generation: a digest of its `run_id` (new on every start) and its
- * `master_replid` (new whenever a replica is promoted), read while it is a master; undefined
- * for a replica. The generation changes with every event after which the server's data may lack
- * writes it acknowledged before: a restart (from a persistence file that may be behind) or a
- * promotion (replication is asynchronous). Topic streams key their position by it
+ * A Redis server's generation: a digest of its `run_id` (new on every start) and, once it was
+ * promoted, its `master_replid` (new whenever a replica is promoted), read while it is a master;
+ * undefined for a replica. The generation changes with every event after which the server's data
+ * may lack writes it acknowledged before: a restart (from a persistence file that may be behind)
+ * or a promotion (replication is asynchronous). Topic streams key their position by it
  * (docs/architecture.md, "Failover: no position is given twice").
+ *
+ * A master that was never promoted since it started also draws a new `master_replid` when its
+ * first replica attaches (Redis creates its replication backlog then), with `master_replid2`
+ * cleared, and nothing is lost: that change must not change the generation, or processes that
+ * read it a second apart would keep a topic's position under two names on one server. A
+ * promotion is told apart by `master_replid2`, which then holds the previous master's id.
  */
 export function generationOf(info: string): string | undefined {
   const field = (name: string): string | undefined => new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1];
   const runId = field('run_id');
   const replid = field('master_replid');
   if (field('role') !== 'master' || !runId || !replid) return undefined;
-  return createHash('sha1').update(`${runId}:${replid}`).digest('base64url').slice(0, 12);
+  const previous = field('master_replid2');
+  const promoted = previous === undefined || !/^0+$/.test(previous);
+  return createHash('sha1')
+    .update(`${runId}:${promoted ? replid : ''}`)
+    .digest('base64url')
+    .slice(0, 12);
 }
 
 /** Reads a connection's server generation (two sections: Redis 6 takes one per INFO). */
@@ -180,8 +191,8 @@ export function clusterHealth(cluster: Cluster): ConnectionHealth {
 }
 
 /**
- * One probe of every master: its generation read (which answers for a PING). 'changed' when a
- * master known before answered with another generation.
+ * One probe of every master: its generation read (which answers for a PING) and its cluster
+ * state. 'changed' when a master known before answered with another generation.
  */
 async function masterRound(
   cluster: Cluster,
@@ -195,7 +206,7 @@ async function masterRound(
   if (owners.size === 0 || [...owners].some((owner) => !connected.has(owner))) return 'down';
   try {
     const read = await Promise.all(
-      masters.map((node) => withTimeout(readGeneration(node), PROBE_TIMEOUT_MS)),
+      masters.map((node) => withTimeout(servingGeneration(node), PROBE_TIMEOUT_MS)),
     );
     let changed = false;
     let down = false;
@@ -218,6 +229,18 @@ async function masterRound(
   } catch {
     return 'down';
   }
+}
+
+/**
+ * A cluster master's generation while it serves its slots (`cluster_state:ok`), else undefined.
+ * A master started again refuses keyed commands (CLUSTERDOWN) for a while: Redis holds a
+ * restarted master's state at fail for two seconds, and the cluster's state is fail until its
+ * nodes agree again. It answers INFO all along, so the generation alone would report it up, and
+ * the restore that follows every return would fail against it.
+ */
+async function servingGeneration(node: Redis): Promise<string | undefined> {
+  const [generation, state] = await Promise.all([readGeneration(node), node.call('CLUSTER', 'INFO')]);
+  return String(state).includes('cluster_state:ok') ? generation : undefined;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -41,16 +41,26 @@ const REPAIR_INTERVAL_MS = 30_000;
  *   a V4 identity that had been removed gets `member_joined` again), and every signed-in
  *   connection's entry in its user's topic (watchers hear `online` again for a user whose entry
  *   the engine had lost: connections/users.ts);
- * - broker subscriptions: every topic with local subscribers is subscribed again;
+ * - broker subscriptions: every topic with local subscribers is subscribed again (alongside
+ *   the counts and presence, on the subscriber connection);
  * - keys: `SWITCHBOARD_KEYS` is applied again, so a Redis that came back empty (no
  *   persistence) still knows the deployment's keys. Keys created with `switchboard keys` live
- *   only in Redis: keep Redis persistent if you use them (docs/scaling.md).
+ *   only in Redis: keep Redis persistent if you use them (docs/scaling.md). This comes first:
+ *   admissions wait for it (`KeyCache.seedsOwed`), and it needs no other step.
+ *
+ * A restore that fails while the engine answers (a Redis Cluster still forming after its
+ * masters restarted: CLUSTERDOWN, MOVED, a subscriber connection not ready yet) is run again
+ * after `REPAIR_DELAY_MS`, doubling up to `REPAIR_INTERVAL_MS`, until one succeeds.
  */
 export class Repair {
   private running: Promise<void> | undefined;
   private again = false;
   private repairTimer: NodeJS.Timeout | undefined;
+  /** When the pending `repairTimer` fires. */
+  private repairDue = 0;
   private lastRepairAt = -Infinity;
+  /** Restores failed in a row (the next one waits longer); 0 after one succeeds. */
+  private failures = 0;
 
   constructor(private readonly ctx: RepairDeps) {}
 
@@ -63,8 +73,22 @@ export class Repair {
    * the soonest, and again if it fails too.
    */
   repairSoon(): void {
-    if (this.repairTimer || this.ctx.status.draining) return;
-    const delay = Math.max(REPAIR_DELAY_MS, this.lastRepairAt + REPAIR_INTERVAL_MS - Date.now());
+    this.schedule(Math.max(REPAIR_DELAY_MS, this.lastRepairAt + REPAIR_INTERVAL_MS - Date.now()));
+  }
+
+  /**
+   * A restore in `delay` ms, unless one is due sooner already (a later one is moved up: a
+   * failed restore's retry must not wait for a write failure's spaced repair); skipped if the
+   * engine is away then.
+   */
+  private schedule(delay: number): void {
+    if (this.ctx.status.draining) return;
+    const due = Date.now() + delay;
+    if (this.repairTimer) {
+      if (this.repairDue <= due) return;
+      clearTimeout(this.repairTimer);
+    }
+    this.repairDue = due;
     this.repairTimer = setTimeout(() => {
       this.repairTimer = undefined;
       if (this.ctx.status.draining || !this.ctx.engine.isAvailable()) return;
@@ -72,6 +96,11 @@ export class Repair {
       void this.restore();
     }, delay);
     this.repairTimer.unref();
+  }
+
+  /** The engine was lost: the restore on its return starts over with the shortest retry delay. */
+  engineLost(): void {
+    this.failures = 0;
   }
 
   /** Stops a pending repair (the gateway is closing). */
@@ -101,8 +130,20 @@ export class Repair {
     const { engine, nodeId, logger } = ctx;
     const started = Date.now();
     try {
-      await ctx.subscriptions.restore();
-      for (const key of await seedKeys(engine.keys, ctx.config.seedKeys)) ctx.keys.invalidate(key);
+      const mark = ctx.keys.seedMark();
+      for (const key of await seedKeys(engine.keys, ctx.config.seedKeys)) {
+        ctx.keys.invalidate(key);
+        // Nodes with other seeds may have remembered the key as unknown meanwhile.
+        await engine.broker.publishControl({ type: 'key-changed', key }).catch(() => undefined);
+      }
+      ctx.keys.seedsApplied(mark);
+      // The broker's subscriber is a connection of its own, which can come back later than the
+      // command connection (on a cluster, a second client): counts and presence need not wait
+      // for it; the restore fails, and is retried, if it did.
+      const resubscribed = ctx.subscriptions.restore().then(
+        () => undefined,
+        (error: unknown) => error ?? new Error('resubscribing failed'),
+      );
       await engine.counts.removeNode(nodeId);
       for await (const places of engine.presence.nodeEntries(nodeId, BATCH)) {
         const stale = places.filter((place) => !this.isOpen(place));
@@ -144,11 +185,16 @@ export class Repair {
         }
       }
       await Promise.all(batch);
+      const unsubscribed = await resubscribed;
+      if (unsubscribed !== undefined) throw unsubscribed;
+      this.failures = 0;
       logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
     } catch (error) {
-      logger.warn({ err: error }, 'rewriting local state failed; retried');
-      // Unreachable engine: its return restores. Reachable (an error reply): try again later.
-      if (engine.isAvailable()) this.repairSoon();
+      this.failures++;
+      const retryMs = Math.min(REPAIR_DELAY_MS * 2 ** (this.failures - 1), REPAIR_INTERVAL_MS);
+      logger.warn({ err: error, retryMs }, 'rewriting local state failed; retried');
+      // Unreachable engine: its return restores. Reachable (an error reply): try again soon.
+      if (engine.isAvailable()) this.schedule(retryMs);
     }
   }
 
