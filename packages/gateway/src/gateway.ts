@@ -108,7 +108,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     streams,
     listGate,
     slowConsumers,
-    keepalive: new Keepalive({ config }),
+    keepalive: new Keepalive({ config, connections: registry }),
     earlyJoins: new EarlyJoins(),
     unconfirmed: new UnconfirmedPublications(),
     status: { draining: false, admitting: 0 },

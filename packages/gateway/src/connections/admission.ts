@@ -285,7 +285,8 @@ function connectionState(
     });
   return {
     id: dialect.socketIds ? ctx.nextSocketId() : ctx.nextConnId(),
-    key: topic?.key ?? c.key,
+    // The record's key (or the shared topic's), not the request's copy: one string per key, not per socket.
+    key: topic?.key ?? c.record.key,
     record: c.record,
     dialect,
     primary: topic?.channel ?? '',
