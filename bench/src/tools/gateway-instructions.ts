@@ -239,11 +239,13 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
           ? `ws://${HOST}:${port}/app/${KEY}?protocol=7`
           : `ws://${HOST}:${port}/v3/ch-${i}?api_key=${KEY}`,
       );
+      // Listening from the start: the greeting can arrive with the upgrade's answer, before `open`'s awaiter runs.
+      const subscribed = system === 'pusher' ? pusherSubscribe(socket, `ch-${i}`) : undefined;
       await new Promise((resolve, reject) => {
         socket.once('open', resolve);
         socket.once('error', reject);
       });
-      if (system === 'pusher') await pusherSubscribe(socket, `ch-${i}`);
+      await subscribed;
       deliveries.watch(socket);
       sockets.push(socket);
     }
