@@ -7,9 +7,18 @@ import { join } from 'node:path';
 import { freePort, runMain, startRedis } from '@switchboard/harness';
 import WebSocket from 'ws';
 import {
+  PING_FRAME,
+  PONG_FRAME,
+  batchBody,
+  batchPath,
+  signedPath,
+  subscribeFrame,
+} from '../lib/pusher-protocol';
+import {
   CEILING,
   HOST,
   KEY,
+  PUSHER_APP_ID,
   SECRET,
   cliPath,
   gatewayEnv,
@@ -40,22 +49,37 @@ import type { CostSplit } from './callgrind-costs';
  * compilers are shown apart (a scavenge falls in one window or the next), and the work without
  * them is what to compare.
  *
+ * `pusher` is the gateway again with Pusher subscribers (`/app/{key}?protocol=7`,
+ * `pusher:subscribe`) and Pusher's signed HTTP API: `POST /apps/{id}/batch_events` with `batch`
+ * events a request (each to the next channel; `--batch 1`: `POST /apps/{id}/events`), counted per
+ * event, so its figure compares with the gateway's V3 REST publish (docs/performance.md, "What a
+ * Pusher publish costs").
+ *
  * Needs valgrind (Debian's package). System calls are not counted: they are the same for every
  * system (docs/architecture.md).
  */
-type SystemName = 'gateway' | 'floor' | 'ceiling';
+type SystemName = 'gateway' | 'floor' | 'ceiling' | 'pusher';
 
 interface Options {
   systems: SystemName[];
   warmup: number;
   publishes: number;
   channels: number;
+  /** Events per Pusher request (`pusher` only). */
+  batch: number;
 }
 
-const SYSTEMS: readonly SystemName[] = ['gateway', 'floor', 'ceiling'];
+const SYSTEMS: readonly SystemName[] = ['gateway', 'floor', 'ceiling', 'pusher'];
+const DEFAULT_SYSTEMS: readonly SystemName[] = ['gateway', 'floor', 'ceiling'];
 
 function parse(argv: string[]): Options {
-  const o: Options = { systems: [...SYSTEMS], warmup: 5000, publishes: 2000, channels: 200 };
+  const o: Options = {
+    systems: [...DEFAULT_SYSTEMS],
+    warmup: 5000,
+    publishes: 2000,
+    channels: 200,
+    batch: 10,
+  };
   for (let i = 0; i < argv.length; i += 2) {
     const flag = argv[i];
     const value = argv[i + 1] ?? '';
@@ -71,6 +95,7 @@ function parse(argv: string[]): Options {
       if (flag === '--warmup') o.warmup = n;
       else if (flag === '--publishes') o.publishes = n;
       else if (flag === '--channels') o.channels = n;
+      else if (flag === '--batch') o.batch = Math.min(10, n);
       else throw new Error(`unknown option ${flag}`);
     }
   }
@@ -87,7 +112,7 @@ function serverCommand(
   port: number,
 ): { args: string[]; env: Record<string, string> } {
   const base = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', PORT: String(port), HOST };
-  if (system === 'gateway')
+  if (system === 'gateway' || system === 'pusher')
     return {
       args: [...productNodeFlags(), cliPath(), 'gateway'],
       env: { ...base, ...gatewayEnv('bench-1', redisUrl) },
@@ -111,7 +136,7 @@ async function serving(system: SystemName, port: number, server: ChildProcess): 
   for (;;) {
     if (server.exitCode !== null) throw new Error(`the server exited (${server.exitCode})`);
     const up =
-      system === 'gateway'
+      system === 'gateway' || system === 'pusher'
         ? await fetch(`http://${HOST}:${port}/api/health`).then(
             (res) => res.ok,
             () => false,
@@ -134,7 +159,8 @@ class Deliveries {
 
   watch(socket: WebSocket): void {
     socket.on('message', (data: Buffer) => {
-      const match = /"s":"(\d+)"/.exec(data.toString());
+      // A Pusher frame carries the message as its `data` string: its quotes are escaped.
+      const match = /\\?"s\\?":\\?"(\d+)/.exec(data.toString());
       const resolve = match ? this.waiting.get(match[1] ?? '') : undefined;
       if (resolve) {
         this.waiting.delete(match![1]!);
@@ -146,6 +172,28 @@ class Deliveries {
   expect(seq: string): Promise<void> {
     return new Promise((resolve) => this.waiting.set(seq, resolve));
   }
+}
+
+const PING_PREFIX = PING_FRAME.slice(0, 24);
+
+/** Subscribes a Pusher socket to `channel`, resolving on `pusher_internal:subscription_succeeded`. */
+function pusherSubscribe(socket: WebSocket, channel: string): Promise<void> {
+  // The gateway pings a quiet Pusher socket (`pusher:ping`) and closes it unanswered: under
+  // callgrind the run is slow enough for that to happen.
+  socket.on('message', (data: Buffer) => {
+    if (data.toString().startsWith(PING_PREFIX)) socket.send(PONG_FRAME);
+  });
+  return new Promise((resolve, reject) => {
+    const onMessage = (data: Buffer): void => {
+      const frame = JSON.parse(data.toString()) as { event?: string };
+      if (frame.event === 'pusher:connection_established') socket.send(subscribeFrame(channel));
+      else if (frame.event === 'pusher_internal:subscription_succeeded') {
+        socket.off('message', onMessage);
+        resolve();
+      } else if (frame.event === 'pusher:error') reject(new Error(`subscribe refused: ${data.toString()}`));
+    };
+    socket.on('message', onMessage);
+  });
 }
 
 /** The dump callgrind wrote on its `n`th trigger (1-based). */
@@ -186,17 +234,48 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
     await serving(system, port, server);
     const deliveries = new Deliveries();
     for (let i = 0; i < o.channels; i++) {
-      const socket = new WebSocket(`ws://${HOST}:${port}/v3/ch-${i}?api_key=${KEY}`);
+      const socket = new WebSocket(
+        system === 'pusher'
+          ? `ws://${HOST}:${port}/app/${KEY}?protocol=7`
+          : `ws://${HOST}:${port}/v3/ch-${i}?api_key=${KEY}`,
+      );
+      // Listening from the start: the greeting can arrive with the upgrade's answer, before `open`'s awaiter runs.
+      const subscribed = system === 'pusher' ? pusherSubscribe(socket, `ch-${i}`) : undefined;
       await new Promise((resolve, reject) => {
         socket.once('open', resolve);
         socket.once('error', reject);
       });
+      await subscribed;
       deliveries.watch(socket);
       sockets.push(socket);
     }
     let seq = 0;
     const pad = 'x'.repeat(52);
-    const publish = async (): Promise<void> => {
+    const eventsPath = `/apps/${PUSHER_APP_ID}/events`;
+    /** `batch` Pusher events in one request, each to the next channel, awaited until delivered. */
+    const publishPusher = async (): Promise<void> => {
+      const events: { channel: string; data: string }[] = [];
+      const delivered: Promise<void>[] = [];
+      for (let i = 0; i < o.batch; i++) {
+        seq += 1;
+        const s = String(seq).padStart(10, '0');
+        delivered.push(deliveries.expect(s));
+        const data = `{"t":"${String(seq).padStart(16, '0')}","s":"${s}","p":"${pad}"}`;
+        events.push({ channel: `ch-${seq % o.channels}`, data });
+      }
+      const only = o.batch === 1 ? events[0] : undefined;
+      const body = only ? JSON.stringify({ name: 'bench', ...only }) : batchBody(events);
+      const path = only ? eventsPath : batchPath(eventsPath);
+      const res = await fetch(`http://${HOST}:${port}${signedPath('POST', path, KEY, SECRET, body)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      if (!res.ok) throw new Error(`publish answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+      await Promise.all(delivered);
+    };
+    const publishRest = async (): Promise<void> => {
       seq += 1;
       const s = String(seq).padStart(10, '0');
       const delivered = deliveries.expect(s);
@@ -210,6 +289,9 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
       await res.arrayBuffer();
       await delivered;
     };
+    /** Requests per window: Pusher requests carry `batch` events each. */
+    const requests = system === 'pusher' ? requestsOf(o) : o.publishes;
+    const publish = system === 'pusher' ? publishPusher : publishRest;
     let dumps = 0;
     const dump = async (): Promise<void> => {
       dumps += 1;
@@ -220,13 +302,14 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
       while (!/^totals: /m.test(readFileSync(dumpFile(dir, dumps), 'utf8')))
         await new Promise((resolve) => setTimeout(resolve, 200));
     };
-    for (let i = 0; i < o.warmup; i++) await publish();
+    const warmups = system === 'pusher' ? Math.max(1, Math.round(o.warmup / o.batch)) : o.warmup;
+    for (let i = 0; i < warmups; i++) await publish();
     await dump();
     const windows: Window[] = [];
     for (const phase of ['publishes', 'idle', 'publishes'] as const) {
       const started = performance.now();
       if (phase === 'idle') await new Promise((resolve) => setTimeout(resolve, windows[0]!.ms));
-      else for (let i = 0; i < o.publishes; i++) await publish();
+      else for (let i = 0; i < requests; i++) await publish();
       const ms = performance.now() - started;
       await dump();
       windows.push({ ms, costs: splitCosts(dumpFile(dir, dumps)) });
@@ -240,19 +323,23 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
   }
 }
 
+/** Pusher requests in a window: `publishes` events, `batch` a request. */
+const requestsOf = (o: Options): number => Math.max(1, Math.round(o.publishes / o.batch));
+
 const k = (n: number): string => `${(n / 1000).toFixed(1)}k`;
 
 async function main(): Promise<void> {
   const o = parse(process.argv.slice(2));
   console.log(
     `User-space instructions per REST publish (callgrind; ${o.channels} channels, 1 subscriber each, ` +
-      `${o.publishes} publishes a window after ${o.warmup}; work = total − GC − compiling):`,
+      `${o.publishes} publishes a window after ${o.warmup}; work = total − GC − compiling; ` +
+      `pusher: ${o.batch} events a request, per event):`,
   );
   for (const system of o.systems) {
     const [first, idle, second] = await measure(system, o);
     const perMs = (field: keyof CostSplit): number => idle!.costs[field] / idle!.ms;
     const per = (w: Window, field: keyof CostSplit): number =>
-      (w.costs[field] - perMs(field) * w.ms) / o.publishes;
+      (w.costs[field] - perMs(field) * w.ms) / (system === 'pusher' ? requestsOf(o) * o.batch : o.publishes);
     const line = (w: Window): string => {
       const work = per(w, 'total') - per(w, 'gc') - per(w, 'compile');
       return `work ${k(work)} (total ${k(per(w, 'total'))}, GC ${k(per(w, 'gc'))}, compiling ${k(per(w, 'compile'))})`;

@@ -60,6 +60,7 @@ async function main(): Promise<void> {
   };
 
   const counts = { opened: 0, lost: 0, closedAbruptly: 0, failedHandshakes: 0, done: 0 };
+  const openConns = new Set<Conn>();
   let decided = 0;
   const transport = createUwsTransport<{ readonly id: number }>(
     {
@@ -86,12 +87,17 @@ async function main(): Promise<void> {
         counts.lost++;
       },
       open: (conn: Conn) => {
+        openConns.add(conn);
         counts.opened++;
         conn.send('hello');
       },
       message: () => undefined,
       drain: () => undefined,
-      close: () => undefined,
+      close: (conn) => {
+        openConns.delete(conn);
+      },
+      // The open sockets, as the gateway's registry knows them: the transport keeps none itself.
+      anotherOpen: (except) => [...openConns].find((conn) => conn !== except),
       http: () => ({ status: 404, body: '' }),
       bodyTooLarge: () => ({ status: 413, body: '' }),
     },

@@ -114,7 +114,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     listGate,
     countEvents: new CountEvents({ config, engine, logger, nodeId: config.nodeId, delivery }),
     slowConsumers,
-    keepalive: new Keepalive({ config }),
+    keepalive: new Keepalive({ config, connections: registry }),
     earlyJoins: new EarlyJoins(),
     unconfirmed: new UnconfirmedPublications(),
     status: { draining: false, admitting: 0 },

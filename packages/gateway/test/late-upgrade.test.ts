@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { createUwsTransport } from '../src/transport/uws';
 import { fillFreedMemoryInOpen } from '@switchboard/testing';
-import type { Transport } from '../src/transport/types';
+import type { Conn, Transport } from '../src/transport/types';
 
 /**
  * Upgrades decided late (docs/architecture.md, "Upgrades that wait"). uWebSockets.js 20.30's and
@@ -16,6 +16,7 @@ describe('late upgrades', () => {
   let restore: () => void;
   let transport: Transport;
   const counts = { opened: 0, lost: 0 };
+  const openConns = new Set<Conn>();
 
   beforeAll(() => {
     restore = fillFreedMemoryInOpen(50);
@@ -29,12 +30,17 @@ describe('late upgrades', () => {
           counts.lost++;
         },
         open: (conn) => {
+          openConns.add(conn);
           counts.opened++;
           conn.send('hello');
         },
         message: () => undefined,
         drain: () => undefined,
-        close: () => undefined,
+        close: (conn) => {
+          openConns.delete(conn);
+        },
+        // The open sockets, as the gateway's registry knows them: the transport keeps none itself.
+        anotherOpen: (except) => [...openConns].find((conn) => conn !== except),
         http: () => ({ status: 404, body: '' }),
         bodyTooLarge: () => ({ status: 413, body: '' }),
       },

@@ -12,7 +12,7 @@ import { keyLimits } from '@switchboard/core';
 import type { ApiKeyRecord, CloseReason, JsonValue, Topic } from '@switchboard/core';
 import type { Dialect, Upgrade } from '../protocols/dialect';
 import type { UpgradeRequest } from '../transport/types';
-import { Subscriptions } from './connection';
+import { SocketState } from './connection';
 import { flatString } from '../flat-string';
 import type { ConnectionState, Rejection, SocketData, Subscription } from './connection';
 import { verifyChannelToken } from './jwt';
@@ -283,23 +283,26 @@ function connectionState(
       // `since`/`epoch` alone opt in too: a client that resumes wants offsets.
       recover: upgrade.recover || resume !== undefined,
     });
-  return {
-    id: dialect.socketIds ? ctx.nextSocketId() : ctx.nextConnId(),
-    key: topic?.key ?? c.key,
-    record: c.record,
-    dialect,
-    primary: topic?.channel ?? '',
-    notifySelf: upgrade.notifySelf,
-    boot: upgrade.greets,
-    resume,
-    subs: new Subscriptions(subscription),
-    pending: undefined,
-    rateWindowStart: 0,
-    rateCount: 0,
-    conn: undefined,
-    closed: false,
-    socketReserved,
-  };
+  return new SocketState(
+    {
+      id: dialect.socketIds ? ctx.nextSocketId() : ctx.nextConnId(),
+      // The record's key (or the shared topic's), not the request's copy: one string per key, not per socket.
+      key: topic?.key ?? c.record.key,
+      record: c.record,
+      dialect,
+      primary: topic?.channel ?? '',
+      notifySelf: upgrade.notifySelf,
+      boot: upgrade.greets,
+      resume,
+      pending: undefined,
+      rateWindowStart: 0,
+      rateCount: 0,
+      conn: undefined,
+      closed: false,
+      socketReserved,
+    },
+    subscription,
+  );
 }
 
 /**

@@ -1,4 +1,5 @@
 import { runCommand } from './commands';
+import { socketClock } from './connection';
 import type { ConnectionState } from './connection';
 import { closeConnection, sendFrameError } from '../fanout/send';
 import type { ChannelDeps } from './channels';
@@ -25,7 +26,7 @@ export function handleClientFrame(
     );
     return;
   }
-  const now = Date.now();
+  const now = socketClock();
   if (now - state.rateWindowStart >= 1000) {
     state.rateWindowStart = now;
     state.rateCount = 0;

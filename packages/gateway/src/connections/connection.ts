@@ -49,6 +49,7 @@ export interface ConnectionState {
   readonly subs: Subscriptions;
   /** Channels with a subscribe in flight (V4), so a duplicate cannot race it; created on first use. */
   pending: Set<ChannelName> | undefined;
+  /** When the frame-rate window began, on `socketClock`. */
   rateWindowStart: number;
   rateCount: number;
   conn: Conn | undefined;
@@ -61,6 +62,25 @@ export interface ConnectionState {
    */
   signedIn?: string;
 }
+
+const SOCKET_CLOCK_ORIGIN = Date.now();
+
+/**
+ * Milliseconds since this process started: the clock of the times every socket keeps
+ * (`rateWindowStart`, the keepalive's pings). A small integer is stored in the object's field
+ * itself, where a `Date.now()` value took a 16-byte heap number per socket (docs/performance.md,
+ * "Idle memory per connection"); after 24 days of uptime the values outgrow small integers and
+ * cost those 16 bytes again, nothing else changes.
+ */
+export function socketClock(): number {
+  const ms = Date.now() - SOCKET_CLOCK_ORIGIN;
+  // `| 0` makes the difference (a double: `Date.now()` is one) a small integer again; a double
+  // stored once turns the field into a boxed number on every socket.
+  return ms < SMALL_INTEGER_LIMIT ? ms | 0 : ms;
+}
+
+/** V8's small integers on 64-bit builds without pointer compression (Node's): 31 bits and a sign. */
+const SMALL_INTEGER_LIMIT = 2 ** 31 - 1;
 
 /** A subscription's presence member (built when needed, not kept per connection). */
 export const memberOf = (sub: Subscription): Member => {
@@ -123,6 +143,55 @@ export class Subscriptions {
 
   get size(): number {
     return (this.first ? 1 : 0) + (this.others?.size ?? 0);
+  }
+}
+
+/** What a connection's state starts with (`SocketState`): its fields but the subscriptions. */
+export type SocketStateInit = Omit<ConnectionState, 'subs' | 'signedIn'>;
+
+/**
+ * A connection's state, stored as the uWS user data. It *is* its `Subscriptions` (`subs` returns
+ * the state itself): one object per socket where a state and a `Subscriptions` took two, 32 bytes
+ * less per connection (docs/performance.md, "Idle memory per connection").
+ */
+export class SocketState extends Subscriptions implements ConnectionState {
+  readonly id: ConnId;
+  readonly key: string;
+  readonly record: ApiKeyRecord;
+  readonly dialect: Dialect;
+  readonly primary: ChannelName;
+  readonly notifySelf: boolean;
+  readonly boot: boolean;
+  resume: Resume | undefined;
+  pending: Set<ChannelName> | undefined;
+  rateWindowStart: number;
+  rateCount: number;
+  conn: Conn | undefined;
+  closed: boolean;
+  socketReserved: boolean;
+  /** Added by a sign-in only (`ConnectionState.signedIn`): no field on other connections. */
+  declare signedIn?: string;
+
+  constructor(init: SocketStateInit, first: Subscription | undefined) {
+    super(first);
+    this.id = init.id;
+    this.key = init.key;
+    this.record = init.record;
+    this.dialect = init.dialect;
+    this.primary = init.primary;
+    this.notifySelf = init.notifySelf;
+    this.boot = init.boot;
+    this.resume = init.resume;
+    this.pending = init.pending;
+    this.rateWindowStart = init.rateWindowStart;
+    this.rateCount = init.rateCount;
+    this.conn = init.conn;
+    this.closed = init.closed;
+    this.socketReserved = init.socketReserved;
+  }
+
+  get subs(): Subscriptions {
+    return this;
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Config } from '@switchboard/core';
+import { socketClock } from './connection';
 import type { ConnectionState } from './connection';
 import { closeConnection, sendTo } from '../fanout/send';
 
@@ -13,22 +14,28 @@ const SWEEP_MS = 1000;
  * only after seconds of silence, so any frame after it moves the window past it. Sockets of other
  * dialects are never added, and no timer runs while none is watched.
  *
- * One shared sweep and no timer or object per socket: a watched socket costs a `Set` entry, and
- * a pinged one a `Map` entry until it answers (docs/performance.md, "Idle memory per
- * connection").
+ * One shared sweep over the node's connections and no timer or object per socket: a watched
+ * socket costs nothing beyond its state (its open time is `rateWindowStart`), and a pinged one a
+ * `Map` entry until it answers (docs/performance.md, "Idle memory per connection"). The sweep
+ * goes over every connection of the node, those of other dialects included, about 20 ns each,
+ * once a second while any socket of a dialect with a keepalive is open.
  */
 export class Keepalive {
-  private readonly watched = new Set<ConnectionState>();
-  /** When the server's ping went out to each socket that has not answered it yet. */
+  /** When the server's ping went out (`socketClock`) to each socket that has not answered it yet. */
   private readonly pinged = new Map<ConnectionState, number>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly ctx: { readonly config: Config }) {}
+  constructor(
+    private readonly ctx: {
+      readonly config: Config;
+      /** The node's open connections (the registry). */
+      readonly connections: { all(): Iterable<ConnectionState> };
+    },
+  ) {}
 
   add(state: ConnectionState): void {
     if (!state.dialect.keepalive) return;
-    state.rateWindowStart = Date.now();
-    this.watched.add(state);
+    state.rateWindowStart = socketClock();
     if (!this.timer) {
       this.timer = setInterval(() => this.sweep(), SWEEP_MS);
       this.timer.unref();
@@ -37,24 +44,22 @@ export class Keepalive {
 
   delete(state: ConnectionState): void {
     this.pinged.delete(state);
-    if (!this.watched.delete(state) || this.watched.size > 0 || !this.timer) return;
-    clearInterval(this.timer);
-    this.timer = undefined;
   }
 
   stop(): void {
-    this.watched.clear();
     this.pinged.clear();
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
 
   private sweep(): void {
-    const now = Date.now();
+    const now = socketClock();
     const { config } = this.ctx;
-    for (const state of this.watched) {
+    let watched = 0;
+    for (const state of this.ctx.connections.all()) {
       const keepalive = state.dialect.keepalive;
       if (!keepalive || state.closed) continue;
+      watched += 1;
       const active = state.rateWindowStart;
       const pingAt = this.pinged.get(state);
       if (pingAt !== undefined) {
@@ -68,6 +73,11 @@ export class Keepalive {
         this.pinged.set(state, now);
         sendTo(this.ctx, state, keepalive.ping);
       }
+    }
+    // None left: the timer stops until the next one opens (`add`).
+    if (watched === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
     }
   }
 }

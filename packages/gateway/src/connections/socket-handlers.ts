@@ -101,6 +101,12 @@ export function createSocketHandlers(
       // Flow control is the slow-consumer sweep's job; nothing is queued in JavaScript.
     },
 
+    anotherOpen(except) {
+      // The oldest connections come first and rarely close: the first one or two entries answer.
+      for (const state of ctx.registry.all()) if (state.conn && state.conn !== except) return state.conn;
+      return undefined;
+    },
+
     close(_conn, state, code) {
       ctx.meters.closed(code);
       if (isRejection(state) || state.closed) return;

@@ -15,10 +15,15 @@ interface MutableLocalTopic extends LocalTopic {
   readonly sockets: Set<ConnectionState>;
 }
 
-/** This node's open connections, indexed the ways kicks, direct messages and recovery look them up. */
+/**
+ * This node's open connections, indexed the ways kicks, direct messages and recovery look them up.
+ * A key's connections are counted, not listed: a set per key cost every connection a set entry
+ * (docs/performance.md, "Idle memory per connection"), and the lookups by key (kicks, a key's
+ * revocation) are rare next to connections, so they go over every connection of the node.
+ */
 export class Registry {
   private readonly connections = new Map<ConnId, ConnectionState>();
-  private readonly byKey = new Map<string, Set<ConnectionState>>();
+  private readonly perKey = new Map<string, number>();
   private readonly byTopic = new Map<string, MutableLocalTopic>();
 
   get size(): number {
@@ -26,13 +31,17 @@ export class Registry {
   }
 
   add(state: ConnectionState): void {
+    if (this.connections.get(state.id) === state) return;
     this.connections.set(state.id, state);
-    addTo(this.byKey, state.key, state);
+    this.perKey.set(state.key, (this.perKey.get(state.key) ?? 0) + 1);
   }
 
   remove(state: ConnectionState): void {
-    if (this.connections.get(state.id) === state) this.connections.delete(state.id);
-    removeFrom(this.byKey, state.key, state);
+    if (this.connections.get(state.id) !== state) return;
+    this.connections.delete(state.id);
+    const left = (this.perKey.get(state.key) ?? 1) - 1;
+    if (left > 0) this.perKey.set(state.key, left);
+    else this.perKey.delete(state.key);
   }
 
   joinTopic(topic: Topic, state: ConnectionState): void {
@@ -63,8 +72,12 @@ export class Registry {
     return this.connections.get(connId);
   }
 
-  ofKey(key: string): ReadonlySet<ConnectionState> {
-    return this.byKey.get(key) ?? EMPTY;
+  /** The key's connections (a new array: the caller may close them while it goes through it). */
+  ofKey(key: string): ConnectionState[] {
+    const found: ConnectionState[] = [];
+    if (!this.perKey.has(key)) return found;
+    for (const state of this.connections.values()) if (state.key === key) found.push(state);
+    return found;
   }
 
   inTopic(topic: Topic): ReadonlySet<ConnectionState> {
@@ -77,21 +90,8 @@ export class Registry {
   }
 
   countOfKey(key: string): number {
-    return this.byKey.get(key)?.size ?? 0;
+    return this.perKey.get(key) ?? 0;
   }
 }
 
 const EMPTY: ReadonlySet<ConnectionState> = new Set();
-
-function addTo<K>(map: Map<K, Set<ConnectionState>>, k: K, state: ConnectionState): void {
-  const set = map.get(k);
-  if (set) set.add(state);
-  else map.set(k, new Set([state]));
-}
-
-function removeFrom<K>(map: Map<K, Set<ConnectionState>>, k: K, state: ConnectionState): void {
-  const set = map.get(k);
-  if (!set) return;
-  set.delete(state);
-  if (set.size === 0) map.delete(k);
-}

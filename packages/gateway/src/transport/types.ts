@@ -87,6 +87,12 @@ export interface TransportHandlers<T> {
   message(conn: Conn, data: T, message: ArrayBuffer, isBinary: boolean): void;
   drain(conn: Conn, data: T): void;
   close(conn: Conn, data: T, code: number): void;
+  /**
+   * An open connection other than `except` (past `open`, before `close`), or undefined when there
+   * is none: the transport asks when the connection whose cork it borrows closes (it keeps no
+   * list of its own). Called before `close` of `except`.
+   */
+  anotherOpen(except: Conn): Conn | undefined;
   /** The reply at once when it needs no wait (it is then written in the request's own turn). */
   http(request: HttpRequest): HttpReply | Promise<HttpReply>;
   /** The reply for a body over the limit (it is never read in full), to a request for `path`. */

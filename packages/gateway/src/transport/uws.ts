@@ -92,9 +92,12 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
   let listenSocket: uWS.us_listen_socket | undefined;
   /** The upgrade being completed by `upgradeLate`, while uWS runs its `open`. */
   let late: { ws: uWS.WebSocket<Carrier<T>> | undefined; closed: boolean } | undefined;
-  /** Every open socket (past `open`, before `close`): `upgradeLate` borrows the cork of one. */
-  const sockets = new Set<uWS.WebSocket<Carrier<T>>>();
-  /** The open socket whose cork `upgradeLate` borrows; another open one replaces it when it closes. */
+  /**
+   * The open socket whose cork `upgradeLate` borrows; when it closes, another open one replaces it
+   * (`TransportHandlers.anotherOpen`: the transport keeps no set of its sockets, which cost every
+   * connection a set entry; docs/performance.md, "Idle memory per connection"), else the next
+   * socket to open.
+   */
   let anchor: uWS.WebSocket<Carrier<T>> | undefined;
 
   /**
@@ -135,7 +138,6 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       handlers.upgradeLost(data);
       return;
     }
-    sockets.add(ws);
     anchor ??= ws;
     ws.cork(() => handlers.open(ws as unknown as Conn, data));
   };
@@ -203,7 +205,6 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
         late.ws = ws;
         return;
       }
-      sockets.add(ws);
       anchor ??= ws;
       handlers.open(ws as unknown as Conn, ws.getUserData().data);
     },
@@ -211,8 +212,9 @@ export function createUwsTransport<T>(handlers: TransportHandlers<T>, options: T
       handlers.message(ws as unknown as Conn, ws.getUserData().data, message, isBinary),
     drain: (ws) => handlers.drain(ws as unknown as Conn, ws.getUserData().data),
     close: (ws, code) => {
-      sockets.delete(ws);
-      if (ws === anchor) anchor = sockets.values().next().value;
+      if (ws === anchor)
+        anchor = handlers.anotherOpen(ws as unknown as Conn) as unknown as
+          uWS.WebSocket<Carrier<T>> | undefined;
       if (late && late.ws === ws) late.closed = true;
       else handlers.close(ws as unknown as Conn, ws.getUserData().data, code);
     },

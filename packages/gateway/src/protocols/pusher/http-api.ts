@@ -80,6 +80,8 @@ export interface HttpApiLimits {
 export const MAX_EVENT_NAME_LENGTH = 200;
 export const MAX_CHANNELS_PER_EVENT = 100;
 export const MAX_BATCH_SIZE = 10;
+/** Characters of a trigger's `info` list. */
+const MAX_INFO_LENGTH = 200;
 
 /** `info` attributes a trigger may ask for, per channel triggered to. */
 export type TriggerInfo = 'user_count' | 'subscription_count';
@@ -110,12 +112,15 @@ const eventFields = {
     .string({ invalid_type_error: 'socket_id must be a string' })
     .refine(isSocketId, { message: 'socket_id must look like 123.456' })
     .optional(),
-  info: z.string({ invalid_type_error: 'info must be a comma-separated string' }).max(200).optional(),
+  info: z
+    .string({ invalid_type_error: 'info must be a comma-separated string' })
+    .max(MAX_INFO_LENGTH)
+    .optional(),
 };
 
 const channelName = z.string({ invalid_type_error: 'channel names must be strings' });
 
-const EventBody = z
+export const EventBody = z
   .object({
     ...eventFields,
     channel: channelName.optional(),
@@ -129,7 +134,7 @@ const EventBody = z
     message: 'Exactly one of channel or channels is required',
   });
 
-const BatchBody = z.object({
+export const BatchBody = z.object({
   batch: z
     .array(z.object({ ...eventFields, channel: channelName }), {
       required_error: 'batch is required',
@@ -171,8 +176,14 @@ function parseBody(body: Uint8Array | string, limits: HttpApiLimits): { json: un
 /** Bodies must be UTF-8 (Pusher answers 400 otherwise); a replacement character would alter the data. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function parseInfo(info: string | undefined, allowed: readonly string[]): string[] | PusherHttpError {
-  if (info === undefined || info === '') return [];
+/** No `info` attributes asked for (shared: most triggers ask for none). */
+const NO_INFO: readonly string[] = Object.freeze([]);
+
+function parseInfo(
+  info: string | undefined,
+  allowed: readonly string[],
+): readonly string[] | PusherHttpError {
+  if (info === undefined || info === '') return NO_INFO;
   const attributes = [...new Set(info.split(',').map((a) => a.trim()))];
   for (const attribute of attributes) {
     if (!allowed.includes(attribute))
@@ -195,15 +206,76 @@ function toEvent(
   const dataBytes = Buffer.byteLength(fields.data, 'utf8');
   if (dataBytes > limits.maxDataBytes)
     return tooLarge(`Event data is ${dataBytes} bytes; the limit is ${limits.maxDataBytes}`);
-  const info = parseInfo(fields.info, ['user_count', 'subscription_count']);
-  if (!Array.isArray(info)) return info;
-  return {
+  const info = parseInfo(fields.info, TRIGGER_INFO);
+  if (!isInfoList(info)) return info;
+  // Plain assignments, no conditional spread: this runs for every event of every trigger.
+  const event: { -readonly [K in keyof TriggeredEvent]: TriggeredEvent[K] } = {
     name: fields.name,
     data: fields.data,
     channels,
-    ...(fields.socket_id === undefined ? {} : { socketId: fields.socket_id }),
-    info: info as TriggerInfo[],
+    info: info as readonly TriggerInfo[],
   };
+  if (fields.socket_id !== undefined) event.socketId = fields.socket_id;
+  return event;
+}
+
+const TRIGGER_INFO: readonly string[] = ['user_count', 'subscription_count'];
+const isInfoList = (info: readonly string[] | PusherHttpError): info is readonly string[] =>
+  Array.isArray(info);
+
+/** An event's fields as the schemas accept them (`eventFields`). */
+interface EventFields {
+  name: string;
+  data: string;
+  socket_id?: string | undefined;
+  info?: string | undefined;
+}
+
+/**
+ * Whether `value` holds event fields `eventFields` accepts, checked without zod: the same rules,
+ * written out for valid bodies, which are nearly all of them (zod's parse of a 10-event batch
+ * cost about as much as the rest of the request's parsing; docs/performance.md, "What a Pusher
+ * publish costs"). A body this refuses is parsed by the schema, which accepts or words the
+ * refusal: the check may refuse more than the schema, never accept more.
+ */
+function hasEventFields(value: Record<string, unknown>): boolean {
+  const { name, data, socket_id: socketId, info } = value;
+  return (
+    typeof name === 'string' &&
+    name.length >= 1 &&
+    name.length <= MAX_EVENT_NAME_LENGTH &&
+    !name.startsWith('pusher:') &&
+    !name.startsWith('pusher_internal:') &&
+    typeof data === 'string' &&
+    (socketId === undefined || isSocketId(socketId)) &&
+    (info === undefined || (typeof info === 'string' && info.length <= MAX_INFO_LENGTH))
+  );
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The channel names of a valid `events` body (`EventBody`), or undefined: let the schema decide. */
+export function eventChannels(body: Record<string, unknown>): readonly string[] | undefined {
+  if (!hasEventFields(body)) return undefined;
+  const { channel, channels } = body;
+  if (channels === undefined) return typeof channel === 'string' ? [channel] : undefined;
+  if (channel !== undefined || !Array.isArray(channels)) return undefined;
+  if (channels.length < 1 || channels.length > MAX_CHANNELS_PER_EVENT) return undefined;
+  for (const name of channels as unknown[]) if (typeof name !== 'string') return undefined;
+  return channels as string[];
+}
+
+/** The events of a valid `batch_events` body (`BatchBody`), or undefined: let the schema decide. */
+export function batchItems(
+  body: Record<string, unknown>,
+): Array<EventFields & { channel: string }> | undefined {
+  const { batch } = body;
+  if (!Array.isArray(batch) || batch.length < 1 || batch.length > MAX_BATCH_SIZE) return undefined;
+  for (const item of batch as unknown[])
+    if (!isPlainObject(item) || !hasEventFields(item) || typeof item['channel'] !== 'string')
+      return undefined;
+  return batch as Array<EventFields & { channel: string }>;
 }
 
 /** `POST /apps/{app_id}/events`: one event to 1–100 channels. */
@@ -213,7 +285,10 @@ export function parseEventBody(
 ): TriggeredEvent | PusherHttpError {
   const parsed = parseBody(body, limits);
   if (!('json' in parsed)) return parsed;
-  const result = EventBody.safeParse(parsed.json);
+  const json = parsed.json as Record<string, unknown>;
+  const channels = eventChannels(json);
+  if (channels !== undefined) return toEvent(json as unknown as EventFields, channels, limits);
+  const result = EventBody.safeParse(json);
   if (!result.success) return badRequest(zodProblem(result.error));
   const names = result.data.channels ?? [result.data.channel as string];
   return toEvent(result.data, names, limits);
@@ -226,10 +301,15 @@ export function parseBatchBody(
 ): TriggeredEvent[] | PusherHttpError {
   const parsed = parseBody(body, limits);
   if (!('json' in parsed)) return parsed;
-  const result = BatchBody.safeParse(parsed.json);
-  if (!result.success) return badRequest(zodProblem(result.error));
+  let items = batchItems(parsed.json as Record<string, unknown>);
+  if (items === undefined) {
+    const result = BatchBody.safeParse(parsed.json);
+    if (!result.success) return badRequest(zodProblem(result.error));
+    items = result.data.batch;
+  }
   const events: TriggeredEvent[] = [];
-  for (const [index, item] of result.data.batch.entries()) {
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index]!;
     const event = toEvent(item, [item.channel], limits);
     if (!('channels' in event)) return { status: event.status, body: `batch.${index}: ${event.body}` };
     events.push(event);
@@ -296,7 +376,7 @@ export interface ChannelsQuery {
 export function parseChannelsQuery(params: ReadonlyMap<string, string>): ChannelsQuery | PusherHttpError {
   const prefix = params.get('filter_by_prefix') ?? '';
   const info = parseInfo(params.get('info'), ['user_count', 'subscription_count']);
-  if (!Array.isArray(info)) return info;
+  if (!isInfoList(info)) return info;
   const userCount = info.includes('user_count');
   if (userCount && !prefix.startsWith('presence-'))
     return badRequest('info=user_count is only available with filter_by_prefix=presence-');
@@ -336,7 +416,7 @@ export function parseChannelQuery(
   const channel = parseChannel(name);
   if (!channel.ok) return badRequest(channel.message);
   const info = parseInfo(params.get('info'), ['user_count', 'subscription_count', 'cache']);
-  if (!Array.isArray(info)) return info;
+  if (!isInfoList(info)) return info;
   const userCount = info.includes('user_count');
   if (userCount && channel.value.kind !== 'presence')
     return badRequest('info=user_count is only available for presence channels');

@@ -7,7 +7,7 @@ import {
   announceKick,
   publishMessage,
 } from '@switchboard/core';
-import type { ApiKeyRecord, KickSelector, QuotaRefusal, Topic } from '@switchboard/core';
+import type { ApiKeyRecord, KickSelector, PublishRequest, QuotaRefusal, Topic } from '@switchboard/core';
 import { takeApiRequest, takePublish } from '../../limits/rate-limit';
 import type { HttpReply, HttpRequest } from '../../transport/types';
 import type { DialectHttpDeps } from '../dialect';
@@ -43,6 +43,8 @@ const TERMINATED = "The user's connections were terminated by the app";
 const MAX_LISTED_CHANNELS = 10_000;
 
 const ok = (value: object): HttpReply => ({ status: 200, body: JSON.stringify(value) });
+/** The answer to nearly every trigger (`{}`: no `info` asked for), built once. */
+const OK_EMPTY: HttpReply = Object.freeze({ status: 200, body: '{}' });
 const text = (error: PusherHttpError | { status: number; body: string }): HttpReply => ({
   status: error.status,
   contentType: PUSHER_HTTP_CONTENT_TYPE_ERROR,
@@ -98,27 +100,44 @@ export function handlePusherHttp(ctx: DialectHttpDeps, request: HttpRequest): Ht
   } catch (error) {
     return thrown(ctx, error);
   }
-  const refuse = (error: PusherHttpError): HttpReply => {
-    if (error.status === 401) ctx.authFailures.failed(request);
-    return text(error);
-  };
   const key = authKeyOf(params);
-  if (key === undefined || !isValidApiKey(key)) return refuse(unknownAuthKey(params));
+  if (key === undefined || !isValidApiKey(key)) return refuse(ctx, request, unknownAuthKey(params));
+  // A cached key is answered in this turn (as the cluster API's `authenticate` does): no promise
+  // step before the request's own work.
+  const cached = ctx.keys.peek(key);
+  if (cached !== undefined) return authenticated(ctx, request, route, params, cached);
   return ctx.keys.get(key).then(
-    (record) => {
-      if (!record) return refuse(unknownAuthKey(params));
-      const problem = verifySignedRequest(
-        { method: request.method, path: request.path, params, body: request.body },
-        { key: record.key, secret: record.secret, appId: appIdOf(record) },
-        route.appId,
-      );
-      if (problem) return refuse(problem);
-      const taking = takeApiRequest(ctx, record);
-      const run = (): Promise<HttpReply> => serve(ctx, record, route, params, request.body);
-      return (taking ? taking.then(run) : run()).catch((error: unknown) => thrown(ctx, error));
-    },
+    (record) => authenticated(ctx, request, route, params, record),
     (error: unknown) => thrown(ctx, error),
   );
+}
+
+/** A refusal before the route ran; a 401 counts against the client's address. */
+function refuse(ctx: DialectHttpDeps, request: HttpRequest, error: PusherHttpError): HttpReply {
+  if (error.status === 401) ctx.authFailures.failed(request);
+  return text(error);
+}
+
+/** The request of the app `record` (null: no app has its `auth_key`): its signature, quota and route. */
+function authenticated(
+  ctx: DialectHttpDeps,
+  request: HttpRequest,
+  route: PusherRoute,
+  params: ReadonlyMap<string, string>,
+  record: ApiKeyRecord | null,
+): HttpReply | Promise<HttpReply> {
+  if (!record) return refuse(ctx, request, unknownAuthKey(params));
+  const problem = verifySignedRequest(
+    { method: request.method, path: request.path, params, body: request.body },
+    { key: record.key, secret: record.secret, appId: appIdOf(record) },
+    route.appId,
+  );
+  if (problem) return refuse(ctx, request, problem);
+  const taking = takeApiRequest(ctx, record);
+  const served = taking
+    ? taking.then(() => serve(ctx, record, route, params, request.body))
+    : serve(ctx, record, route, params, request.body);
+  return served.catch((error: unknown) => thrown(ctx, error));
 }
 
 async function serve(
@@ -136,14 +155,16 @@ async function serve(
     case 'events': {
       const event = parseEventBody(body, limits);
       if (isError(event)) return text(event);
-      await trigger(ctx, record, event);
-      return ok(eventsAnswer(event, await countsOf(ctx, record, event.info.length > 0 ? [event] : [])));
+      await trigger(ctx, record, [event]);
+      if (event.info.length === 0) return OK_EMPTY;
+      return ok(eventsAnswer(event, await countsOf(ctx, record, [event])));
     }
     case 'batch_events': {
       const events = parseBatchBody(body, limits);
       if (isError(events)) return text(events);
-      await Promise.all(events.map((event) => trigger(ctx, record, event)));
+      await trigger(ctx, record, events);
       const asking = events.filter((event) => event.info.length > 0);
+      if (asking.length === 0) return OK_EMPTY;
       return ok(batchAnswer(events, await countsOf(ctx, record, asking)));
     }
     case 'channels': {
@@ -212,29 +233,53 @@ const topicOf = (record: ApiKeyRecord, channel: string): Topic => ({
 });
 
 /**
- * Publishes `event` to each of its channels (each within the key's publish quota) and delivers it
- * on this node; `socket_id` is left out everywhere. Each channel's frame is built once.
+ * Publishes each event to each of its channels (each within the key's publish quota) and delivers
+ * it on this node; an event's `socket_id` is left out everywhere. Each channel's frame is built
+ * once. Every publish is issued in this turn, in order (no quota to wait for), so a batch's
+ * publications leave for Redis together (stream-publishes.ts); resolves when all were accepted,
+ * rejects with the first failure.
  */
-async function trigger(ctx: DialectHttpDeps, record: ApiKeyRecord, event: TriggeredEvent): Promise<void> {
-  await Promise.all(
-    event.channels.map(async ({ name }) => {
+function trigger(
+  ctx: DialectHttpDeps,
+  record: ApiKeyRecord,
+  events: readonly TriggeredEvent[],
+): Promise<unknown> {
+  const publishes: Promise<void>[] = [];
+  for (const event of events)
+    for (const channel of event.channels) {
       const taking = takePublish(ctx, record);
-      const refusal = taking ? await taking : undefined;
-      if (refusal) throw new QuotaRefused(refusal);
-      const published = await publishMessage(ctx, {
-        record,
-        protocol: FAMILY,
-        marksObjects: false,
-        channel: name,
-        message: channelEvent(name, event.name, event.data),
-        origin: ctx.nodeId,
-        unconfirmed: ctx.unconfirmed.add,
-        ...(event.socketId === undefined ? {} : { except: event.socketId }),
-      });
-      ctx.meters.messagesIn[FAMILY]?.api.inc();
-      ctx.deliverExcept(published.publication, event.socketId, true);
-    }),
-  );
+      publishes.push(
+        taking
+          ? taking.then((refusal) => {
+              if (refusal) throw new QuotaRefused(refusal);
+              return publishEvent(ctx, record, event, channel.name);
+            })
+          : publishEvent(ctx, record, event, channel.name),
+      );
+    }
+  return publishes.length === 1 ? publishes[0]! : Promise.all(publishes);
+}
+
+function publishEvent(
+  ctx: DialectHttpDeps,
+  record: ApiKeyRecord,
+  event: TriggeredEvent,
+  channel: string,
+): Promise<void> {
+  const request: { -readonly [K in keyof PublishRequest]: PublishRequest[K] } = {
+    record,
+    protocol: FAMILY,
+    marksObjects: false,
+    channel,
+    message: channelEvent(channel, event.name, event.data),
+    origin: ctx.nodeId,
+    unconfirmed: ctx.unconfirmed.add,
+  };
+  if (event.socketId !== undefined) request.except = event.socketId;
+  return publishMessage(ctx, request).then((published) => {
+    ctx.meters.messagesIn[FAMILY]?.api.inc();
+    ctx.deliverExcept(published.publication, event.socketId, true);
+  });
 }
 
 /** Subscription counts (cluster-wide) and, where asked, user counts of the events' channels. */
