@@ -69,13 +69,15 @@ it('settles a subscribe that was answered MOVED, and delivers on the new master'
   broker.setHandlers({ message: (publication) => received.push(publication), control: () => undefined });
 
   await moveSlot(slot, other.port);
+  let timer: NodeJS.Timeout | undefined;
   const outcome = await Promise.race([
     broker.subscribe(topic).then(
       () => 'subscribed',
       () => 'failed',
     ),
-    new Promise<string>((resolve) => setTimeout(() => resolve('still pending after 20 s'), 20_000)),
+    new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still pending after 20 s'), 20_000))),
   ]);
+  clearTimeout(timer);
   expect(outcome).not.toBe('still pending after 20 s');
   // A failed subscribe is retried (the gateway's repair does); either way publications arrive.
   if (outcome === 'failed') await broker.subscribe(topic);
