@@ -1,4 +1,6 @@
-import { loadavg } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
 import { waitFor } from '@switchboard/harness';
 import { ChaosCluster, CLUSTER_TIMING, isRedisCluster } from './cluster';
@@ -313,6 +315,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await publisher?.stop();
     redis?.disconnect();
     await cluster.stop();
+    keepLogs(cluster, seed, t0, out);
+  }
+}
+
+/**
+ * Every process's output, one file per incarnation (`gw2-3.log`: the third start of gw2), in a
+ * directory of the system's temporary one named for the seed: a failure that does not come
+ * back on a replay can still be read afterwards.
+ */
+function keepLogs(cluster: ChaosCluster, seed: number, t0: number, out: (line: string) => void): void {
+  const dir = join(tmpdir(), `switchboard-chaos-${seed}-${new Date(t0).toISOString().replace(/[:.]/g, '')}`);
+  try {
+    mkdirSync(dir, { recursive: true });
+    const starts = new Map<string, number>();
+    for (const incarnation of cluster.incarnations) {
+      const n = (starts.get(incarnation.name) ?? 0) + 1;
+      starts.set(incarnation.name, n);
+      writeFileSync(join(dir, `${incarnation.name}-${n}.log`), `${incarnation.proc.lines.join('\n')}\n`);
+    }
+    out(`process logs: ${dir}`);
+  } catch (error) {
+    out(`process logs not kept: ${(error as Error).message}`);
   }
 }
 

@@ -70,10 +70,16 @@ export function createRedisClients(target: RedisTarget, logger: Logger): RedisCl
       redisOptions: { commandTimeout: COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 1 },
     };
     command = new Cluster(target.nodes, options);
+    // The command timeout on the subscriber's connections too: ioredis answers an SSUBSCRIBE
+    // that a master refuses with MOVED (its slot moved: a failover, a cluster restarted with
+    // another master for it, a resharding) by reading the slot table again and subscribing the
+    // channel on the new master itself, but never settles the call. Unsettled, it held the
+    // gateway's repair after an outage for good, and with it the resync of every topic stream
+    // (docs/reliability.md); timed out, the subscribe fails and is tried again.
     subscriber = new Cluster(target.nodes, {
       ...options,
       shardedSubscribers: true,
-      redisOptions: { maxRetriesPerRequest: 1 },
+      redisOptions: { maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS },
     });
     subscriber.on('node error', onError('subscriber-node'));
     command.on('node error', onError('command-node'));
