@@ -3,7 +3,7 @@ import type { EntryPlace } from '@switchboard/core';
 import { publishToChannel } from '../fanout/events';
 import { memberOf } from '../connections/connection';
 import { activityNow, publishLeave } from '../connections/presence-events';
-import { isSignedInAt, rejoinUser } from '../connections/users';
+import { isSignedInAt, rejoinUser, retellWatchlist } from '../connections/users';
 import { topicId } from '@switchboard/core';
 import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
 import type { Registry } from '../fanout/registry';
@@ -187,6 +187,12 @@ export class Repair {
       await Promise.all(batch);
       const unsubscribed = await resubscribed;
       if (unsubscribed !== undefined) throw unsubscribed;
+      // Subscribed again: watchers learn what they may have missed meanwhile (connections/users.ts).
+      await Promise.all(
+        [...ctx.registry.all()]
+          .filter((state) => state.signedIn !== undefined)
+          .map((state) => retellWatchlist(ctx, state)),
+      );
       this.failures = 0;
       logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
     } catch (error) {

@@ -23,6 +23,8 @@ interface Watching {
   readonly self: Topic;
   readonly user: string;
   readonly watched: Topic[];
+  /** The users of `watched`, in its order. */
+  readonly watchedUsers: string[];
   /** The join in flight, which the leave waits for (a leave first would leave the entry behind). */
   joining: Promise<unknown> | undefined;
 }
@@ -64,7 +66,7 @@ async function enterUser(
     protocol: state.dialect.family,
     channel: users.channel(id),
   });
-  const entry: Watching = { self: topicOf(user), user, watched: [], joining: undefined };
+  const entry: Watching = { self: topicOf(user), user, watched: [], watchedUsers: [], joining: undefined };
   watching.set(state, entry);
   const joining = ctx.engine.presence.join(
     entry.self,
@@ -80,8 +82,9 @@ async function enterUser(
     for (const topic of topics) ctx.subscriptions.release(topic);
     return true;
   }
-  for (const topic of topics) {
+  for (const [index, topic] of topics.entries()) {
     entry.watched.push(topic);
+    entry.watchedUsers.push(watchlist[index]!);
     ctx.registry.joinTopic(topic, state);
     state.conn?.subscribe(localTopicOf(state.dialect.variants, topic, false));
   }
@@ -90,6 +93,29 @@ async function enterUser(
   const online = watchlist.filter((_id, index) => (counts[index]?.count ?? 0) > 0);
   if (online.length > 0 && !state.closed) sendTo(ctx, state, users.online(online));
   return true;
+}
+
+/**
+ * Tells a signed-in watcher again which of its watched users are online and which are not
+ * (`Repair`, once this node's broker subscriptions are back after the engine was away): the
+ * `online`/`offline` events published while this node was not subscribed (another node rewriting
+ * its users, or cleaning up leaves that failed during the outage) reached it at most once, and
+ * maybe not at all. Watchers may so hear a state they already knew again, never a wrong one
+ * (docs/pusher.md, "User authentication and watchlists").
+ */
+export async function retellWatchlist(ctx: PresenceDeps, state: ConnectionState): Promise<void> {
+  const entry = watching.get(state);
+  const users = state.dialect.users;
+  if (!entry || !users || entry.watched.length === 0 || state.closed) return;
+  const counts = await Promise.all(entry.watched.map((topic) => ctx.engine.presence.identities(topic, 0, 1)));
+  const online: string[] = [];
+  const offline: string[] = [];
+  entry.watchedUsers.forEach((user, index) => {
+    ((counts[index]?.count ?? 0) > 0 ? online : offline).push(user);
+  });
+  if (state.closed) return;
+  if (online.length > 0) sendTo(ctx, state, users.online(online));
+  if (offline.length > 0) sendTo(ctx, state, users.offline(offline));
 }
 
 /** A closing connection leaves its user's topic (announced when it was the user's last) and its watched ones. */
