@@ -35,12 +35,13 @@ import type { CostSplit } from './callgrind-costs';
  * (docs/performance.md, "What the gateway's JavaScript costs").
  *
  *   npm run bench:gateway-instructions [-- --systems gateway,floor,ceiling --warmup N
- *     --publishes N --channels N --product-dir DIR]
+ *     --publishes N --channels N --subscribers N --batch N --ceiling-batch --product-dir DIR]
  *
  * One server under callgrind (a Switchboard gateway; the Redis-hop ceiling's server, `PUBLISH`;
- * or the floor, that server making Switchboard's publish script call) with a private Redis, one
- * subscriber in each of `channels` channels, REST publishes one at a time over the channels,
- * each awaited until delivered (as at a moderate rate, every publish travels alone). The count
+ * or the floor, that server making Switchboard's publish script call) with a private Redis,
+ * `subscribers` subscribers (default 1) in each of `channels` channels, REST publishes one at a
+ * time over the channels, each awaited until every subscriber has it (as at a moderate rate,
+ * every publish travels alone). The count
  * covers the whole server: the HTTP request, the Redis call and its reply, the pub/sub message
  * and the delivery. After `warmup` publishes (V8 tiers the path up meanwhile) SIGUSR2 makes the
  * server call `os.getPriority()`, on which callgrind dumps (`--dump-before`); then `publishes`
@@ -53,7 +54,10 @@ import type { CostSplit } from './callgrind-costs';
  * `pusher:subscribe`) and Pusher's signed HTTP API: `POST /apps/{id}/batch_events` with `batch`
  * events a request (each to the next channel; `--batch 1`: `POST /apps/{id}/events`), counted per
  * event, so its figure compares with the gateway's V3 REST publish (docs/performance.md, "What a
- * Pusher publish costs").
+ * Pusher publish costs"). With `--ceiling-batch` the ceiling reads the same batches
+ * (`{"batch":[{channel,message},…]}`, one `PUBLISH` each), counted per publish likewise; with
+ * `--channels 1 --subscribers 1000` both are the Pusher scenario's fan-out (docs/performance.md,
+ * "Pusher fan-out against the ceiling").
  *
  * Needs valgrind (Debian's package). System calls are not counted: they are the same for every
  * system (docs/architecture.md).
@@ -67,6 +71,13 @@ interface Options {
   channels: number;
   /** Events per Pusher request (`pusher` only). */
   batch: number;
+  /** Subscribers in each channel; a publish is awaited until every one of them has it. */
+  subscribers: number;
+  /**
+   * The ceiling reads `batch` publishes a request too (`{"batch":[…]}`, as the Pusher scenario's
+   * publisher sends it), so it compares with `pusher` request for request.
+   */
+  ceilingBatch: boolean;
 }
 
 const SYSTEMS: readonly SystemName[] = ['gateway', 'floor', 'ceiling', 'pusher'];
@@ -79,7 +90,13 @@ function parse(argv: string[]): Options {
     publishes: 2000,
     channels: 200,
     batch: 10,
+    subscribers: 1,
+    ceilingBatch: false,
   };
+  if (argv.includes('--ceiling-batch')) {
+    o.ceilingBatch = true;
+    argv = argv.filter((arg) => arg !== '--ceiling-batch');
+  }
   for (let i = 0; i < argv.length; i += 2) {
     const flag = argv[i];
     const value = argv[i + 1] ?? '';
@@ -96,6 +113,7 @@ function parse(argv: string[]): Options {
       else if (flag === '--publishes') o.publishes = n;
       else if (flag === '--channels') o.channels = n;
       else if (flag === '--batch') o.batch = Math.min(10, n);
+      else if (flag === '--subscribers') o.subscribers = n;
       else throw new Error(`unknown option ${flag}`);
     }
   }
@@ -153,24 +171,29 @@ async function serving(system: SystemName, port: number, server: ChildProcess): 
   }
 }
 
-/** Publications awaited by their sequence number (the `s` field of the benchmark's message). */
+/**
+ * Publications awaited by their sequence number (the `s` field of the benchmark's message), each
+ * until `copies` sockets have it (every subscriber of its channel).
+ */
 class Deliveries {
-  private readonly waiting = new Map<string, () => void>();
+  private readonly waiting = new Map<string, { left: number; resolve: () => void }>();
+
+  constructor(private readonly copies: number) {}
 
   watch(socket: WebSocket): void {
     socket.on('message', (data: Buffer) => {
       // A Pusher frame carries the message as its `data` string: its quotes are escaped.
       const match = /\\?"s\\?":\\?"(\d+)/.exec(data.toString());
-      const resolve = match ? this.waiting.get(match[1] ?? '') : undefined;
-      if (resolve) {
+      const wait = match ? this.waiting.get(match[1] ?? '') : undefined;
+      if (wait && --wait.left === 0) {
         this.waiting.delete(match![1]!);
-        resolve();
+        wait.resolve();
       }
     });
   }
 
   expect(seq: string): Promise<void> {
-    return new Promise((resolve) => this.waiting.set(seq, resolve));
+    return new Promise((resolve) => this.waiting.set(seq, { left: this.copies, resolve }));
   }
 }
 
@@ -232,8 +255,9 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
   const sockets: WebSocket[] = [];
   try {
     await serving(system, port, server);
-    const deliveries = new Deliveries();
-    for (let i = 0; i < o.channels; i++) {
+    const deliveries = new Deliveries(o.subscribers);
+    for (let j = 0; j < o.channels * o.subscribers; j++) {
+      const i = j % o.channels;
       const socket = new WebSocket(
         system === 'pusher'
           ? `ws://${HOST}:${port}/app/${KEY}?protocol=7`
@@ -275,6 +299,26 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
       await res.arrayBuffer();
       await Promise.all(delivered);
     };
+    /** `batch` publishes in one request to the ceiling (`--ceiling-batch`), each its own `PUBLISH`. */
+    const publishCeilingBatch = async (): Promise<void> => {
+      const batch: { channel: string; message: string }[] = [];
+      const delivered: Promise<void>[] = [];
+      for (let i = 0; i < o.batch; i++) {
+        seq += 1;
+        const s = String(seq).padStart(10, '0');
+        delivered.push(deliveries.expect(s));
+        const message = `{"t":"${String(seq).padStart(16, '0')}","s":"${s}","p":"${pad}"}`;
+        batch.push({ channel: `ch-${seq % o.channels}`, message });
+      }
+      const res = await fetch(`http://${HOST}:${port}/api/publish`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key: KEY, secret: SECRET, batch }),
+      });
+      if (!res.ok) throw new Error(`publish answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+      await Promise.all(delivered);
+    };
     const publishRest = async (): Promise<void> => {
       seq += 1;
       const s = String(seq).padStart(10, '0');
@@ -289,9 +333,10 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
       await res.arrayBuffer();
       await delivered;
     };
-    /** Requests per window: Pusher requests carry `batch` events each. */
-    const requests = system === 'pusher' ? requestsOf(o) : o.publishes;
-    const publish = system === 'pusher' ? publishPusher : publishRest;
+    /** Requests per window: Pusher requests (and the ceiling's, batched) carry `batch` events each. */
+    const batched = batches(system, o);
+    const requests = batched ? requestsOf(o) : o.publishes;
+    const publish = system === 'pusher' ? publishPusher : batched ? publishCeilingBatch : publishRest;
     let dumps = 0;
     const dump = async (): Promise<void> => {
       dumps += 1;
@@ -302,7 +347,7 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
       while (!/^totals: /m.test(readFileSync(dumpFile(dir, dumps), 'utf8')))
         await new Promise((resolve) => setTimeout(resolve, 200));
     };
-    const warmups = system === 'pusher' ? Math.max(1, Math.round(o.warmup / o.batch)) : o.warmup;
+    const warmups = batched ? Math.max(1, Math.round(o.warmup / o.batch)) : o.warmup;
     for (let i = 0; i < warmups; i++) await publish();
     await dump();
     const windows: Window[] = [];
@@ -323,6 +368,10 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
   }
 }
 
+/** Whether `system`'s requests carry `batch` publishes: Pusher's, and the ceiling's when asked. */
+const batches = (system: SystemName, o: Options): boolean =>
+  system === 'pusher' || (system === 'ceiling' && o.ceilingBatch);
+
 /** Pusher requests in a window: `publishes` events, `batch` a request. */
 const requestsOf = (o: Options): number => Math.max(1, Math.round(o.publishes / o.batch));
 
@@ -331,15 +380,15 @@ const k = (n: number): string => `${(n / 1000).toFixed(1)}k`;
 async function main(): Promise<void> {
   const o = parse(process.argv.slice(2));
   console.log(
-    `User-space instructions per REST publish (callgrind; ${o.channels} channels, 1 subscriber each, ` +
+    `User-space instructions per REST publish (callgrind; ${o.channels} channels, ${o.subscribers} subscriber(s) each, ` +
       `${o.publishes} publishes a window after ${o.warmup}; work = total − GC − compiling; ` +
-      `pusher: ${o.batch} events a request, per event):`,
+      `pusher${o.ceilingBatch ? ' and ceiling' : ''}: ${o.batch} events a request, per event):`,
   );
   for (const system of o.systems) {
     const [first, idle, second] = await measure(system, o);
     const perMs = (field: keyof CostSplit): number => idle!.costs[field] / idle!.ms;
     const per = (w: Window, field: keyof CostSplit): number =>
-      (w.costs[field] - perMs(field) * w.ms) / (system === 'pusher' ? requestsOf(o) * o.batch : o.publishes);
+      (w.costs[field] - perMs(field) * w.ms) / (batches(system, o) ? requestsOf(o) * o.batch : o.publishes);
     const line = (w: Window): string => {
       const work = per(w, 'total') - per(w, 'gc') - per(w, 'compile');
       return `work ${k(work)} (total ${k(per(w, 'total'))}, GC ${k(per(w, 'gc'))}, compiling ${k(per(w, 'compile'))})`;
