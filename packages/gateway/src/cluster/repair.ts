@@ -3,6 +3,7 @@ import type { EntryPlace } from '@switchboard/core';
 import { publishToChannel } from '../fanout/events';
 import { memberOf } from '../connections/connection';
 import { activityNow, publishLeave } from '../connections/presence-events';
+import type { ConnectionState } from '../connections/connection';
 import { isSignedInAt, rejoinUser, retellWatchlist } from '../connections/users';
 import { topicId } from '@switchboard/core';
 import type { BrokerSubscriptions } from '../fanout/broker-subscriptions';
@@ -156,6 +157,8 @@ export class Repair {
       }
       let batch: Promise<unknown>[] = [];
       let subscriptions = 0;
+      /** Signed-in connections, whose watchlists are retold once subscriptions are back. */
+      const signedIn: ConnectionState[] = [];
       for (const state of ctx.registry.all()) {
         // Sockets admitted while the engine was away are reserved now (over the limit, if need be).
         if (ctx.config.limits.maxConnectionsPerKey > 0) {
@@ -163,7 +166,10 @@ export class Repair {
           batch.push(engine.counts.reserveSocket(nodeId, state.key, 0));
         }
         // A signed-in connection is present in its user's topic (watchlists): written again too.
-        if (state.signedIn !== undefined) batch.push(rejoinUser(ctx, state));
+        if (state.signedIn !== undefined) {
+          batch.push(rejoinUser(ctx, state));
+          signedIn.push(state);
+        }
         for (const sub of state.subs.values()) {
           subscriptions++;
           batch.push(
@@ -188,11 +194,7 @@ export class Repair {
       const unsubscribed = await resubscribed;
       if (unsubscribed !== undefined) throw unsubscribed;
       // Subscribed again: watchers learn what they may have missed meanwhile (connections/users.ts).
-      await Promise.all(
-        [...ctx.registry.all()]
-          .filter((state) => state.signedIn !== undefined)
-          .map((state) => retellWatchlist(ctx, state)),
-      );
+      await Promise.all(signedIn.map((state) => retellWatchlist(ctx, state)));
       this.failures = 0;
       logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
     } catch (error) {

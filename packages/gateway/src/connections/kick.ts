@@ -15,7 +15,7 @@ export function executeKick(ctx: ChannelDeps, selector: KickSelector): number {
   if (selector.signedIn !== undefined) return kickSignedIn(ctx, selector, selector.signedIn);
   const targeted = selector.uuid !== undefined || selector.user !== undefined;
   let affected = 0;
-  for (const state of [...ctx.registry.ofKey(selector.key)]) {
+  for (const state of ctx.registry.ofKey(selector.key)) {
     const { kick } = state.dialect;
     // Closing already (the answering gateway kicks its own before the control channel repeats it;
     // it is counted once, by that first kick).
@@ -40,7 +40,7 @@ export function executeKick(ctx: ChannelDeps, selector: KickSelector): number {
 /** The key's connections signed in as `user`, closed whatever their channels. */
 function kickSignedIn(ctx: ChannelDeps, selector: KickSelector, user: string): number {
   let affected = 0;
-  for (const state of [...ctx.registry.ofKey(selector.key)]) {
+  for (const state of ctx.registry.ofKey(selector.key)) {
     if (state.closed || state.signedIn !== user) continue;
     affected++;
     ctx.meters.kicks[state.dialect.family]?.inc();
@@ -63,7 +63,7 @@ function matches(sub: Subscription, selector: KickSelector): boolean {
  * nothing is closed (a later announcement or the socket's own close ends it).
  */
 export async function closeRevoked(ctx: ChannelDeps, key: string): Promise<number> {
-  const open = [...ctx.registry.ofKey(key)].filter((state) => state.dialect.kick.revoked && !state.closed);
+  const open = ctx.registry.ofKey(key).filter((state) => state.dialect.kick.revoked && !state.closed);
   if (open.length === 0) return 0;
   const record = await ctx.engine.keys.get(key).catch((error: unknown) => {
     ctx.logger.warn({ err: error }, 'revoked key check failed; its sockets stay open');

@@ -282,28 +282,34 @@ function publishEvent(
   });
 }
 
-/** Subscription counts (cluster-wide) and, where asked, user counts of the events' channels. */
+/**
+ * Subscription counts (cluster-wide) and, where asked, user counts of the events' channels: each
+ * distinct channel read on its own (`ConnectionCounts.count`), so the answer is right however
+ * many channels the key has, and costs what the request names, not the key's whole listing.
+ */
 async function countsOf(
   ctx: DialectHttpDeps,
   record: ApiKeyRecord,
   events: ReadonlyArray<Pick<TriggeredEvent, 'channels' | 'info'>>,
 ): Promise<Map<string, ChannelCounts>> {
-  const counts = new Map<string, ChannelCounts>();
-  if (events.length === 0) return counts;
-  const listed = await ctx.engine.counts.list(record.key, 0, MAX_LISTED_CHANNELS, 'pusher');
-  const byName = new Map(listed.items.map((item) => [item.channel, item.count]));
+  const asked = new Map<string, { wantsUsers: boolean }>();
   for (const event of events)
     for (const channel of event.channels) {
-      const users =
-        event.info.includes('user_count') && channel.kind === 'presence'
-          ? await userCount(ctx, record, channel.name)
-          : undefined;
-      counts.set(channel.name, {
-        subscriptionCount: byName.get(channel.name) ?? 0,
-        ...(users === undefined ? {} : { userCount: users }),
-      });
+      const wantsUsers = event.info.includes('user_count') && channel.kind === 'presence';
+      const seen = asked.get(channel.name);
+      if (!seen) asked.set(channel.name, { wantsUsers });
+      else if (wantsUsers) seen.wantsUsers = true;
     }
-  return counts;
+  const entries = await Promise.all(
+    [...asked].map(async ([name, { wantsUsers }]): Promise<[string, ChannelCounts]> => {
+      const [subscriptionCount, users] = await Promise.all([
+        ctx.engine.counts.count(record.key, name, 'pusher'),
+        wantsUsers ? userCount(ctx, record, name) : undefined,
+      ]);
+      return [name, { subscriptionCount, ...(users === undefined ? {} : { userCount: users }) }];
+    }),
+  );
+  return new Map(entries);
 }
 
 /**
