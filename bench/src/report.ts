@@ -153,7 +153,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     "--profile-rate N, --profile-seconds S   the profile scenario's load (default 300/s for 10 s)",
     '--pusher-presence N   pusher: presence joins per system and run (default 4000)',
     '--pusher-batch N      pusher: most publishes one request carries, batch_events for every system alike (default 10, at most 10; 1: one per request)',
-    '--pusher-systems a,b   pusher: ceiling-redis, soketi, switchboard-pusher (default all three; soketi installs into bench/.cache on first use)',
+    '--pusher-systems a,b   pusher: ceiling-redis, ceiling-redis-script (the history floor), soketi, switchboard-pusher (default all four; soketi installs into bench/.cache on first use)',
     '--product-dir DIR  the checkout whose built packages are measured (default: this one)',
     '--no-docs          a trial: leave docs/benchmarks.md and bench/results/ as they are (results go to bench/results/tmp/)',
     '--report-only      rewrite docs/benchmarks.md from bench/results/latest.json, run nothing',

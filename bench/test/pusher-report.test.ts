@@ -66,4 +66,16 @@ describe('bench report: Pusher targets', () => {
     );
     expect(text).toContain("Presence join CPU ≤ 1.2× a V3 presence join's — not measured.");
   });
+
+  it('shows the history floor of each round beside the ceiling, when it was measured', () => {
+    const r = results([600_000, 300_000]);
+    r.shapes[0]!.runs['ceiling-redis-script'] = [
+      pusherCase('ceiling-redis-script', 640_000),
+      pusherCase('ceiling-redis-script', 320_000),
+    ];
+    // Round 1: the floor at 80% of the ceiling, Switchboard at 93.75% of the floor; round 2 the same.
+    expect(pusherTargets(r).join('\n')).toContain(
+      'The history floor reached 80% of the ceiling, Switchboard 94% of the floor.',
+    );
+  });
 });

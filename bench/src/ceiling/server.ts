@@ -13,6 +13,9 @@
  *                                 offset answered; subscribers get the body after the script's
  *                                 header. What storing history costs with the least JavaScript
  *                                 around it: the floor of any gateway that stores it this way.
+ *                                 A batch body's publishes go to Redis in one call of the
+ *                                 product's batch script (env PUBLISH_BATCH_SCRIPT), as a
+ *                                 gateway's publishes of one event-loop turn do.
  *
  * Env: PORT, HOST, REDIS_URL (redis modes). WebSocket path: /<anything>/<channel>?…
  * POST /members (redis mode): ZRANGE of 100 on a sorted set and its JSON, the ceiling of a
@@ -44,10 +47,15 @@ sub?.on('messageBuffer', (channel: Buffer, message: Buffer) => {
 });
 
 const script = process.env['PUBLISH_SCRIPT'] ?? '';
+const batchScript = process.env['PUBLISH_BATCH_SCRIPT'] ?? '';
 let scriptSha: string | undefined;
+let batchSha: string | undefined;
 const scriptLoaded: Promise<unknown> =
   mode === 'redis-script'
-    ? pub!.script('LOAD', script).then((sha) => (scriptSha = sha as string))
+    ? Promise.all([
+        pub!.script('LOAD', script).then((sha) => (scriptSha = sha as string)),
+        batchScript ? pub!.script('LOAD', batchScript).then((sha) => (batchSha = sha as string)) : undefined,
+      ])
     : Promise.resolve();
 
 /**
@@ -81,10 +89,17 @@ function isoNow(ms: number): string {
   return `${upToSecond}${String(ms - s * 1000).padStart(3, '0')}Z`;
 }
 
+/** History's byte cap per topic, the product's default (`HISTORY_MAX_BYTES_PER_CHANNEL`, 1 MiB). */
+const BYTE_CAP = String(1024 * 1024);
+
+/** A publication's message-log record, as Switchboard writes it. */
+const logRecord = (channel: string, message: string, acceptedAt: number): string =>
+  `{"id":"${randomUUID()}","channel":${JSON.stringify(channel)},"protocol":"v3","source":"api","message":${JSON.stringify(message)},"timestamp":"${isoNow(acceptedAt)}"}`;
+
 /** The publish script's call as Switchboard makes it on a standalone server (history-scripts.ts). */
 function publishStored(channel: string, message: string): Promise<string> {
   const acceptedAt = Date.now();
-  const record = `{"id":"${randomUUID()}","channel":${JSON.stringify(channel)},"protocol":"v3","source":"api","message":${JSON.stringify(message)},"timestamp":"${isoNow(acceptedAt)}"}`;
+  const record = logRecord(channel, message, acceptedAt);
   const topic = `{ceiling:${channel}}`;
   return pub!.sendCommand(
     new EvalshaCommand([
@@ -99,11 +114,41 @@ function publishStored(channel: string, message: string): Promise<string> {
       '120',
       acceptedAt.toString(36),
       channel,
+      BYTE_CAP,
       record,
       '600',
       '500',
     ]),
   ) as Promise<string>;
+}
+
+/**
+ * Several publications in one call of the batch script, with the keys and arguments Switchboard's
+ * batch gives it (stream-publishes.ts): each publication's meta and LIST, then the one log.
+ */
+function publishStoredBatch(batch: { channel: string; message: string }[]): Promise<unknown> {
+  const acceptedAt = Date.now();
+  const keys: string[] = [];
+  const args: string[] = [acceptedAt.toString(36), String(batch.length), '1'];
+  for (const { channel, message } of batch) {
+    const topic = `{ceiling:${channel}}`;
+    keys.push(`${topic}:meta`, `${topic}:list`);
+    args.push(
+      `moA|ceiling|${acceptedAt}|`,
+      message,
+      '100',
+      '120',
+      channel,
+      '1',
+      logRecord(channel, message, acceptedAt),
+      BYTE_CAP,
+    );
+  }
+  keys.push('ceiling:log');
+  args.push('600', '500');
+  return pub!.sendCommand(
+    new EvalshaCommand([batchSha!, String(keys.length), ...keys, ...args]),
+  ) as Promise<unknown>;
 }
 
 interface Data {
@@ -192,6 +237,10 @@ app.post('/*', (res) => {
     const parsed = JSON.parse(body.toString()) as
       | { channel: string; message: string; batch?: undefined }
       | { batch: { channel: string; message: string }[] };
+    if (parsed.batch && parsed.batch.length > 1 && mode === 'redis-script' && batchSha) {
+      void publishStoredBatch(parsed.batch).then(() => answer(res, aborted, '{"success":true}'));
+      return;
+    }
     if (parsed.batch) {
       let left = parsed.batch.length;
       for (const { channel, message } of parsed.batch)

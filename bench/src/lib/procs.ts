@@ -27,6 +27,15 @@ export function productPublishScript(): string {
   const file = join(product.dir, 'packages', 'core', 'dist', 'redis', 'history-scripts.js');
   return (require(file) as { PUBLISH_SOURCE: string }).PUBLISH_SOURCE;
 }
+/**
+ * The product's script for several publications in one call (a standalone server's publications
+ * of one event-loop turn), or '' for a product that has none: the ceiling then runs the single
+ * script once per publication.
+ */
+export function productPublishBatchScript(): string {
+  const file = join(product.dir, 'packages', 'core', 'dist', 'redis', 'history-scripts.js');
+  return (require(file) as { PUBLISH_BATCH_SOURCE?: string }).PUBLISH_BATCH_SOURCE ?? '';
+}
 export const CEILING = join(__dirname, '..', 'ceiling', 'server.js');
 export { HOST, KEY, SECRET } from './bench-keys';
 import { HOST, KEY, SECRET } from './bench-keys';
@@ -332,7 +341,12 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
             {
               HOST,
               ...(redis ? { REDIS_URL: redis.url } : {}),
-              ...(name === 'ceiling-redis-script' ? { PUBLISH_SCRIPT: productPublishScript() } : {}),
+              ...(name === 'ceiling-redis-script'
+                ? {
+                    PUBLISH_SCRIPT: productPublishScript(),
+                    PUBLISH_BATCH_SCRIPT: productPublishBatchScript(),
+                  }
+                : {}),
             },
             {
               ...(options.fdLimit ? { fdLimit: options.fdLimit } : {}),

@@ -8,6 +8,8 @@ import { TARGET_SHARE } from '../throughput/run';
 
 const LABEL: Partial<Record<SystemName, string>> = {
   'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes (V3-style subscribers)',
+  'ceiling-redis-script':
+    'History floor: the ceiling + the publish scripts, 2 processes (V3-style subscribers)',
   soketi: 'Soketi 1.6.1, 2 nodes + Redis adapter',
   'switchboard-pusher': 'Switchboard, 2 nodes + Redis',
 };
@@ -38,11 +40,16 @@ function caseRow(
   c: PusherCase,
   ceiling?: PusherCase,
   soketi?: PusherCase,
+  floor?: PusherCase,
 ): string {
   const d = c.max?.deliveriesPerSecond;
+  const ofCeiling =
+    system === 'ceiling-redis'
+      ? '(ceiling)'
+      : `${pct(d, ceiling?.max?.deliveriesPerSecond)}${system === 'switchboard-pusher' && floor?.max ? ` (${pct(d, floor.max.deliveriesPerSecond)} of the floor)` : ''}`;
   return (
     `| ${LABEL[system] ?? system} | ${run + 1} | ${c.loadBefore.join(' / ')} → ${c.loadAfter.join(' / ')} | ${int(c.max?.rate)} | ${c.error && !c.max ? `not measured: ${shortError(c.error)}` : held(c.max)} | ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p99Ms)} | ${c.fixed ? `${ms(c.fixed.p50Ms)} / ${ms(c.fixed.p99Ms)} (${int(c.fixed.rate)} publishes/s)` : '–'} | ${cpu(c.fixed)} / ${cpu(c.max)} | ` +
-    `${system === 'ceiling-redis' ? '(ceiling)' : pct(d, ceiling?.max?.deliveriesPerSecond)} | ${system === 'soketi' || system === 'ceiling-redis' ? '–' : times(d, soketi?.max?.deliveriesPerSecond)} |`
+    `${ofCeiling} | ${system === 'switchboard-pusher' ? times(d, soketi?.max?.deliveriesPerSecond) : '–'} |`
   );
 }
 
@@ -61,7 +68,16 @@ export function pusherTargets(p: PusherResults): string[] {
       const d = c.max?.deliveriesPerSecond;
       const ceiling = shape.runs['ceiling-redis']?.[i]?.max?.deliveriesPerSecond;
       const soketi = shape.runs.soketi?.[i]?.max?.deliveriesPerSecond;
-      return d !== undefined && ceiling && soketi ? [{ share: d / ceiling, multiple: d / soketi }] : [];
+      const floor = shape.runs['ceiling-redis-script']?.[i]?.max?.deliveriesPerSecond;
+      return d !== undefined && ceiling && soketi
+        ? [
+            {
+              share: d / ceiling,
+              multiple: d / soketi,
+              ...(floor ? { floorShare: floor / ceiling, ofFloor: d / floor } : {}),
+            },
+          ]
+        : [];
     });
     if (pairs.length === 0) {
       const ceiling = best(shape.runs['ceiling-redis']);
@@ -75,8 +91,16 @@ export function pusherTargets(p: PusherResults): string[] {
     const multiples = pairs.map((x) => x.multiple).sort((a, b) => a - b);
     const share = shares[Math.floor((shares.length - 1) / 2)]!;
     const multiple = multiples[Math.floor((multiples.length - 1) / 2)]!;
+    const floors = pairs.flatMap((x) => (x.floorShare === undefined ? [] : [x]));
+    const mid = <T>(xs: T[], by: (x: T) => number): number | undefined =>
+      xs.length ? xs.map(by).sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] : undefined;
+    const floorShare = mid(floors, (x) => x.floorShare!);
+    const ofFloor = mid(floors, (x) => x.ofFloor!);
     out.push(
-      `- ${shape.label} (median of ${pairs.length} rounds): ≥ ${Math.round(goal * 100)}% of the ceiling's deliveries/s — ${(share * 100).toFixed(0)}% ${share >= goal ? '✓' : '✗'}; ≥ ${SOKETI_MULTIPLE}× Soketi's — ${multiple.toFixed(1)}× ${multiple >= SOKETI_MULTIPLE ? '✓' : '✗'}.`,
+      `- ${shape.label} (median of ${pairs.length} rounds): ≥ ${Math.round(goal * 100)}% of the ceiling's deliveries/s — ${(share * 100).toFixed(0)}% ${share >= goal ? '✓' : '✗'}; ≥ ${SOKETI_MULTIPLE}× Soketi's — ${multiple.toFixed(1)}× ${multiple >= SOKETI_MULTIPLE ? '✓' : '✗'}.` +
+        (floorShare !== undefined && ofFloor !== undefined
+          ? ` The history floor reached ${(floorShare * 100).toFixed(0)}% of the ceiling, Switchboard ${(ofFloor * 100).toFixed(0)}% of the floor.`
+          : ''),
     );
   }
   const v3 = (p.presence ?? [])
@@ -129,7 +153,16 @@ export function pusherSection(p: PusherResults | undefined): string[] {
     );
     for (const [system, runs] of Object.entries(shape.runs) as [SystemName, PusherCase[]][]) {
       runs.forEach((c, run) =>
-        lines.push(caseRow(system, run, c, shape.runs['ceiling-redis']?.[run], shape.runs.soketi?.[run])),
+        lines.push(
+          caseRow(
+            system,
+            run,
+            c,
+            shape.runs['ceiling-redis']?.[run],
+            shape.runs.soketi?.[run],
+            shape.runs['ceiling-redis-script']?.[run],
+          ),
+        ),
       );
     }
     lines.push('');

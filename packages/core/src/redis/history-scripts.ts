@@ -140,8 +140,10 @@ const SPUBLISH_SOURCE = PUBLISH_SOURCE.replace("redis.call('PUBLISH'", "redis.ca
  * Each log's records go out in one LPUSH in call order (the newest at the head, as one LPUSH per
  * record would leave them); the script is atomic, so nobody sees a publication without its record.
  * Returns each publication's position as the single script does, in call order.
+ *
+ * Exported for the benchmark's history floor, which runs it for a batch as the gateway does.
  */
-const PUBLISH_BATCH_SOURCE = `${STORE_LIB}
+export const PUBLISH_BATCH_SOURCE = `${STORE_LIB}
 local epoch, n, m = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, records = {}, {}
 for j = 1, m do records[j] = {} end
