@@ -24,6 +24,7 @@ import {
   gatewayEnv,
   product,
   productNodeFlags,
+  productPublishBatchScript,
   productPublishScript,
 } from '../lib/procs';
 import { splitCosts } from './callgrind-costs';
@@ -55,7 +56,8 @@ import type { CostSplit } from './callgrind-costs';
  * events a request (each to the next channel; `--batch 1`: `POST /apps/{id}/events`), counted per
  * event, so its figure compares with the gateway's V3 REST publish (docs/performance.md, "What a
  * Pusher publish costs"). With `--ceiling-batch` the ceiling reads the same batches
- * (`{"batch":[{channel,message},…]}`, one `PUBLISH` each), counted per publish likewise; with
+ * (`{"batch":[{channel,message},…]}`, one `PUBLISH` each; the floor one call of the product's
+ * batch script, as a gateway stores the publications of a turn), counted per publish likewise; with
  * `--channels 1 --subscribers 1000` both are the Pusher scenario's fan-out (docs/performance.md,
  * "Pusher fan-out against the ceiling").
  *
@@ -141,7 +143,9 @@ function serverCommand(
     env: {
       ...base,
       REDIS_URL: redisUrl,
-      ...(system === 'floor' ? { PUBLISH_SCRIPT: productPublishScript() } : {}),
+      ...(system === 'floor'
+        ? { PUBLISH_SCRIPT: productPublishScript(), PUBLISH_BATCH_SCRIPT: productPublishBatchScript() }
+        : {}),
     },
   };
 }
@@ -299,7 +303,10 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
       await res.arrayBuffer();
       await Promise.all(delivered);
     };
-    /** `batch` publishes in one request to the ceiling (`--ceiling-batch`), each its own `PUBLISH`. */
+    /**
+     * `batch` publishes in one request to the ceiling (`--ceiling-batch`), each its own `PUBLISH`
+     * (the floor: all in one batch-script call).
+     */
     const publishCeilingBatch = async (): Promise<void> => {
       const batch: { channel: string; message: string }[] = [];
       const delivered: Promise<void>[] = [];
@@ -370,7 +377,7 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
 
 /** Whether `system`'s requests carry `batch` publishes: Pusher's, and the ceiling's when asked. */
 const batches = (system: SystemName, o: Options): boolean =>
-  system === 'pusher' || (system === 'ceiling' && o.ceilingBatch);
+  system === 'pusher' || ((system === 'ceiling' || system === 'floor') && o.ceilingBatch);
 
 /** Pusher requests in a window: `publishes` events, `batch` a request. */
 const requestsOf = (o: Options): number => Math.max(1, Math.round(o.publishes / o.batch));
@@ -382,7 +389,7 @@ async function main(): Promise<void> {
   console.log(
     `User-space instructions per REST publish (callgrind; ${o.channels} channels, ${o.subscribers} subscriber(s) each, ` +
       `${o.publishes} publishes a window after ${o.warmup}; work = total − GC − compiling; ` +
-      `pusher${o.ceilingBatch ? ' and ceiling' : ''}: ${o.batch} events a request, per event):`,
+      `pusher${o.ceilingBatch ? ', ceiling and floor' : ''}: ${o.batch} events a request, per event):`,
   );
   for (const system of o.systems) {
     const [first, idle, second] = await measure(system, o);
