@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { runMain, startRedis } from '@switchboard/harness';
 import { product } from '../lib/procs';
 import { openProductEngine } from '../lib/product';
@@ -15,10 +16,20 @@ import { openProductEngine } from '../lib/product';
  * REST publish with history and its message-log record). Two engines stand for two gateways,
  * each subscribed to every topic, as the publish-cost scenario's nodes are.
  *
- *   npm run bench:redis-instructions [-- --publishes N --topics T --product-dir DIR]
+ *   npm run bench:redis-instructions [-- --publishes N --topics T --batch B --run K --product-dir DIR]
  *
  * `--product-dir` measures another checkout (with built packages), such as the commit before a
  * change to the publish script.
+ *
+ * `--batch B` issues the publishes B per event-loop turn, so that a gateway's stream publications
+ * go out as one batch script call of B (stream-publishes.ts): a turn is issued while the previous
+ * one's call is unanswered, as under load (a quiet connection would send a turn's first
+ * publication alone). The first turn counted still finds the connection quiet: its first
+ * publication goes alone, the other B - 1 together. `--run K` (default B) sends K consecutive
+ * publications to each topic: `--batch 10` is a batch of 10 to one topic (a Pusher
+ * `batch_events` of 10), `--batch 10 --run 1` one over 10 topics. Publication n goes to topic
+ * floor(n / K) mod T. The script calls made are counted (`INFO commandstats`, outside the count)
+ * and printed, so a turn that did not leave as one call shows.
  *
  * Needs valgrind (Debian's package). Counts user-space instructions only: the system calls
  * (reading the command, writing the reply and the two deliveries) are the same for both.
@@ -26,6 +37,10 @@ import { openProductEngine } from '../lib/product';
 interface Options {
   publishes: number;
   topics: number;
+  /** Publishes issued per event-loop turn (1: one after the other, each awaited). */
+  batch: number;
+  /** Consecutive publishes per topic. */
+  run: number;
 }
 
 interface Topic {
@@ -52,7 +67,7 @@ const KEY = 'benchkey';
 const BODY = JSON.stringify({ t: '0001764196800000', s: '0000000001', p: 'x'.repeat(52) });
 
 function parse(argv: string[]): Options {
-  const o: Options = { publishes: 2000, topics: 2000 };
+  const o: Options = { publishes: 2000, topics: 2000, batch: 1, run: 0 };
   for (let i = 0; i < argv.length; i += 2) {
     if (argv[i] === '--product-dir') {
       product.dir = argv[i + 1] ?? product.dir;
@@ -62,8 +77,12 @@ function parse(argv: string[]): Options {
     if (!Number.isInteger(value) || value < 1) throw new Error(`${argv[i]} needs a positive integer`);
     if (argv[i] === '--publishes') o.publishes = value;
     else if (argv[i] === '--topics') o.topics = value;
+    else if (argv[i] === '--batch') o.batch = value;
+    else if (argv[i] === '--run') o.run = value;
     else throw new Error(`unknown option ${argv[i]}`);
   }
+  if (o.run === 0) o.run = o.batch;
+  if (o.publishes % o.batch !== 0) throw new Error('--publishes must be a multiple of --batch');
   return o;
 }
 
@@ -89,7 +108,27 @@ function dumpedInstructions(dir: string, trigger: string): number {
   throw new Error(`no callgrind dump for ${trigger} in ${dir}`);
 }
 
-async function measure(mode: Mode, o: Options): Promise<number> {
+/** Script calls (`EVALSHA` and `EVAL`) the server ran so far. */
+async function scriptCalls(url: string): Promise<number> {
+  const client = new Redis(url, { lazyConnect: true });
+  try {
+    await client.connect();
+    const stats = await client.info('commandstats');
+    const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    return calls('evalsha') + calls('eval');
+  } finally {
+    client.disconnect();
+  }
+}
+
+interface Count {
+  /** Instructions per publication. */
+  perPublish: number;
+  /** Script calls the counted publishes made. */
+  calls: number;
+}
+
+async function measure(mode: Mode, o: Options): Promise<Count> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-callgrind-'));
   // hz 1: Redis' periodic work (10 runs a second by default) stays out of the count.
   const server = await startRedis({
@@ -124,7 +163,7 @@ async function measure(mode: Mode, o: Options): Promise<number> {
     const { publishLogged } = publisher;
     if (!publishLogged) throw new Error('the product engine cannot publish with a log record');
     const publish = (n: number): Promise<unknown> => {
-      const topic = topics[n % topics.length] as Topic;
+      const topic = topics[Math.floor(n / o.run) % topics.length] as Topic;
       const acceptedAt = Date.now();
       const publication = {
         topic,
@@ -146,13 +185,32 @@ async function measure(mode: Mode, o: Options): Promise<number> {
       return publishLogged.call(publisher, publication, { size: 100, ttlSeconds: 120 }, KEY, record);
     };
     // Every topic's stream exists before the count: a first publication starts it (epoch, DEL).
-    for (let n = 0; n < o.topics; n++) await publish(n);
+    for (let n = 0; n < o.topics; n++) await publish(n * o.run);
     await delivered(2 * o.topics);
+    const callsBefore = await scriptCalls(server.url);
     await control(pid, ['-z']);
-    for (let n = 0; n < o.publishes; n++) await publish(n);
+    /** Turn t's publishes, issued together. */
+    const turn = (t: number): Promise<unknown> =>
+      Promise.all(Array.from({ length: o.batch }, (_, i) => publish(t * o.batch + i)));
+    if (o.batch === 1) {
+      for (let n = 0; n < o.publishes; n++) await publish(n);
+    } else {
+      // Turn t + 1 is issued as soon as turn t - 1 is answered: turn t's call is out and
+      // unanswered then (Redis answers in order), so turn t + 1's publishes wait for the end of
+      // their turn and leave together.
+      let previous = turn(0);
+      await new Promise((resolve) => setImmediate(resolve));
+      for (let t = 1; t < o.publishes / o.batch; t++) {
+        const current = turn(t);
+        await previous;
+        previous = current;
+      }
+      await previous;
+    }
     await delivered(2 * (o.topics + o.publishes));
     await control(pid, ['-d', mode]);
-    return dumpedInstructions(dir, mode) / o.publishes;
+    const calls = (await scriptCalls(server.url)) - callsBefore;
+    return { perPublish: dumpedInstructions(dir, mode) / o.publishes, calls };
   } finally {
     for (const node of nodes) await node.close();
     // SIGTERM, awaited: Redis shuts down cleanly and callgrind writes its last dump (not read).
@@ -162,16 +220,19 @@ async function measure(mode: Mode, o: Options): Promise<number> {
 
 async function main(): Promise<void> {
   const o = parse(process.argv.slice(2));
-  const counts: Record<Mode, number> = {
+  const counts: Record<Mode, Count> = {
     publish: await measure('publish', o),
     script: await measure('script', o),
   };
-  const ratio = (counts.script / counts.publish).toFixed(2);
+  const ratio = (counts.script.perPublish / counts.publish.perPublish).toFixed(2);
+  const shape = o.batch === 1 ? '' : `, ${o.batch} per turn, ${o.run} consecutive to a topic`;
   console.log(
-    `Redis instructions per publish (callgrind; ${o.publishes} publishes over ${o.topics} topics, 2 subscribed nodes):`,
+    `Redis instructions per publish (callgrind; ${o.publishes} publishes over ${o.topics} topics${shape}, 2 subscribed nodes):`,
   );
-  console.log(`- PUBLISH (no history): ${Math.round(counts.publish)}`);
-  console.log(`- publish script (history + log record): ${Math.round(counts.script)} (${ratio}×)`);
+  console.log(`- PUBLISH (no history): ${Math.round(counts.publish.perPublish)}`);
+  console.log(
+    `- publish script (history + log record): ${Math.round(counts.script.perPublish)} (${ratio}×), ${counts.script.calls} script calls`,
+  );
 }
 
 runMain('bench:redis-instructions', main, 1);
