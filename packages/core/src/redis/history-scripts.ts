@@ -121,6 +121,84 @@ return p
 const SPUBLISH_SOURCE = PUBLISH_SOURCE.replace("redis.call('PUBLISH'", "redis.call('SPUBLISH'");
 
 /**
+ * `STORE_LIB`'s `store` for a run of k consecutive publications of one stream, appended in one
+ * RPUSH: the LIST, its `b` and each publication's reply end exactly as k calls of `store` in a
+ * row would leave them, for k redis.calls fewer each of RPUSH, LPOP, HINCRBY and EXPIRE.
+ *
+ * Why one trim is the same: each `store` keeps the longest suffix of what it holds within `size`
+ * entries and `cap` bytes (or its newest entry alone), and a suffix that fits stays fitting when
+ * its oldest entries go; so k appends each followed by a trim keep the same suffix as the k
+ * appends followed by one trim. `b` moves by the bytes added less the bytes dropped either way; it
+ * is set afresh when the run's wires are all the LIST holds (the LIST held nothing before, or all
+ * it held was dropped: its bytes are then known without reading it), and counted in full when it
+ * was missing (a LIST stored before its bytes were counted), as `store` does.
+ *
+ * The bytes dropped for the cap are reported per publication as k `store`s would have reported
+ * them, so the trimmed-bytes metric does not depend on how publications were batched (one trim
+ * drops for `size` some entries that k trims would have dropped earlier for the cap): from the
+ * LIST's length and bytes before the run and the lengths of the entries dropped, oldest first,
+ * the k trims are replayed in arithmetic only. Nothing can have been dropped for the cap when the
+ * LIST's bytes before the run plus the run's stay within it (the common case, a cap far above
+ * `size` entries), and the replay is skipped. Returns the cuts, or nil when all are 0.
+ */
+const STORE_RUN_LIB = `
+local function storeRun(meta, list, wires, size, cap)
+  local k = #wires
+  local n = redis.call('RPUSH', list, unpack(wires))
+  local before, sum = n - k, 0
+  for i = 1, k do sum = sum + #wires[i] end
+  local dropped, gone = {}, 0
+  if n > size then
+    for i, x in ipairs(redis.call('LPOP', list, n - size)) do
+      dropped[i] = #x
+      gone = gone + #x
+    end
+    n = size
+  end
+  local b
+  local fresh = n <= k
+  if fresh then
+    b = 0
+    for i = k - n + 1, k do b = b + #wires[i] end
+  else
+    b = redis.call('HINCRBY', meta, 'b', sum - gone)
+    if b <= sum then
+      b = 0
+      for _, x in ipairs(redis.call('LRANGE', list, 0, -1)) do b = b + #x end
+      redis.call('HSET', meta, 'b', b)
+    end
+  end
+  local b0, cut = b - sum + gone, 0
+  while cap > 0 and b > cap and n > 1 do
+    local x = #redis.call('LPOP', list)
+    dropped[#dropped + 1] = x
+    b, cut, n = b - x, cut + x, n - 1
+  end
+  if fresh then
+    redis.call('HSET', meta, 'b', b)
+  elseif cut > 0 then
+    redis.call('HINCRBY', meta, 'b', -cut)
+  end
+  if cap == 0 or b0 + sum <= cap then return nil end
+  local cuts, m, d = {}, before, 1
+  b = b0
+  for i = 1, k do
+    m, b = m + 1, b + #wires[i]
+    while m > size do
+      b, d, m = b - (dropped[d] or 0), d + 1, m - 1
+    end
+    local c = 0
+    while b > cap and m > 1 do
+      local x = dropped[d] or 0
+      b, c, d, m = b - x, c + x, d + 1, m - 1
+    end
+    cuts[i] = c
+  end
+  return cuts
+end
+`;
+
+/**
  * The same for N publications in one call (a standalone server only: on a cluster the topics'
  * keys are in different slots), in call order: `RedisBroker` gathers the stream publications of
  * one event-loop turn (stream-publishes.ts). Each call costs Redis a fixed share (the command
@@ -128,28 +206,41 @@ const SPUBLISH_SOURCE = PUBLISH_SOURCE.replace("redis.call('PUBLISH'", "redis.ca
  * publications pays that once. A batch of one takes the single script above (its arguments are
  * fewer), so a quiet gateway's publish costs what it did.
  *
- * KEYS: for publication i (1-based) KEYS[2i-1] its meta HASH, KEYS[2i] its LIST; then the
- * distinct message log LISTs of the batch, log j at KEYS[2n+j].
+ * The publications come in runs: consecutive publications of one topic with the same retention,
+ * fan-out channel and message log (a Pusher `batch_events` to one channel, a hot channel
+ * published to several times in a turn; a run is often of one). A run pays the stream's work
+ * once: one HGET of the epoch (and the new-stream path), one HINCRBY of the offset by k (its
+ * publications take the k offsets in call order), the EXPIREs, and one RPUSH of its k wires with
+ * one trim (`STORE_RUN_LIB`); then one PUBLISH per wire, in order, each wire exactly as the
+ * single script builds it. A run of one takes `store`, as the batch did for each publication
+ * before runs: the run's tables and loops cost more than they save there (docs/performance.md,
+ * "Runs of one topic in a batch call"). What the script stores is what k single scripts would:
+ * the same keys, types and values, so gateways of other versions publish beside it.
+ *
+ * KEYS: for run q (1-based) KEYS[2q-1] its meta HASH, KEYS[2q] its LIST; then the distinct
+ * message log LISTs of the batch, log j at KEYS[2r+j].
  * ARGV[1] epoch for any stream the batch starts (a stream starts at most once per batch, and
- * epochs only need to differ within one topic), ARGV[2] n, ARGV[3] m (log LISTs); publication i's
- * 8 arguments from b = 3 + 8(i-1): ARGV[b+1] wire head, ARGV[b+2] wire tail, ARGV[b+3] size,
- * ARGV[b+4] TTL seconds, ARGV[b+5] fan-out channel, ARGV[b+6] its log j (0: none), ARGV[b+7] its
- * log record (empty when none), ARGV[b+8] its byte cap; then log j's trim lengths at
- * c = 3 + 8n + 2(j-1): ARGV[c+1] the length past which it is trimmed, ARGV[c+2] the length it is
- * trimmed to.
+ * epochs only need to differ within one topic), ARGV[2] r (runs), ARGV[3] m (log LISTs); then
+ * each run in turn: its 6 arguments k (its publications), size, TTL seconds, fan-out channel,
+ * byte cap, its log j (0: none), followed by each of its k publications' wire head and wire
+ * tail, and with a log its log record; then log j's trim lengths: the length past which it is
+ * trimmed, the length it is trimmed to.
  * Each log's records go out in one LPUSH in call order (the newest at the head, as one LPUSH per
  * record would leave them); the script is atomic, so nobody sees a publication without its record.
  * Returns each publication's position as the single script does, in call order.
  *
  * Exported for the benchmark's history floor, which runs it for a batch as the gateway does.
  */
-export const PUBLISH_BATCH_SOURCE = `${STORE_LIB}
-local epoch, n, m = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+export const PUBLISH_BATCH_SOURCE = `${STORE_LIB}${STORE_RUN_LIB}
+local epoch, r, m = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local out, records = {}, {}
-for j = 1, m do records[j] = {} end
-for i = 1, n do
-  local b = 3 + (i - 1) * 8
-  local meta, list = KEYS[2 * i - 1], KEYS[2 * i]
+for j = 1, m do records[tostring(j)] = {} end
+local a = 3
+for q = 1, r do
+  local meta, list = KEYS[2 * q - 1], KEYS[2 * q]
+  local k, size, ttl, channel = ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]
+  local cap, log = tonumber(ARGV[a + 5]), records[ARGV[a + 6]]
+  a = a + 6
   local e = redis.call('HGET', meta, 'e')
   if not e then
     e = epoch
@@ -157,33 +248,61 @@ for i = 1, n do
     local t = redis.call('TIME')
     redis.call('HSET', meta, 'e', e, 'c', t[1] .. string.format('%03d', math.floor(t[2] / 1000)))
   end
-  local o = redis.call('HINCRBY', meta, 'o', 1)
-  local ttl = ARGV[b + 4]
+  local o = redis.call('HINCRBY', meta, 'o', k)
   redis.call('EXPIRE', meta, ttl)
-  local p = o .. '|' .. e .. '|'
-  local w = ARGV[b + 1] .. p .. ARGV[b + 2]
-  local size = tonumber(ARGV[b + 3])
-  local cut = 0
-  if size == 0 then
-    redis.call('DEL', list)
+  if k == '1' then
+    local p = o .. '|' .. e .. '|'
+    local w = ARGV[a + 1] .. p .. ARGV[a + 2]
+    if log then
+      log[#log + 1] = ARGV[a + 3]
+      a = a + 3
+    else
+      a = a + 2
+    end
+    local cut = 0
+    if size == 0 then
+      redis.call('DEL', list)
+    else
+      cut = store(meta, list, w, size, cap)
+      redis.call('EXPIRE', list, ttl)
+    end
+    redis.call('PUBLISH', channel, w)
+    if cut > 0 then out[#out + 1] = p .. cut else out[#out + 1] = p end
   else
-    cut = store(meta, list, w, size, tonumber(ARGV[b + 8]))
-    redis.call('EXPIRE', list, ttl)
+    k = tonumber(k)
+    o = o - k
+    local first, wires = #out, {}
+    for i = 1, k do
+      local p = (o + i) .. '|' .. e .. '|'
+      out[first + i] = p
+      wires[i] = ARGV[a + 1] .. p .. ARGV[a + 2]
+      if log then
+        log[#log + 1] = ARGV[a + 3]
+        a = a + 3
+      else
+        a = a + 2
+      end
+    end
+    if size == 0 then
+      redis.call('DEL', list)
+    else
+      local cuts = storeRun(meta, list, wires, size, cap)
+      redis.call('EXPIRE', list, ttl)
+      if cuts then
+        for i = 1, k do
+          if cuts[i] > 0 then out[first + i] = out[first + i] .. cuts[i] end
+        end
+      end
+    end
+    for i = 1, k do redis.call('PUBLISH', channel, wires[i]) end
   end
-  redis.call('PUBLISH', ARGV[b + 5], w)
-  local j = tonumber(ARGV[b + 6])
-  if j > 0 then
-    local r = records[j]
-    r[#r + 1] = ARGV[b + 7]
-  end
-  if cut > 0 then out[i] = p .. cut else out[i] = p end
 end
 for j = 1, m do
-  local c = 3 + 8 * n + 2 * (j - 1)
-  local log = KEYS[2 * n + j]
-  if redis.call('LPUSH', log, unpack(records[j])) > tonumber(ARGV[c + 1]) then
-    redis.call('LTRIM', log, 0, tonumber(ARGV[c + 2]) - 1)
+  local log = KEYS[2 * r + j]
+  if redis.call('LPUSH', log, unpack(records[tostring(j)])) > tonumber(ARGV[a + 1]) then
+    redis.call('LTRIM', log, 0, tonumber(ARGV[a + 2]) - 1)
   end
+  a = a + 2
 end
 return out
 `;

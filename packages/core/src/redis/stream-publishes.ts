@@ -141,15 +141,19 @@ export class StreamPublishes {
   private sendMany(batch: Pending[]): void {
     const { client } = this;
     const n = batch.length;
-    /** The script's keys and arguments, built when the call leaves (see `send`). */
+    /** The script's keys and arguments, built when the call leaves (see `send`), in runs. */
     const call = (): Promise<unknown> => {
       const keys: string[] = [];
       const generation = serverGeneration(client, '');
-      const args: Array<string | number> = [newEpoch(), n, 0];
+      const args: Array<string | number> = [newEpoch(), 0, 0];
       /** Log LIST → its index j (1-based) in the batch. */
       const logs = new Map<string, number>();
       const trims: number[] = [];
-      for (const { publish: p } of batch) {
+      let runs = 0;
+      for (let i = 0; i < n;) {
+        const p = (batch[i] as Pending).publish;
+        let end = i + 1;
+        while (end < n && sameRun(p, (batch[end] as Pending).publish)) end += 1;
         keys.push(this.keys.historyMeta(p.topic, generation), p.list);
         let j = 0;
         const { log } = p;
@@ -161,9 +165,16 @@ export class StreamPublishes {
             trims.push(log.trimAbove, log.trimTo);
           }
         }
-        args.push(p.head, p.tail, p.size, p.ttlSeconds, p.channel, j, log ? log.record : '', p.maxBytes);
+        args.push(end - i, p.size, p.ttlSeconds, p.channel, p.maxBytes, j);
+        for (; i < end; i++) {
+          const q = (batch[i] as Pending).publish;
+          if (q.log) args.push(q.head, q.tail, q.log.record);
+          else args.push(q.head, q.tail);
+        }
+        runs += 1;
       }
       keys.push(...logs.keys());
+      args[1] = runs;
       args[2] = logs.size;
       args.push(...trims);
       return runHistoryPublishBatch(client, keys, args);
@@ -181,4 +192,19 @@ export class StreamPublishes {
       },
     );
   }
+}
+
+/**
+ * Whether `b` continues the run of `a` in one batch call (history-scripts.ts): the same stream
+ * (its LIST names the topic, as its meta does), retention, fan-out channel and message log.
+ */
+function sameRun(a: StreamPublish, b: StreamPublish): boolean {
+  return (
+    a.list === b.list &&
+    a.size === b.size &&
+    a.ttlSeconds === b.ttlSeconds &&
+    a.maxBytes === b.maxBytes &&
+    a.channel === b.channel &&
+    a.log?.list === b.log?.list
+  );
 }
