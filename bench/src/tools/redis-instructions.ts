@@ -16,7 +16,8 @@ import { openProductEngine } from '../lib/product';
  * REST publish with history and its message-log record). Two engines stand for two gateways,
  * each subscribed to every topic, as the publish-cost scenario's nodes are.
  *
- *   npm run bench:redis-instructions [-- --publishes N --topics T --batch B --run K --product-dir DIR]
+ *   npm run bench:redis-instructions [-- --publishes N --topics T --batch B --run K --size S
+ *     --max-bytes M --full --product-dir DIR]
  *
  * `--product-dir` measures another checkout (with built packages), such as the commit before a
  * change to the publish script.
@@ -31,6 +32,11 @@ import { openProductEngine } from '../lib/product';
  * floor(n / K) mod T. The script calls made are counted (`INFO commandstats`, outside the count)
  * and printed, so a turn that did not leave as one call shows.
  *
+ * Each stream keeps `--size S` publications (default 100) within `--max-bytes M` (default 0: no
+ * byte cap). `--full` fills every stream to S before the count, so that every publication counted
+ * drops the oldest (the steady state of a busy channel: an LPOP and `b` moved); without it a
+ * stream holds one publication when the count starts.
+ *
  * Needs valgrind (Debian's package). Counts user-space instructions only: the system calls
  * (reading the command, writing the reply and the two deliveries) are the same for both.
  */
@@ -41,6 +47,11 @@ interface Options {
   batch: number;
   /** Consecutive publishes per topic. */
   run: number;
+  /** Each stream's retention. */
+  size: number;
+  maxBytes: number;
+  /** Whether the streams are full when the count starts. */
+  full: boolean;
 }
 
 interface Topic {
@@ -67,8 +78,13 @@ const KEY = 'benchkey';
 const BODY = JSON.stringify({ t: '0001764196800000', s: '0000000001', p: 'x'.repeat(52) });
 
 function parse(argv: string[]): Options {
-  const o: Options = { publishes: 2000, topics: 2000, batch: 1, run: 0 };
+  const o: Options = { publishes: 2000, topics: 2000, batch: 1, run: 0, size: 100, maxBytes: 0, full: false };
   for (let i = 0; i < argv.length; i += 2) {
+    if (argv[i] === '--full') {
+      o.full = true;
+      i -= 1;
+      continue;
+    }
     if (argv[i] === '--product-dir') {
       product.dir = argv[i + 1] ?? product.dir;
       continue;
@@ -79,6 +95,8 @@ function parse(argv: string[]): Options {
     else if (argv[i] === '--topics') o.topics = value;
     else if (argv[i] === '--batch') o.batch = value;
     else if (argv[i] === '--run') o.run = value;
+    else if (argv[i] === '--size') o.size = value;
+    else if (argv[i] === '--max-bytes') o.maxBytes = value;
     else throw new Error(`unknown option ${argv[i]}`);
   }
   if (o.run === 0) o.run = o.batch;
@@ -182,11 +200,13 @@ async function measure(mode: Mode, o: Options): Promise<Count> {
         message: BODY,
         timestamp: new Date(acceptedAt).toISOString(),
       };
-      return publishLogged.call(publisher, publication, { size: 100, ttlSeconds: 120 }, KEY, record);
+      const retention = { size: o.size, ttlSeconds: 120, maxBytes: o.maxBytes };
+      return publishLogged.call(publisher, publication, retention, KEY, record);
     };
     // Every topic's stream exists before the count: a first publication starts it (epoch, DEL).
-    for (let n = 0; n < o.topics; n++) await publish(n * o.run);
-    await delivered(2 * o.topics);
+    const warmUp = o.full ? o.size : 1;
+    for (let round = 0; round < warmUp; round++) for (let n = 0; n < o.topics; n++) await publish(n * o.run);
+    await delivered(2 * o.topics * warmUp);
     const callsBefore = await scriptCalls(server.url);
     await control(pid, ['-z']);
     /** Turn t's publishes, issued together. */
@@ -207,7 +227,7 @@ async function measure(mode: Mode, o: Options): Promise<Count> {
       }
       await previous;
     }
-    await delivered(2 * (o.topics + o.publishes));
+    await delivered(2 * (o.topics * warmUp + o.publishes));
     await control(pid, ['-d', mode]);
     const calls = (await scriptCalls(server.url)) - callsBefore;
     return { perPublish: dumpedInstructions(dir, mode) / o.publishes, calls };
