@@ -123,27 +123,38 @@ function publishStored(channel: string, message: string): Promise<string> {
 }
 
 /**
+ * Whether the product's batch script takes runs: consecutive publications of one topic as its
+ * run's arguments once, then each publication's head, tail and log record (history-scripts.ts).
+ * A product from before runs takes 8 arguments per publication.
+ */
+const batchRuns = batchScript.includes('storeRun');
+
+/**
  * Several publications in one call of the batch script, with the keys and arguments Switchboard's
- * batch gives it (stream-publishes.ts): each publication's meta and LIST, then the one log.
+ * batch gives it (stream-publishes.ts): each run's meta and LIST (a run of consecutive publications
+ * to one channel), then the one log.
  */
 function publishStoredBatch(batch: { channel: string; message: string }[]): Promise<unknown> {
   const acceptedAt = Date.now();
   const keys: string[] = [];
-  const args: string[] = [acceptedAt.toString(36), String(batch.length), '1'];
-  for (const { channel, message } of batch) {
+  const args: string[] = [acceptedAt.toString(36), '0', '1'];
+  let runs = 0;
+  for (let i = 0; i < batch.length; runs++) {
+    const { channel } = batch[i]!;
+    let end = i + 1;
+    while (batchRuns && end < batch.length && batch[end]!.channel === channel) end++;
     const topic = `{ceiling:${channel}}`;
     keys.push(`${topic}:meta`, `${topic}:list`);
-    args.push(
-      `moA|ceiling|${acceptedAt}|`,
-      message,
-      '100',
-      '120',
-      channel,
-      '1',
-      logRecord(channel, message, acceptedAt),
-      BYTE_CAP,
-    );
+    if (batchRuns) args.push(String(end - i), '100', '120', channel, BYTE_CAP, '1');
+    for (; i < end; i++) {
+      const { message } = batch[i]!;
+      const head = `moA|ceiling|${acceptedAt}|`;
+      const record = logRecord(channel, message, acceptedAt);
+      if (batchRuns) args.push(head, message, record);
+      else args.push(head, message, '100', '120', channel, '1', record, BYTE_CAP);
+    }
   }
+  args[1] = String(runs);
   keys.push('ceiling:log');
   args.push('600', '500');
   return pub!.sendCommand(

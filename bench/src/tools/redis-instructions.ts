@@ -245,7 +245,9 @@ async function main(): Promise<void> {
     script: await measure('script', o),
   };
   const ratio = (counts.script.perPublish / counts.publish.perPublish).toFixed(2);
-  const shape = o.batch === 1 ? '' : `, ${o.batch} per turn, ${o.run} consecutive to a topic`;
+  const shape =
+    (o.batch === 1 ? '' : `, ${o.batch} per turn, ${o.run} consecutive to a topic`) +
+    `, streams of ${o.size}${o.maxBytes > 0 ? ` within ${o.maxBytes} bytes` : ''}${o.full ? ', full' : ''}`;
   console.log(
     `Redis instructions per publish (callgrind; ${o.publishes} publishes over ${o.topics} topics${shape}, 2 subscribed nodes):`,
   );
