@@ -9,6 +9,7 @@ export {
   DEFAULT_FAMILY,
   IDENTITY_FAMILIES,
   TOPIC_FAMILIES,
+  USER_MEMBER_FAMILIES,
   countFamilyOf,
 } from './config/families';
 export type { CountFamily } from './config/families';

@@ -19,6 +19,15 @@ export const DEFAULT_FAMILY: Protocol = 'v4';
 export const IDENTITY_FAMILIES: ReadonlySet<Protocol> = new Set(['v4']);
 
 /**
+ * Families whose presence members are users wherever they are listed, `GET /api/members` too:
+ * each identity once, shown by its most recently active entry (Pusher: a presence channel's
+ * members are its `user_id`s, as Pusher's own HTTP API lists them; docs/pusher.md, "Decisions").
+ * V4 is listed per identity by its own reads and `/api/channel-members`, but per entry by
+ * `/api/members`, whose entries stay as they always were.
+ */
+export const USER_MEMBER_FAMILIES: ReadonlySet<Protocol> = new Set(['pusher']);
+
+/**
  * The worlds connection counts are kept in (docs/pusher.md, "Counts are per family"): the
  * PieSocket families (V3 and V4) count together, as they always have; Pusher connections are
  * counted apart. A family's name is part of Redis key names: it never changes.

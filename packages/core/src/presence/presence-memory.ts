@@ -160,8 +160,7 @@ export class MemoryPresenceStore implements PresenceStore {
       const order = (state: TopicState): number => this.families.indexOf(state.topic.protocol);
       const states = (byChannel.get(channel) ?? []).sort((a, b) => order(a) - order(b));
       for (const { topic } of states) {
-        const { members, total } = await this.roster(topic, listing.membersPerChannel);
-        channels.push({ channel, protocol: topic.protocol, members, count: total });
+        channels.push({ channel, protocol: topic.protocol, ...(await this.listed(topic, listing)) });
       }
     }
     return { channels, total: names.length };
@@ -191,6 +190,16 @@ export class MemoryPresenceStore implements PresenceStore {
       }
     }
     if (batch.length > 0) yield batch;
+  }
+
+  /** One topic of a channel listing: its entries, or its identities for a `byIdentity` family. */
+  private async listed(topic: Topic, listing: ChannelListing): Promise<{ members: Member[]; count: number }> {
+    if (listing.byIdentity?.has(topic.protocol)) {
+      const { members, count } = await this.identities(topic, 0, listing.membersPerChannel);
+      return { members, count };
+    }
+    const { members, total } = await this.roster(topic, listing.membersPerChannel);
+    return { members, count: total };
   }
 
   private unindex(state: TopicState, stored: Stored): void {

@@ -219,7 +219,10 @@ export class RedisPresenceStore implements PresenceStore {
     return { identities, members: entries.map(memberOf), count };
   }
 
-  /** A page of channel names (one range read), then one bounded roster read per topic of the page. */
+  /**
+   * A page of channel names (one range read), then one bounded read per topic of the page: its
+   * roster, or its identity page for a `byIdentity` family.
+   */
   async channels(
     key: ApiKey,
     listing: ChannelListing,
@@ -237,10 +240,12 @@ export class RedisPresenceStore implements PresenceStore {
     const listed = await Promise.all(
       names.flatMap((channel) =>
         protocols.map(async (protocol): Promise<ChannelMembers> => {
-          const { members, total: count } = await this.roster(
-            { key, protocol, channel },
-            listing.membersPerChannel,
-          );
+          const topic: Topic = { key, protocol, channel };
+          if (listing.byIdentity?.has(protocol)) {
+            const { members, count } = await this.identities(topic, 0, listing.membersPerChannel);
+            return { channel, protocol, members, count };
+          }
+          const { members, total: count } = await this.roster(topic, listing.membersPerChannel);
           return { channel, protocol, members, count };
         }),
       ),

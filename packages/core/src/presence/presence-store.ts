@@ -61,9 +61,13 @@ export interface IdentityPage {
 export interface ChannelMembers {
   readonly channel: string;
   readonly protocol: Protocol;
-  /** One member object per entry, most recently active first, at most `membersPerChannel`. */
+  /**
+   * Most recently active first, at most `membersPerChannel`: one member object per entry, or, for
+   * a family of the listing's `byIdentity`, per identity (its most recently active entry's, as
+   * `identities` lists them).
+   */
   readonly members: Member[];
-  /** Entries in the topic (the true total, not the number listed). */
+  /** Entries in the topic, or identities for a `byIdentity` family (the true total, not the number listed). */
   readonly count: number;
 }
 
@@ -77,6 +81,12 @@ export interface ChannelListing {
   readonly limit: number;
   /** Members listed per channel and family, at most. */
   readonly membersPerChannel: number;
+  /**
+   * Families whose topics are listed one member per identity, as `identities(topic, 0,
+   * membersPerChannel)` reads them (the same range read: each identity once in any listing);
+   * every other family one member per entry, as `roster` reads them. Absent: none.
+   */
+  readonly byIdentity?: ReadonlySet<Protocol>;
 }
 
 /**

@@ -348,6 +348,71 @@ export function describePresenceContract(name: string, createStore: () => Promis
       expect(await store.channels(key, { ...all, offset: 6 })).toEqual({ channels: [], total: 6 });
     });
 
+    it('lists byIdentity families one member per identity, its most recent entry, in the channel listing', async () => {
+      const pusher: Topic = { key, protocol: 'pusher', channel: 'presence-room' };
+      const v4: Topic = { ...pusher, protocol: 'v4' };
+      const ada1 = { uuid: 'sock-a1', user: 'ada', info: { name: 'Ada' } };
+      const ada2 = { uuid: 'sock-b1', user: 'ada', info: { name: 'Ada', tab: 2 } };
+      const bob = { uuid: 'sock-a2', user: 'bob' };
+      // Ada's two tabs on two nodes, Bob between them; a V4 user with two entries in the same channel.
+      await store.join(pusher, entry('a/1', ada1, 'node-a'), 1000);
+      await store.join(pusher, entry('a/2', bob, 'node-a'), 1001);
+      await store.join(pusher, entry('b/1', ada2, 'node-b'), 1002);
+      await store.join(v4, entry('a/3', { uuid: 'v4-1', user: 'carol' }), 1003);
+      await store.join(v4, entry('b/2', { uuid: 'v4-2', user: 'carol' }, 'node-b'), 1004);
+      const byIdentity = new Set(['pusher']);
+
+      expect(await store.channels(key, { ...all, byIdentity })).toEqual({
+        channels: [
+          {
+            channel: 'presence-room',
+            protocol: 'v4',
+            members: [
+              { uuid: 'v4-2', user: 'carol' },
+              { uuid: 'v4-1', user: 'carol' },
+            ],
+            count: 2,
+          },
+          { channel: 'presence-room', protocol: 'pusher', members: [ada2, bob], count: 2 },
+        ],
+        total: 1,
+      });
+      // Without it, every family is listed per entry, as before.
+      expect((await store.channels(key, all)).channels[1]).toEqual({
+        channel: 'presence-room',
+        protocol: 'pusher',
+        members: [ada2, bob, ada1],
+        count: 3,
+      });
+      // Capped per topic: the most recently active users, the count still every user.
+      expect(
+        await store.channels(key, { ...all, protocol: 'pusher', membersPerChannel: 1, byIdentity }),
+      ).toEqual({
+        channels: [{ channel: 'presence-room', protocol: 'pusher', members: [ada2], count: 2 }],
+        total: 1,
+      });
+      // Pages of one user: each user once, none skipped, whatever page the tabs fall on.
+      const pages = await Promise.all([0, 1, 2].map((offset) => store.identities(pusher, offset, 1)));
+      expect(pages.map((page) => page.members)).toEqual([[ada2], [bob], []]);
+      expect(pages.map((page) => page.count)).toEqual([2, 2, 2]);
+
+      // Ada's most recent tab closes: she is shown by the other one; her last one: she is gone.
+      await store.leave(pusher, 'b/1');
+      expect((await store.channels(key, { ...all, protocol: 'pusher', byIdentity })).channels).toEqual([
+        { channel: 'presence-room', protocol: 'pusher', members: [bob, ada1], count: 2 },
+      ]);
+      await store.leave(pusher, 'a/1');
+      expect((await store.channels(key, { ...all, protocol: 'pusher', byIdentity })).channels).toEqual([
+        { channel: 'presence-room', protocol: 'pusher', members: [bob], count: 1 },
+      ]);
+      expect(await store.identities(pusher, 0, 10)).toEqual({ identities: ['bob'], members: [bob], count: 1 });
+      await store.leave(pusher, 'a/2');
+      expect(await store.channels(key, { ...all, protocol: 'pusher', byIdentity })).toEqual({
+        channels: [],
+        total: 0,
+      });
+    });
+
     it("removes a node's entries only, reporting identities still present elsewhere as not left", async () => {
       const lobby = { ...room, channel: 'lobby', protocol: 'v3' as const };
       await store.join(room, entry('a/1', { uuid: 'u1', user: 'alice' }, 'node-a'), 1000);
