@@ -1,17 +1,29 @@
 import { z } from 'zod';
-import { AppError, DEFAULT_FAMILY, IDENTITY_FAMILIES } from '@switchboard/core';
+import { AppError, DEFAULT_FAMILY, IDENTITY_FAMILIES, USER_MEMBER_FAMILIES } from '@switchboard/core';
 import type { ChannelMembers, JsonValue, Member, Protocol } from '@switchboard/core';
 import { channelName, protocolParam } from './channel-actions';
 import { positiveIntegerParam, querySchema } from '../http/query';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from './connections';
 import { defineEndpoint } from './endpoint';
 
-/** A presence member as `/api/members` lists it; `user` is omitted when unknown. */
+/**
+ * A presence member as `/api/members` lists it; `user` is omitted when unknown, `info` when the
+ * member carries none (only Pusher members carry one: their `user_info`).
+ */
 export interface AccountMember {
   uuid: string;
   user?: JsonValue;
+  info?: JsonValue;
   protocol: Protocol;
 }
+
+/** A stored member as the account API lists it: V3 and V4 members as they always were. */
+const accountMember = (member: Member, protocol: Protocol): AccountMember => ({
+  uuid: member.uuid,
+  ...(member.user === undefined ? {} : { user: member.user }),
+  ...(member.info === undefined ? {} : { info: member.info }),
+  protocol,
+});
 
 export interface MembersPage {
   data: Record<string, AccountMember[]>;
@@ -22,12 +34,15 @@ export interface MembersPage {
 }
 
 /**
- * `GET /api/members[?page=&limit=]`: channels of the key with presence members, V3 and V4
- * together, as `{"<channel>": [member, …]}`, in channel name order; in a channel V3 entries come
- * first, then V4, each most recently active first and at most `ROSTER_LIMIT` of each. One entry
- * per presence connection (not deduplicated: a user on two devices is listed twice, with two
- * uuids). Every answer is bounded: without parameters, the first 100 channels; with `page` or
- * `limit` (capped to 100), a page object like `/api/connections`' whose `total` counts channels.
+ * `GET /api/members[?page=&limit=]`: channels of the key with presence members, every family
+ * together, as `{"<channel>": [member, …]}`, in channel name order; in a channel V3 members come
+ * first, then V4, then Pusher, each most recently active first and at most `ROSTER_LIMIT` of each.
+ * V3 and V4 list one entry per presence connection (not deduplicated: a user on two devices is
+ * listed twice, with two uuids); Pusher lists each user once (`USER_MEMBER_FAMILIES`), with its
+ * most recently active socket's id and `user_info`, read from the store's identity index, never
+ * deduplicated here. Every answer is bounded: without parameters, the first 100 channels; with
+ * `page` or `limit` (capped to 100), a page object like `/api/connections`' whose `total` counts
+ * channels.
  */
 export const membersEndpoint = defineEndpoint({
   path: '/members',
@@ -40,6 +55,7 @@ export const membersEndpoint = defineEndpoint({
       offset: Math.min((page - 1) * limit, Number.MAX_SAFE_INTEGER),
       limit,
       membersPerChannel: config.limits.rosterLimit,
+      byIdentity: USER_MEMBER_FAMILIES,
     });
     const data = grouped(listed.channels);
     return paged
@@ -52,13 +68,7 @@ function grouped(channels: ChannelMembers[]): Record<string, AccountMember[]> {
   const byChannel = new Map<string, AccountMember[]>();
   for (const { channel, protocol, members } of channels) {
     const list = byChannel.get(channel) ?? [];
-    for (const member of members) {
-      list.push(
-        member.user === undefined
-          ? { uuid: member.uuid, protocol }
-          : { uuid: member.uuid, user: member.user, protocol },
-      );
-    }
+    for (const member of members) list.push(accountMember(member, protocol));
     if (list.length > 0) byChannel.set(channel, list);
   }
   // fromEntries defines own properties, so a channel named "__proto__" stays an ordinary entry.
@@ -79,9 +89,10 @@ export interface ChannelMembersPage {
 /**
  * `GET /api/channel-members?channel=&protocol=&page=&limit=`: one channel's presence members of
  * one protocol (default `v4`), most recently active first, a page at a time (`limit` default and
- * cap 100). V4 lists each identity once (its most recent connection), as `POST /api/v4/members`
- * does; V3 lists every connection, and pages reach `MAX_V3_MEMBER_DEPTH` entries deep. `total`
- * is the true count either way.
+ * cap 100). V4 and Pusher list each identity once (its most recent connection), as `POST
+ * /api/v4/members` and Pusher's users list do, pages being ranges of the store's identity index
+ * (no user repeated or skipped across pages); V3 lists every connection, and pages reach
+ * `MAX_V3_MEMBER_DEPTH` entries deep. `total` is the true count either way.
  */
 export const channelMembersEndpoint = defineEndpoint({
   path: '/channel-members',
@@ -99,7 +110,7 @@ export const channelMembersEndpoint = defineEndpoint({
     const offset = (page - 1) * limit;
     let members: Member[];
     let total: number;
-    if (IDENTITY_FAMILIES.has(protocol)) {
+    if (IDENTITY_FAMILIES.has(protocol) || USER_MEMBER_FAMILIES.has(protocol)) {
       const result = await engine.presence.identities(
         topic,
         Math.min(offset, Number.MAX_SAFE_INTEGER),
@@ -117,11 +128,7 @@ export const channelMembersEndpoint = defineEndpoint({
       members = roster.members.slice(offset);
       total = roster.total;
     }
-    const data = members.map((member): AccountMember =>
-      member.user === undefined
-        ? { uuid: member.uuid, protocol }
-        : { uuid: member.uuid, user: member.user, protocol },
-    );
+    const data = members.map((member) => accountMember(member, protocol));
     return { data, total, page, limit, totalPages: Math.ceil(total / limit) };
   },
 });
