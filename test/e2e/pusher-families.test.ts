@@ -159,19 +159,76 @@ describe('V3/V4 and Pusher on one cluster', () => {
     };
     expect(users.users.map((user) => user.id).sort()).toEqual(['ada', 'bob']);
 
-    // Members: the V4 member of `shared` and the Pusher members of `presence-shared`, each marked.
+    // Members: the V4 member of `shared` and the Pusher members of `presence-shared`, each
+    // marked; Pusher's per user (Bob's two sockets on two gateways are one member).
     const members = (await get('/api/members')).body as Record<
       string,
       Array<{ protocol: string; user?: unknown }>
     >;
     expect(members['shared']).toEqual([{ uuid: 'u-ada-v4', user: 'ada', protocol: 'v4' }]);
-    expect(members['presence-shared']?.map((m) => m.protocol)).toEqual(['v4', 'pusher', 'pusher', 'pusher']);
+    expect(members['presence-shared']?.map((m) => m.protocol)).toEqual(['v4', 'pusher', 'pusher']);
     expect(members['presence-shared']?.[0]).toEqual({ uuid: 'u-carol', user: 'carol', protocol: 'v4' });
     expect(new Set(members['presence-shared']?.slice(1).map((m) => m.user))).toEqual(new Set(['ada', 'bob']));
     const v4Members = (await get('/api/channel-members?channel=presence-shared&protocol=v4')).body as {
       data: unknown[];
     };
     expect(v4Members.data).toEqual([{ uuid: 'u-carol', user: 'carol', protocol: 'v4' }]);
+  });
+
+  it('lists a Pusher presence user once, by its most recent socket, paged, gone after its last tab', async () => {
+    const channel = 'presence-tabs';
+    // Dana's first tab on gateway one, Erin on gateway two, Dana's second tab on gateway two.
+    const danaTab1 = await pusherJs(one, 'dana');
+    await subscribed(danaTab1, channel);
+    const erin = await pusherJs(two, 'erin');
+    await subscribed(erin, channel);
+    const danaTab2 = await pusherJs(two, 'dana');
+    await subscribed(danaTab2, channel);
+    const listed = (client: PusherJs, user: string) => ({
+      uuid: client.connection.socket_id,
+      user,
+      info: { name: user },
+      protocol: 'pusher',
+    });
+    const users = async (page: number, limit: number) =>
+      (await get(`/api/channel-members?channel=${channel}&protocol=pusher&page=${page}&limit=${limit}`))
+        .body as { data: Array<{ uuid: string }>; total: number };
+
+    expect(((await get('/api/members')).body as Record<string, unknown>)[channel]).toEqual([
+      listed(danaTab2, 'dana'),
+      listed(erin, 'erin'),
+    ]);
+    expect(await users(1, 100)).toEqual({
+      data: [listed(danaTab2, 'dana'), listed(erin, 'erin')],
+      total: 2,
+      page: 1,
+      limit: 100,
+      totalPages: 1,
+    });
+    // One user a page: none repeated, none skipped; the count is the Pusher HTTP API's user_count.
+    const pages = [await users(1, 1), await users(2, 1), await users(3, 1)];
+    expect(pages.map((page) => page.data)).toEqual([[listed(danaTab2, 'dana')], [listed(erin, 'erin')], []]);
+    expect(pages.map((page) => page.total)).toEqual([2, 2, 2]);
+    const state = await backend(one).get({ path: `/channels/${channel}`, params: { info: 'user_count' } });
+    expect(await state.json()).toEqual({ occupied: true, user_count: 2 });
+
+    // Dana's latest tab closes: she is listed by her first one; after her last, she is gone.
+    const latest = danaTab2.connection.socket_id;
+    danaTab2.disconnect();
+    expect(
+      await until(
+        'Dana listed by her first tab',
+        () => users(1, 100),
+        (page) => page.data.every((member) => member.uuid !== latest),
+      ),
+    ).toMatchObject({ data: [listed(erin, 'erin'), listed(danaTab1, 'dana')], total: 2 });
+    danaTab1.disconnect();
+    expect(await until('Dana gone', () => users(1, 100), (page) => page.total === 1)).toMatchObject({
+      data: [listed(erin, 'erin')],
+    });
+    expect(((await get('/api/members')).body as Record<string, unknown>)[channel]).toEqual([
+      listed(erin, 'erin'),
+    ]);
   });
 
   it('publishes from the account API to Pusher channels as a Pusher event, to Pusher sockets only', async () => {
