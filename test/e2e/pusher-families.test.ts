@@ -223,7 +223,13 @@ describe('V3/V4 and Pusher on one cluster', () => {
       ),
     ).toMatchObject({ data: [listed(erin, 'erin'), listed(danaTab1, 'dana')], total: 2 });
     danaTab1.disconnect();
-    expect(await until('Dana gone', () => users(1, 100), (page) => page.total === 1)).toMatchObject({
+    expect(
+      await until(
+        'Dana gone',
+        () => users(1, 100),
+        (page) => page.total === 1,
+      ),
+    ).toMatchObject({
       data: [listed(erin, 'erin')],
     });
     expect(((await get('/api/members')).body as Record<string, unknown>)[channel]).toEqual([

@@ -102,7 +102,13 @@ function describeOn(name: string, open: () => Promise<{ engine: Engine; close: (
       await engine.presence.leave(pusher, 'gateway-b/1');
       expect(await page(1, 100)).toMatchObject({ data: [listed(bob), listed(adaTab1)], total: 2 });
       await engine.presence.leave(pusher, 'gateway-a/1');
-      expect(await page(1, 100)).toEqual({ data: [listed(bob)], total: 1, page: 1, limit: 100, totalPages: 1 });
+      expect(await page(1, 100)).toEqual({
+        data: [listed(bob)],
+        total: 1,
+        page: 1,
+        limit: 100,
+        totalPages: 1,
+      });
       expect(((await get('/api/members')) as Record<string, unknown[]>)[CHANNEL]).toEqual([
         { uuid: 'v4-2', user: 'carol', protocol: 'v4' },
         { uuid: 'v4-1', user: 'carol', protocol: 'v4' },

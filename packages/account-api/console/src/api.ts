@@ -79,9 +79,12 @@ export interface LogEntry {
   user?: unknown;
   timestamp: string;
 }
+/** `/api/channel-members`' member: V4 and Pusher members are users (`uuid` their latest connection's). */
 export interface Member {
   uuid: string;
   user?: unknown;
+  /** A Pusher member's `user_info`. */
+  info?: unknown;
   protocol: 'v3' | 'v4' | 'pusher';
 }
 export interface MembersPage {

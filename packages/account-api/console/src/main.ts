@@ -445,7 +445,7 @@ function channelView(creds: Credentials, channel: string): void {
     replace(
       members,
       table(
-        `Members of ${channel}: V4 by user, V3 and Pusher by connection, most recently active first`,
+        `Members of ${channel}: V4 and Pusher by user, V3 by connection, most recently active first`,
         ['Protocol', 'User', 'Connection', 'Actions'],
         [...memberRows(v4.data), ...memberRows(v3.data), ...memberRows(pusher.data)],
         'No presence members here (members appear for clients that join with presence).',

@@ -405,7 +405,11 @@ export function describePresenceContract(name: string, createStore: () => Promis
       expect((await store.channels(key, { ...all, protocol: 'pusher', byIdentity })).channels).toEqual([
         { channel: 'presence-room', protocol: 'pusher', members: [bob], count: 1 },
       ]);
-      expect(await store.identities(pusher, 0, 10)).toEqual({ identities: ['bob'], members: [bob], count: 1 });
+      expect(await store.identities(pusher, 0, 10)).toEqual({
+        identities: ['bob'],
+        members: [bob],
+        count: 1,
+      });
       await store.leave(pusher, 'a/2');
       expect(await store.channels(key, { ...all, protocol: 'pusher', byIdentity })).toEqual({
         channels: [],
