@@ -1,0 +1,152 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runMain, startRedis } from '@switchboard/harness';
+import { openProductEngine } from '../lib/product';
+
+/**
+ * Redis' instructions per account API read of a Pusher presence channel's members, counted by
+ * valgrind's callgrind (a figure that does not move with the machine's load), listed per socket
+ * (the store's roster read: what the account API did before members were users) and per user
+ * (its identity read: docs/pusher.md, "Members are users in the account API too"):
+ *
+ *   npm run bench:members-instructions [-- --users U --tabs T --reads N --limit L]
+ *
+ * U users (default 200) with T sockets each (default 2, on T nodes) join one Pusher presence
+ * channel through the product's own `PresenceStore`; then N reads (default 200) of each kind are
+ * counted: `GET /api/members`' read of the channel (`channels` with `membersPerChannel` L, default
+ * 200, `ROSTER_LIMIT`'s default) and a `GET /api/channel-members` page of 100.
+ *
+ * Needs valgrind (Debian's package). Counts user-space instructions only.
+ */
+interface Options {
+  users: number;
+  tabs: number;
+  reads: number;
+  limit: number;
+}
+
+interface Topic {
+  key: string;
+  protocol: string;
+  channel: string;
+}
+
+/** The slice of the product's engine used here. */
+interface Node {
+  presence: {
+    join(
+      topic: Topic,
+      entry: { connId: string; nodeId: string; member: object },
+      now: number,
+    ): Promise<unknown>;
+    roster(topic: Topic, limit: number): Promise<unknown>;
+    identities(topic: Topic, offset: number, limit: number): Promise<unknown>;
+    channels(key: string, listing: object): Promise<unknown>;
+  };
+  close(): Promise<void>;
+}
+
+const KEY = 'benchkey';
+const TOPIC: Topic = { key: KEY, protocol: 'pusher', channel: 'presence-bench' };
+const PAGE = 100;
+
+function parse(argv: string[]): Options {
+  const o: Options = { users: 200, tabs: 2, reads: 200, limit: 200 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const value = Number(argv[i + 1]);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${argv[i]} needs a positive integer`);
+    if (argv[i] === '--users') o.users = value;
+    else if (argv[i] === '--tabs') o.tabs = value;
+    else if (argv[i] === '--reads') o.reads = value;
+    else if (argv[i] === '--limit') o.limit = value;
+    else throw new Error(`unknown option ${argv[i]}`);
+  }
+  return o;
+}
+
+/** Runs callgrind_control with `args` against `pid` and waits for it. */
+function control(pid: number, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('callgrind_control', [...args, String(pid)], { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`callgrind_control ${args.join(' ')}: ${code}`)),
+    );
+  });
+}
+
+/** The instruction total of the dump callgrind wrote for `trigger` (its `summary:` line). */
+function dumpedInstructions(dir: string, trigger: string): number {
+  for (const name of readdirSync(dir)) {
+    const text = readFileSync(join(dir, name), 'utf8');
+    if (!text.includes(`Trigger: dump ${trigger}`)) continue;
+    const match = /^summary: (\d+)$/m.exec(text);
+    if (match) return Number(match[1]);
+  }
+  throw new Error(`no callgrind dump for ${trigger} in ${dir}`);
+}
+
+async function main(): Promise<void> {
+  const o = parse(process.argv.slice(2));
+  const dir = mkdtempSync(join(tmpdir(), 'sb-callgrind-'));
+  // hz 1: Redis' periodic work stays out of the count.
+  const server = await startRedis({
+    args: ['--hz', '1'],
+    launcher: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${join(dir, 'out.%p')}`],
+  });
+  const { pid } = server;
+  let node: Node | undefined;
+  try {
+    if (pid === undefined) throw new Error('valgrind exited at start');
+    node = await openProductEngine<Node>({ REDIS_URL: server.url, REDIS_PREFIX: 'bench' });
+    const { presence } = node;
+    let now = 1_000_000;
+    for (let tab = 0; tab < o.tabs; tab++) {
+      await Promise.all(
+        Array.from({ length: o.users }, (_, u) =>
+          presence.join(
+            TOPIC,
+            {
+              connId: `n${tab}/${u}`,
+              nodeId: `n${tab}`,
+              member: { uuid: `${tab}.${u}`, user: `user-${u}`, info: { name: `User ${u}` } },
+            },
+            (now += 1),
+          ),
+        ),
+      );
+    }
+    const listing = { protocol: 'pusher', offset: 0, limit: 100, membersPerChannel: o.limit };
+    const reads: Array<[string, () => Promise<unknown>]> = [
+      ['members-sockets', () => presence.channels(KEY, listing)],
+      ['members-users', () => presence.channels(KEY, { ...listing, byIdentity: new Set(['pusher']) })],
+      ['page-sockets', () => presence.roster(TOPIC, PAGE)],
+      ['page-users', () => presence.identities(TOPIC, 0, PAGE)],
+    ];
+    const counts: Record<string, number> = {};
+    for (const [name, read] of reads) {
+      await read();
+      await control(pid, ['-z']);
+      for (let n = 0; n < o.reads; n++) await read();
+      await control(pid, ['-d', name]);
+      counts[name] = dumpedInstructions(dir, name) / o.reads;
+    }
+    const per = (name: string): string => String(Math.round(counts[name] ?? 0));
+    console.log(
+      `Redis instructions per read (callgrind; ${o.users} Pusher users × ${o.tabs} sockets in one channel, ${o.reads} reads each):`,
+    );
+    console.log(
+      `- /api/members' channel read (at most ${o.limit}): per socket ${per('members-sockets')}, per user ${per('members-users')}`,
+    );
+    console.log(
+      `- /api/channel-members page of ${PAGE}: per socket ${per('page-sockets')}, per user ${per('page-users')}`,
+    );
+  } finally {
+    await node?.close();
+    await server.stop();
+  }
+}
+
+runMain('bench:members-instructions', main, 1);
