@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** User-space instructions of one callgrind dump, by what the process was doing. */
 export interface CostSplit {
@@ -48,4 +50,29 @@ export function splitCosts(file: string): CostSplit {
     }
   }
   return split;
+}
+
+/**
+ * Runs callgrind_control with `args` against `pid` and waits for it (a Redis under callgrind answers
+ * within 1/hz s).
+ */
+export function callgrindControl(pid: number, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('callgrind_control', [...args, String(pid)], { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`callgrind_control ${args.join(' ')}: ${code}`)),
+    );
+  });
+}
+
+/** The instruction total of the dump callgrind wrote for `trigger` (its `summary:` line). */
+export function dumpedInstructions(dir: string, trigger: string): number {
+  for (const name of readdirSync(dir)) {
+    const text = readFileSync(join(dir, name), 'utf8');
+    if (!text.includes(`Trigger: dump ${trigger}`)) continue;
+    const match = /^summary: (\d+)$/m.exec(text);
+    if (match) return Number(match[1]);
+  }
+  throw new Error(`no callgrind dump for ${trigger} in ${dir}`);
 }

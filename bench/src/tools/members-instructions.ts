@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runMain, startRedis } from '@switchboard/harness';
 import { openProductEngine } from '../lib/product';
+import { callgrindControl as control, dumpedInstructions } from './callgrind-costs';
 
 /**
  * Redis' instructions per account API read of a Pusher presence channel's members, counted by
@@ -64,28 +64,6 @@ function parse(argv: string[]): Options {
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return o;
-}
-
-/** Runs callgrind_control with `args` against `pid` and waits for it. */
-function control(pid: number, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('callgrind_control', [...args, String(pid)], { stdio: 'ignore' });
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`callgrind_control ${args.join(' ')}: ${code}`)),
-    );
-  });
-}
-
-/** The instruction total of the dump callgrind wrote for `trigger` (its `summary:` line). */
-function dumpedInstructions(dir: string, trigger: string): number {
-  for (const name of readdirSync(dir)) {
-    const text = readFileSync(join(dir, name), 'utf8');
-    if (!text.includes(`Trigger: dump ${trigger}`)) continue;
-    const match = /^summary: (\d+)$/m.exec(text);
-    if (match) return Number(match[1]);
-  }
-  throw new Error(`no callgrind dump for ${trigger} in ${dir}`);
 }
 
 async function main(): Promise<void> {

@@ -1,11 +1,11 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { runMain, startRedis } from '@switchboard/harness';
 import { product } from '../lib/procs';
 import { openProductEngine } from '../lib/product';
+import { callgrindControl as control, dumpedInstructions } from './callgrind-costs';
 
 /**
  * Redis' instructions per publish, counted by valgrind's callgrind: a figure that does not move
@@ -102,28 +102,6 @@ function parse(argv: string[]): Options {
   if (o.run === 0) o.run = o.batch;
   if (o.publishes % o.batch !== 0) throw new Error('--publishes must be a multiple of --batch');
   return o;
-}
-
-/** Runs callgrind_control with `args` against `pid` and waits for it (Redis answers within 1/hz s). */
-function control(pid: number, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('callgrind_control', [...args, String(pid)], { stdio: 'ignore' });
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`callgrind_control ${args.join(' ')}: ${code}`)),
-    );
-  });
-}
-
-/** The instruction total of the dump callgrind wrote for `trigger` (its `summary:` line). */
-function dumpedInstructions(dir: string, trigger: string): number {
-  for (const name of readdirSync(dir)) {
-    const text = readFileSync(join(dir, name), 'utf8');
-    if (!text.includes(`Trigger: dump ${trigger}`)) continue;
-    const match = /^summary: (\d+)$/m.exec(text);
-    if (match) return Number(match[1]);
-  }
-  throw new Error(`no callgrind dump for ${trigger} in ${dir}`);
 }
 
 /** Script calls (`EVALSHA` and `EVAL`) the server ran so far. */
