@@ -141,7 +141,7 @@ export function writeReport(r: Results, mdPath: string, svgPath: string): void {
     '--max-p99 MS       p99 bound of a passing step (default 500)',
     '--client raw|ws    the WebSocket client of the load generator (default raw)',
     '--connect-client native|node   the client of connection and join rates (default native, built with cc)',
-    '--systems a,b      switchboard-redis, switchboard-redis-history-off, switchboard-memory, ceiling-redis, ceiling-uws',
+    '--systems a,b      switchboard-redis, switchboard-redis-history-off, switchboard-memory, ceiling-redis, ceiling-uws (and, for memory only, switchboard-pusher: the Pusher idle-memory row alone)',
     '--cost-rate N, --cost-seconds S   publish-cost: publishes/s and seconds of each measurement (default 500/s, 5 s)',
     '--cost-warmup S   publish-cost: seconds at the same rate before the first pair of a row, not recorded (default 20)',
     '--cost-rounds N   publish-cost: pairs per row, each row measured at the same time as the ceiling (default 6; the median pair is judged)',

@@ -526,6 +526,9 @@ async function main(): Promise<void> {
         ['switchboard-redis', 'v3', true],
         ['ceiling-uws', 'v3', false],
         ['ceiling-redis', 'v3', false],
+        // Only when named (`--systems switchboard-pusher`): the Pusher scenario's idle-memory row
+        // (the same case) without its throughput and presence parts.
+        ['switchboard-pusher', 'v3', false],
       ] as const) {
         if (!o.systems.includes(system)) continue;
         cases.push(

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { LRUCache } from 'lru-cache';
 import { EngineUnavailableError } from '@switchboard/core';
 import type { ApiKey, ApiKeyRecord, KeyStore } from '@switchboard/core';
@@ -20,6 +21,11 @@ export const MAX_UNKNOWN_KEYS = 10_000;
  * applied them again (`seedsApplied`, the restore's first step, docs/scaling.md), a store that
  * lacks one is answered as unreachable, never as an unknown key: a client refused with 4501
  * does not reconnect, and the key is about to be written back.
+ *
+ * A refresh that reads the record unchanged keeps the object it already had: every connection
+ * holds its key's record (`ConnectionState.record`), so a new copy every `ttlMs` would leave each
+ * connection with the copy of the moment it was admitted, a record and its strings per socket on
+ * a node whose clients arrive over hours (docs/performance.md, "Idle memory per connection").
  */
 export class KeyCache {
   private readonly known = new Map<string, { record: ApiKeyRecord; expires: number }>();
@@ -84,6 +90,8 @@ export class KeyCache {
       throw new EngineUnavailableError(new Error(`seeded key ${key} not yet written back to the engine`));
     }
     if (record) {
+      // The same record read again: the object connections already hold, not a copy.
+      if (cached && isDeepStrictEqual(cached.record, record)) record = cached.record;
       this.known.set(key, { record, expires: now + this.ttlMs });
     } else {
       this.known.delete(key);

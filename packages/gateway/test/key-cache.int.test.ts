@@ -46,6 +46,22 @@ describe('KeyCache', () => {
     expect(expiring.peek(record.key)).toBeUndefined();
   });
 
+  it('keeps the record it has when a refresh reads it unchanged, so connections share one object', async () => {
+    // TTL 0: every get asks the store again.
+    const cache = new KeyCache(engine.keys, 0);
+    const record = generateKeyRecord();
+    await engine.keys.put(record);
+    const first = await cache.get(record.key);
+    expect(first).toEqual(record);
+    expect(await cache.get(record.key)).toBe(first);
+    const changed = { ...record, clientMessages: !record.clientMessages };
+    await engine.keys.put(changed);
+    const after = await cache.get(record.key);
+    expect(after).toEqual(changed);
+    expect(after).not.toBe(first);
+    expect(await cache.get(record.key)).toBe(after);
+  });
+
   it('keeps serving a known key through an outage after 20,000 distinct unknown keys', async () => {
     const known = generateKeyRecord();
     await engine.keys.put(known);

@@ -3,6 +3,7 @@ import type { Step } from '../load';
 import { SOKETI_MULTIPLE } from './run';
 import type { PusherCase, PusherResults } from './run';
 import { TARGET_SHARE } from '../throughput/run';
+import { MEASURED, judgedKiB, slopeCell } from '../memory/report';
 
 /** The "Pusher protocol" section of docs/benchmarks.md (`--scenario pusher`). */
 
@@ -118,7 +119,7 @@ export function pusherTargets(p: PusherResults): string[] {
   );
   const mem = p.memory?.find((c) => c.system === 'switchboard-pusher');
   out.push(
-    `- Idle memory ≤ 2 KiB per connection — ${mem && mem.ok > 0 ? `${mem.perConnectionKiB.toFixed(2)} KiB ${mem.perConnectionKiB <= 2 ? '✓' : '✗'}` : `not measured${mem?.error ? ` (${shortError(mem.error)})` : ''}`}.`,
+    `- Idle memory ≤ 2 KiB per connection — ${mem && mem.ok > 0 ? `${judgedKiB(mem).toFixed(2)} KiB ${judgedKiB(mem) <= 2 ? '✓' : '✗'}${mem.slope ? ` (slope; ${mem.perConnectionKiB.toFixed(2)} KiB from the baseline)` : ''}` : `not measured${mem?.error ? ` (${shortError(mem.error)})` : ''}`}.`,
   );
   return out;
 }
@@ -190,13 +191,13 @@ export function pusherSection(p: PusherResults | undefined): string[] {
     lines.push(
       '### Pusher: idle memory',
       '',
-      'RSS of one server process before and after the Pusher clients, each subscribed to a public channel (10 per channel), divided by the clients (as in the idle-memory section). Target for Switchboard: ≤ 2 KiB per connection. RSS read without a GC moves by ±0.5 KiB per connection from run to run (V8\'s young generation, up to 2 × 8 MiB, is part of it); `npm run bench:idle-memory` reads heap and RSS after full GCs, beside a bare uWebSockets.js floor (docs/performance.md, "Idle memory per connection").',
+      `RSS of one server process with Pusher clients open and idle, each subscribed to a public channel (as in the idle-memory section). ${MEASURED} Target for Switchboard: ≤ 2 KiB per connection, on the slope. \`npm run bench:idle-memory\` reads heap and RSS after full GCs, beside a bare uWebSockets.js floor (docs/performance.md, "Idle memory per connection").`,
       '',
-      '| System | Connections | RSS before → after (MiB) | KiB per connection |',
-      '|---|---|---|---|',
+      '| System | Connections | RSS before → after (MiB) | KiB per connection from the baseline | Slope: sockets, RSS (MiB), KiB per connection |',
+      '|---|---|---|---|---|',
       ...p.memory.map(
         (c) =>
-          `| ${(LABEL[c.system] ?? c.system).replace('2 nodes', '1 node')} | ${int(c.ok)} | ${(c.rssBeforeKiB / 1024).toFixed(1)} → ${(c.rssAfterKiB / 1024).toFixed(1)} | ${c.ok ? c.perConnectionKiB.toFixed(2) : '–'}${c.error ? ` ⚠ ${shortError(c.error)}` : ''} |`,
+          `| ${(LABEL[c.system] ?? c.system).replace('2 nodes', '1 node')} | ${int(c.ok)} | ${(c.rssBeforeKiB / 1024).toFixed(1)} → ${(c.rssAfterKiB / 1024).toFixed(1)} | ${c.ok ? c.perConnectionKiB.toFixed(2) : '–'} | ${slopeCell(c)}${c.error ? ` ⚠ ${shortError(c.error)}` : ''} |`,
       ),
       '',
     );
