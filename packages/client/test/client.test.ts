@@ -417,11 +417,12 @@ describe('private channels', () => {
 
   it('asks getToken on every (re)subscribe, so a token that expired is replaced on reconnect', async () => {
     const now = Math.floor(Date.now() / 1000);
-    // The first tokens expire within a second of the server's 5-second leeway; later ones in an hour.
+    // The first tokens are past their expiry by 1 s, so the server's 5-second leeway keeps them valid
+    // for 4 s more (room for a loaded machine to connect); later ones expire in an hour.
     const issued: Array<{ channel: string; token: string }> = [];
     const getToken = async (channel: string): Promise<string> => {
       const first = !issued.some((entry) => entry.channel === channel);
-      const token = await sign(channel, 'pat', first ? now - 4 : now + 3600);
+      const token = await sign(channel, 'pat', first ? now - 1 : now + 3600);
       issued.push({ channel, token });
       return token;
     };
@@ -436,7 +437,7 @@ describe('private channels', () => {
 
     // Wait until the first tokens are past the leeway: reusing them now would be refused.
     const firstToken = issued.find((entry) => entry.channel === 'private-tok-b')!.token;
-    await waitFor('token expiry', () => Date.now() / 1000 > now + 2, 5000);
+    await waitFor('token expiry', () => Date.now() / 1000 > now + 5, 8000);
     const stale = await connectClient(node.wsUrl('/v4/private-tok-b', { api_key: key.key, jwt: firstToken }));
     expect(await stale.closed).toMatchObject({ code: 4504 });
 
