@@ -76,3 +76,76 @@ export function dumpedInstructions(dir: string, trigger: string): number {
   }
   throw new Error(`no callgrind dump for ${trigger} in ${dir}`);
 }
+
+/**
+ * Self costs by function of one callgrind output file (`--dump-instr=no`), largest first. Code
+ * callgrind has no symbol for (V8's JIT-compiled functions and builtins' copies) is named by
+ * its address; `jitNames` (node's `--perf-basic-prof` map, `perfMap`) names it, else it stays a
+ * hex address.
+ */
+export function selfCosts(file: string, jitNames?: PerfMap): Array<{ name: string; cost: number }> {
+  const names = new Map<string, string>();
+  const costs = new Map<string, number>();
+  let current = '';
+  let inclusiveNext = false;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.startsWith('fn=') || line.startsWith('cfn=')) {
+      const match = /^c?fn=\((\d+)\)(?: (.*))?$/.exec(line);
+      if (!match) continue;
+      const [, id = '', given] = match;
+      if (given !== undefined) names.set(id, given);
+      if (line.startsWith('fn=')) {
+        const name = names.get(id) ?? '';
+        current = /^0x[0-9a-f]+$/.test(name) && jitNames ? jitNames.nameOf(Number.parseInt(name, 16)) : name;
+      }
+    } else if (line.startsWith('calls=')) {
+      inclusiveNext = true;
+    } else if (/^[0-9+\-*]/.test(line)) {
+      if (inclusiveNext) {
+        inclusiveNext = false;
+        continue;
+      }
+      costs.set(current, (costs.get(current) ?? 0) + Number(line.split(' ')[1] ?? 0));
+    }
+  }
+  return [...costs].map(([name, cost]) => ({ name, cost })).sort((a, b) => b.cost - a.cost);
+}
+
+/** Address ranges of JIT-compiled code, from a `/tmp/perf-<pid>.map` (`start size name` a line, hex). */
+export class PerfMap {
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private readonly labels: string[] = [];
+
+  constructor(file: string) {
+    const entries: Array<[number, number, string]> = [];
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      const match = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+      if (!match) continue;
+      const start = Number.parseInt(match[1]!, 16);
+      entries.push([start, start + Number.parseInt(match[2]!, 16), match[3]!]);
+    }
+    // Stable: of code V8 moved or collected and whose address it reused, the last written comes last.
+    entries.sort((a, b) => a[0] - b[0]);
+    for (const [start, end, label] of entries) {
+      this.starts.push(start);
+      this.ends.push(end);
+      this.labels.push(label);
+    }
+  }
+
+  /** The name of the code holding `address`, or the address in hex. */
+  nameOf(address: number): string {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.starts[mid]! <= address) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found >= 0 && address < this.ends[found]! ? this.labels[found]! : `0x${address.toString(16)}`;
+  }
+}

@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freePort, runMain, startRedis } from '@switchboard/harness';
 import WebSocket from 'ws';
 import {
@@ -27,7 +27,7 @@ import {
   productPublishBatchScript,
   productPublishScript,
 } from '../lib/procs';
-import { splitCosts } from './callgrind-costs';
+import { PerfMap, selfCosts, splitCosts } from './callgrind-costs';
 import type { CostSplit } from './callgrind-costs';
 
 /**
@@ -36,7 +36,8 @@ import type { CostSplit } from './callgrind-costs';
  * (docs/performance.md, "What the gateway's JavaScript costs").
  *
  *   npm run bench:gateway-instructions [-- --systems gateway,floor,ceiling --warmup N
- *     --publishes N --channels N --subscribers N --batch N --ceiling-batch --product-dir DIR]
+ *     --publishes N --channels N --subscribers N --batch N --ceiling-batch --profile N
+ *     --product-dir DIR]
  *
  * One server under callgrind (a Switchboard gateway; the Redis-hop ceiling's server, `PUBLISH`;
  * or the floor, that server making Switchboard's publish script call) with a private Redis,
@@ -61,6 +62,11 @@ import type { CostSplit } from './callgrind-costs';
  * `--channels 1 --subscribers 1000` both are the Pusher scenario's fan-out (docs/performance.md,
  * "Pusher fan-out against the ceiling").
  *
+ * `--profile N` also lists each window's N dearest functions (self cost per publish, less nothing:
+ * the idle rate is not taken off), JIT-compiled JavaScript named by node's `--perf-basic-prof`
+ * map; the server then runs with that flag (it writes the map as it compiles, which the counts
+ * include). The callgrind dumps stay in the directory printed, for `callgrind_annotate`.
+ *
  * Needs valgrind (Debian's package). System calls are not counted: they are the same for every
  * system (docs/architecture.md).
  */
@@ -80,6 +86,8 @@ interface Options {
    * publisher sends it), so it compares with `pusher` request for request.
    */
   ceilingBatch: boolean;
+  /** Functions listed per window (`--profile`); 0 lists none and runs node without a perf map. */
+  profile: number;
 }
 
 const SYSTEMS: readonly SystemName[] = ['gateway', 'floor', 'ceiling', 'pusher'];
@@ -94,6 +102,7 @@ function parse(argv: string[]): Options {
     batch: 10,
     subscribers: 1,
     ceilingBatch: false,
+    profile: 0,
   };
   if (argv.includes('--ceiling-batch')) {
     o.ceilingBatch = true;
@@ -116,6 +125,7 @@ function parse(argv: string[]): Options {
       else if (flag === '--channels') o.channels = n;
       else if (flag === '--batch') o.batch = Math.min(10, n);
       else if (flag === '--subscribers') o.subscribers = n;
+      else if (flag === '--profile') o.profile = n;
       else throw new Error(`unknown option ${flag}`);
     }
   }
@@ -233,6 +243,8 @@ const dumpFile = (dir: string, n: number): string => {
 interface Window {
   ms: number;
   costs: CostSplit;
+  /** The dump's file (`callgrind_annotate` reads it). */
+  file: string;
 }
 
 async function measure(system: SystemName, o: Options): Promise<Window[]> {
@@ -250,6 +262,7 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
       '--dump-before=uv_os_getpriority',
       `--callgrind-out-file=${join(dir, 'out')}`,
       process.execPath,
+      ...(o.profile > 0 ? ['--perf-basic-prof'] : []),
       '-r',
       mark,
       ...args,
@@ -364,14 +377,32 @@ async function measure(system: SystemName, o: Options): Promise<Window[]> {
       else for (let i = 0; i < requests; i++) await publish();
       const ms = performance.now() - started;
       await dump();
-      windows.push({ ms, costs: splitCosts(dumpFile(dir, dumps)) });
+      windows.push({ ms, costs: splitCosts(dumpFile(dir, dumps)), file: dumpFile(dir, dumps) });
     }
+    if (o.profile > 0) profile(windows, server.pid, o);
     return windows;
   } finally {
     for (const socket of sockets) socket.terminate();
     server.kill('SIGTERM');
     if (server.exitCode === null) await new Promise((resolve) => server.once('exit', resolve));
     await redis.stop();
+  }
+}
+
+/** Each publish window's dearest functions, per publish (`--profile`). */
+function profile(windows: Window[], pid: number | undefined, o: Options): void {
+  const map = join(tmpdir(), `perf-${pid}.map`);
+  let names: PerfMap | undefined;
+  try {
+    names = new PerfMap(map);
+  } catch {
+    console.log(`(no perf map at ${map}: JIT-compiled code is named by its address)`);
+  }
+  const publishes = o.publishes;
+  for (const window of [windows[0]!, windows[2]!]) {
+    console.log(`  ${window.file}, self instructions per publish:`);
+    for (const { name, cost } of selfCosts(window.file, names).slice(0, o.profile))
+      console.log(`  ${String(Math.round(cost / publishes)).padStart(9)}  ${name}`);
   }
 }
 
@@ -400,7 +431,7 @@ async function main(): Promise<void> {
       const work = per(w, 'total') - per(w, 'gc') - per(w, 'compile');
       return `work ${k(work)} (total ${k(per(w, 'total'))}, GC ${k(per(w, 'gc'))}, compiling ${k(per(w, 'compile'))})`;
     };
-    console.log(`- ${system}: ${line(first!)}; again: ${line(second!)}`);
+    console.log(`- ${system}: ${line(first!)}; again: ${line(second!)} (dumps: ${dirname(first!.file)})`);
   }
 }
 

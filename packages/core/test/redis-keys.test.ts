@@ -167,4 +167,21 @@ describe('Redis key names', () => {
     // An equal topic in another object names the same keys.
     expect(keys.fanout({ ...a })).toBe(keys.fanout(a));
   });
+
+  it('name runs of one topic and topics that differ in one field alike (the last names are kept)', () => {
+    const base = { key: 'k1', protocol: 'pusher' as const, channel: 'c' };
+    expect(keys.fanout(base)).toBe('<prefix>:fanout:{k1|pusher|c}');
+    expect(keys.historyStream({ ...base })).toBe('<prefix>:history:{k1|pusher|c}:stream');
+    expect(keys.fanout({ ...base, key: 'k2' })).toBe('<prefix>:fanout:{k2|pusher|c}');
+    expect(keys.fanout({ ...base, protocol: 'v3' })).toBe('<prefix>:fanout:{k1|v3|c}');
+    expect(keys.historyStream({ ...base, channel: 'd' })).toBe('<prefix>:history:{k1|pusher|d}:stream');
+    expect(keys.fanout({ ...base, channel: 'd' })).toBe('<prefix>:fanout:{k1|pusher|d}');
+    // A refused topic leaves the kept names as they were.
+    expect(() => keys.fanout({ ...base, channel: 'x|y' })).toThrow(/channel/);
+    expect(keys.historyStream({ ...base, channel: 'd' })).toBe('<prefix>:history:{k1|pusher|d}:stream');
+    expect(keys.log('k1')).toBe('<prefix>:log:{k1}');
+    expect(() => keys.log('k{')).toThrow(/API key/);
+    expect(keys.log('k2')).toBe('<prefix>:log:{k2}');
+    expect(keys.log('k1')).toBe('<prefix>:log:{k1}');
+  });
 });

@@ -81,6 +81,26 @@ export function publishMessage(
   deps: { engine: Engine; config: Config; logger: Logger },
   request: PublishRequest,
 ): Promise<Published> {
+  return publishMessageThen(deps, request, published);
+}
+
+const published = (publication: Publication, position: StreamPosition | undefined): Published => ({
+  publication,
+  position,
+});
+
+/**
+ * `publishMessage`, with what the caller does once the publication is accepted (`accepted`, its
+ * answer resolved) in the same promise step: a caller that only goes on from the publication
+ * saves a promise and a microtask per publish (the Pusher API's events; docs/performance.md,
+ * "Pusher fan-out against the ceiling"). `accepted` runs only for an accepted publication; a
+ * throw in it rejects the returned promise.
+ */
+export function publishMessageThen<T>(
+  deps: { engine: Engine; config: Config; logger: Logger },
+  request: PublishRequest,
+  accepted: (publication: Publication, position: StreamPosition | undefined) => T,
+): Promise<T> {
   // Not `async`: the engine's promise is handed on with one `then` (every REST publish passes here).
   let publication: Publication;
   let publishing: Promise<StreamPosition | undefined>;
@@ -128,7 +148,7 @@ export function publishMessage(
     return Promise.reject(error);
   }
   return publishing.then(
-    (position) => ({ publication, position }),
+    (position) => accepted(publication, position),
     (error: unknown) => {
       if (request.unconfirmed && error instanceof EngineUnavailableError && error.unconfirmed)
         request.unconfirmed(publication);

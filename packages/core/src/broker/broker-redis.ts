@@ -48,6 +48,13 @@ export class RedisBroker implements Broker {
   private handlers: BrokerHandlers | undefined;
   /** pub/sub channel → topic, for every topic this node wants. */
   private readonly wanted = new Map<string, Topic>();
+  /**
+   * The last pub/sub channel a publication came on and its topic (`wanted`'s entry): a topic's
+   * publications come in runs, and each message's channel is a new string, which a lookup in
+   * `wanted` hashes again (about 650 instructions a message). Forgotten when `wanted` changes.
+   */
+  private lastChannel: string | undefined;
+  private lastTopic: Topic | undefined;
   /** Cluster only: wanted channels whose SSUBSCRIBE failed, retried on the next `ready`. */
   private readonly pending = new Set<string>();
   private readonly sharded: boolean;
@@ -110,6 +117,7 @@ export class RedisBroker implements Broker {
   async subscribe(topic: Topic): Promise<void> {
     const channel = this.keys.fanout(topic);
     this.wanted.set(channel, topic);
+    this.lastChannel = undefined;
     const { subscriber } = this.clients;
     if (this.sharded) {
       if (subscriber.status !== 'ready') this.pending.add(channel);
@@ -122,6 +130,7 @@ export class RedisBroker implements Broker {
   async unsubscribe(topic: Topic): Promise<void> {
     const channel = this.keys.fanout(topic);
     if (!this.wanted.delete(channel)) return;
+    this.lastChannel = undefined;
     this.pending.delete(channel);
     const { subscriber } = this.clients;
     // Never waits out an outage: a cluster queues the call until it is back, a server drops it
@@ -235,6 +244,7 @@ export class RedisBroker implements Broker {
     subscriber.off('smessage', this.onMessage);
     subscriber.off('ready', this.resubscribe);
     this.wanted.clear();
+    this.lastChannel = undefined;
     this.requests.close();
   }
 
@@ -300,8 +310,10 @@ export class RedisBroker implements Broker {
         if (request) this.sendReply(request, result);
         return;
       }
-      const topic = this.wanted.get(channel);
+      const topic = channel === this.lastChannel ? this.lastTopic : this.wanted.get(channel);
       if (!topic) return; // unsubscribed while the message was on its way
+      this.lastChannel = channel;
+      this.lastTopic = topic;
       const publication = decodePublication(topic, message);
       if (publication) handlers.message(publication);
       else handlers.dropped?.('publication', 'undecodable');

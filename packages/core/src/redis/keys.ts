@@ -106,17 +106,31 @@ export function redisKeys(prefix: string): RedisKeys {
   const topicPart = topicInKey;
   const byKey = (kind: string, key: ApiKey): string => `${p}:${kind}:{${checked('API key', key)}}`;
   /** `{<key>|<protocol>|<channel>}`: one topic's slot (its fan-out channel and history). */
-  // A publication's keys and channel (meta, stream, fan-out) are built one after the other from
-  // the same topic object: its tag is checked and built once for them.
+  // A publication's keys and channel (meta, stream, fan-out) are built one after the other, and
+  // a batch's publications often go to one topic: the last topic's tag and names are kept, found
+  // again by value (each publication has its own topic object), so they are checked and built
+  // once for a run of publications, and are the same strings each time (hashed once where they
+  // are looked up).
   let lastTopic: Topic | undefined;
   let lastTag = '';
+  let lastFanout: string | undefined;
+  let lastStream: string | undefined;
   const topicTag = (t: Topic): string => {
-    if (t !== lastTopic) {
+    const last = lastTopic;
+    if (
+      t !== last &&
+      (last === undefined || t.channel !== last.channel || t.key !== last.key || t.protocol !== last.protocol)
+    ) {
       lastTag = `{${checked('API key', t.key)}|${topicPart(t)}}`;
-      lastTopic = t;
+      lastFanout = undefined;
+      lastStream = undefined;
     }
+    lastTopic = t;
     return lastTag;
   };
+  // The message log's key of the last key asked for (every logged publish asks).
+  let lastLogKey: ApiKey | undefined;
+  let lastLog = '';
   /** The counts of one family: PieSocket's unmarked (the names of every earlier version), Pusher's marked. */
   const byCountFamily = (key: ApiKey, family: CountFamily = 'piesocket'): string =>
     family === 'piesocket' ? byKey('counts', key) : `${byKey('counts', key)}:${family}`;
@@ -142,13 +156,25 @@ export function redisKeys(prefix: string): RedisKeys {
     quotaApiRequests: (key) => `${byKey('quota', key)}:api-requests`,
     quotaPublishes: (key) => `${byKey('quota', key)}:publishes`,
     quotaMessagesDay: (key, day) => `${byKey('quota', key)}:day:${checked('day', day)}`,
-    log: (key) => byKey('log', key),
+    log: (key) => {
+      if (key !== lastLogKey) {
+        lastLog = byKey('log', key);
+        lastLogKey = key;
+      }
+      return lastLog;
+    },
     apiKey: (key) => `${p}:apikey:{keystore}:${checked('API key', key)}`,
     apiKeyIndex: () => `${p}:apikeys:{keystore}`,
     apiKeyWebhookIndex: () => `${p}:apikeys-webhook:{keystore}`,
     nodes: () => `${p}:nodes`,
-    fanout: (t) => `${p}:fanout:${topicTag(t)}`,
-    historyStream: (t) => `${p}:history:${topicTag(t)}:stream`,
+    fanout: (t) => {
+      const tag = topicTag(t);
+      return (lastFanout ??= `${p}:fanout:${tag}`);
+    },
+    historyStream: (t) => {
+      const tag = topicTag(t);
+      return (lastStream ??= `${p}:history:${tag}:stream`);
+    },
     historyMeta: (t, generation) => `${p}:history:${topicTag(t)}:meta:${generation}`,
     control: () => `${p}:control`,
     replies: (nodeId) => byNode('replies', nodeId),

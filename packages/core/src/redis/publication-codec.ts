@@ -24,19 +24,65 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 const SOURCE_FLAG = { api: 'A', client: 'C' } as const;
 
+/**
+ * `<flags>|<origin>|` by the flags' combination (`flagsIndex`) for the last origin encoded: a
+ * node encodes its own publications (one origin) with a few combinations, and building the text
+ * cost a dozen concatenations a publication (docs/performance.md, "Pusher fan-out against the
+ * ceiling").
+ */
+let prefixOrigin: string | undefined;
+let prefixes: Array<string | undefined> = [];
+/** The last `acceptedAt` encoded and its text with its separator: a turn's publications share a millisecond. */
+let lastAccepted = Number.NaN;
+let lastAcceptedText = '';
+
+/** The combination of flags `head` writes, 0 to 191. */
+function flagsIndex(p: Publication, positioned: boolean): number {
+  const bits =
+    (p.binary ? 1 : 0) |
+    (p.stampable ? 2 : 0) |
+    (p.acceptedAt !== undefined ? 4 : 0) |
+    (p.sender !== undefined ? 8 : 0) |
+    (positioned ? 16 : 0) |
+    (p.to !== undefined ? 32 : 0);
+  return bits * 3 + (p.source === 'api' ? 1 : p.source === 'client' ? 2 : 0);
+}
+
+function prefixOf(p: Publication, positioned: boolean): string {
+  if (p.origin !== prefixOrigin) {
+    prefixOrigin = p.origin;
+    prefixes = [];
+  }
+  const index = flagsIndex(p, positioned);
+  let prefix = prefixes[index];
+  if (prefix === undefined) {
+    const flags =
+      (p.binary ? 'b' : '') +
+      (p.stampable ? 's' : '') +
+      (p.acceptedAt !== undefined ? 'm' : '') +
+      (p.sender !== undefined ? 'x' : '') +
+      (positioned ? 'o' : '') +
+      (p.to !== undefined ? 't' : '') +
+      (p.source ? SOURCE_FLAG[p.source] : '');
+    prefix = `${flags}|${p.origin}|`;
+    prefixes[index] = prefix;
+  }
+  return prefix;
+}
+
 /** Everything before the stream position; `positioned` adds the `o` flag for one to follow. */
 function head(p: Publication, positioned: boolean): string {
-  const flags =
-    (p.binary ? 'b' : '') +
-    (p.stampable ? 's' : '') +
-    (p.acceptedAt !== undefined ? 'm' : '') +
-    (p.sender !== undefined ? 'x' : '') +
-    (positioned ? 'o' : '') +
-    (p.to !== undefined ? 't' : '') +
-    (p.source ? SOURCE_FLAG[p.source] : '');
-  const accepted = p.acceptedAt !== undefined ? `${p.acceptedAt}|` : '';
-  const sender = p.sender !== undefined ? `${p.sender}|` : '';
-  return `${flags}|${p.origin}|${accepted}${sender}`;
+  const prefix = prefixOf(p, positioned);
+  const { acceptedAt, sender } = p;
+  let text = prefix;
+  if (acceptedAt !== undefined) {
+    if (acceptedAt !== lastAccepted) {
+      lastAcceptedText = `${acceptedAt}|`;
+      lastAccepted = acceptedAt;
+    }
+    text += lastAcceptedText;
+  }
+  return sender === undefined ? text : `${text}${sender}|`;
 }
 
 /** Everything after the stream position. */

@@ -25,6 +25,15 @@ export class Registry {
   private readonly connections = new Map<ConnId, ConnectionState>();
   private readonly perKey = new Map<string, number>();
   private readonly byTopic = new Map<string, MutableLocalTopic>();
+  /**
+   * The last topic `local` found, by value: a node's deliveries come in runs of one topic (a
+   * batch to one channel, a channel's publications coming back from the engine as one topic
+   * object), and each lookup otherwise builds the topic's id and hashes it again (about 1,700
+   * instructions a delivery; docs/performance.md, "Pusher fan-out against the ceiling").
+   * Forgotten whenever a topic joins or leaves `byTopic`.
+   */
+  private lastTopic: Topic | undefined;
+  private lastLocal: LocalTopic | undefined;
 
   get size(): number {
     return this.connections.size;
@@ -48,12 +57,14 @@ export class Registry {
     const id = topicId(topic);
     const local = this.byTopic.get(id);
     if (local) local.sockets.add(state);
-    else
+    else {
+      this.lastTopic = undefined;
       this.byTopic.set(id, {
         sockets: new Set([state]),
         names: new TopicNames(topic, state.dialect.variants),
         dialect: state.dialect,
       });
+    }
   }
 
   leaveTopic(topic: Topic, state: ConnectionState): void {
@@ -61,7 +72,10 @@ export class Registry {
     const local = this.byTopic.get(id);
     if (!local) return;
     local.sockets.delete(state);
-    if (local.sockets.size === 0) this.byTopic.delete(id);
+    if (local.sockets.size === 0) {
+      this.byTopic.delete(id);
+      this.lastTopic = undefined;
+    }
   }
 
   all(): IterableIterator<ConnectionState> {
@@ -86,7 +100,17 @@ export class Registry {
 
   /** The topic when it has sockets on this node (every socket a delivery can reach is in it). */
   local(topic: Topic): LocalTopic | undefined {
-    return this.byTopic.get(topicId(topic));
+    const last = this.lastTopic;
+    if (
+      last !== undefined &&
+      (last === topic ||
+        (last.channel === topic.channel && last.key === topic.key && last.protocol === topic.protocol))
+    )
+      return this.lastLocal;
+    const local = this.byTopic.get(topicId(topic));
+    this.lastTopic = topic;
+    this.lastLocal = local;
+    return local;
   }
 
   countOfKey(key: string): number {

@@ -199,9 +199,9 @@ function toEvent(
 ): TriggeredEvent | PusherHttpError {
   const channels: PusherChannel[] = [];
   for (const name of names) {
-    const channel = parseChannel(name, { allowServerToUser: true });
-    if (!channel.ok) return badRequest(channel.message);
-    if (!channels.some((c) => c.name === channel.value.name)) channels.push(channel.value);
+    const channel = triggerChannel(name);
+    if (!('kind' in channel)) return channel;
+    if (!channels.some((c) => c.name === channel.name)) channels.push(channel);
   }
   const dataBytes = Buffer.byteLength(fields.data, 'utf8');
   if (dataBytes > limits.maxDataBytes)
@@ -220,6 +220,25 @@ function toEvent(
 }
 
 const TRIGGER_INFO: readonly string[] = ['user_count', 'subscription_count'];
+
+const TRIGGERS: { readonly allowServerToUser: boolean } = { allowServerToUser: true };
+/**
+ * The last channel a trigger named and its parse, reused while the name repeats: a batch's events
+ * often go to one channel, and the checks and classification cost about 1,000 instructions an
+ * event (docs/performance.md, "Pusher fan-out against the ceiling"). Only accepted names are kept.
+ */
+let lastTriggerName: string | undefined;
+let lastTriggerChannel: PusherChannel | undefined;
+
+/** A channel named by a trigger (`#server-to-user-…` allowed), or the 400 answer. */
+function triggerChannel(name: string): PusherChannel | PusherHttpError {
+  if (name === lastTriggerName && lastTriggerChannel !== undefined) return lastTriggerChannel;
+  const channel = parseChannel(name, TRIGGERS);
+  if (!channel.ok) return badRequest(channel.message);
+  lastTriggerName = name;
+  lastTriggerChannel = channel.value;
+  return channel.value;
+}
 const isInfoList = (info: readonly string[] | PusherHttpError): info is readonly string[] =>
   Array.isArray(info);
 

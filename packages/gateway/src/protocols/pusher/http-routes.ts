@@ -5,7 +5,7 @@ import {
   historyRetention,
   isValidApiKey,
   announceKick,
-  publishMessage,
+  publishMessageThen,
 } from '@switchboard/core';
 import type { ApiKeyRecord, KickSelector, PublishRequest, QuotaRefusal, Topic } from '@switchboard/core';
 import { takeApiRequest, takePublish } from '../../limits/rate-limit';
@@ -276,9 +276,10 @@ function publishEvent(
     unconfirmed: ctx.unconfirmed.add,
   };
   if (event.socketId !== undefined) request.except = event.socketId;
-  return publishMessage(ctx, request).then((published) => {
+  // Delivered here in the publish's own promise step (no second `then` per event).
+  return publishMessageThen(ctx, request, (publication) => {
     ctx.meters.messagesIn[FAMILY]?.api.inc();
-    ctx.deliverExcept(published.publication, event.socketId, true);
+    ctx.deliverExcept(publication, event.socketId, true);
   });
 }
 
