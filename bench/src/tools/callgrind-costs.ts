@@ -18,14 +18,13 @@ const GC =
   /Scaveng|Heap::|MarkCompact|Sweeper|IterateObjectCache|RootScavengeVisitor|EvacuationAllocator|heap::base|Marking|SemiSpace|MemoryChunk|MemoryAllocator|Evacuat|SizeFromMap|IteratePointers|BodyDescriptor|IterateRoots|GlobalHandles|ArrayBufferSweeper|GCTracer|LargeObjectSpace|PagedSpace|FreeList|RememberedSet|SlotSet|PretenuringHandler/;
 
 /**
- * Reads a callgrind output file (`--dump-instr=no`) and splits its self costs by function name.
- * Names are compressed (`fn=(12) name` once, `fn=(12)` after); the line after `calls=` is the
- * callee's inclusive cost and is not the caller's own.
+ * Calls `cost` with each self cost of a callgrind output file (`--dump-instr=no`) and the name of
+ * the function it belongs to. Names are compressed (`fn=(12) name` once, `fn=(12)` after); the
+ * line after `calls=` is the callee's inclusive cost and is not the caller's own.
  */
-export function splitCosts(file: string): CostSplit {
+function eachSelfCost(file: string, cost: (name: string, instructions: number) => void): void {
   const names = new Map<string, string>();
-  const split: CostSplit = { total: 0, gc: 0, compile: 0 };
-  let kind: 'gc' | 'compile' | undefined;
+  let current = '';
   let inclusiveNext = false;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (line.startsWith('fn=') || line.startsWith('cfn=')) {
@@ -33,22 +32,29 @@ export function splitCosts(file: string): CostSplit {
       if (!match) continue;
       const [, id = '', given] = match;
       if (given !== undefined) names.set(id, given);
-      if (line.startsWith('fn=')) {
-        const name = names.get(id) ?? '';
-        kind = GC.test(name) ? 'gc' : COMPILE.test(name) ? 'compile' : undefined;
-      }
+      if (line.startsWith('fn=')) current = names.get(id) ?? '';
     } else if (line.startsWith('calls=')) {
       inclusiveNext = true;
     } else if (/^[0-9+\-*]/.test(line)) {
-      if (inclusiveNext) {
-        inclusiveNext = false;
-        continue;
-      }
-      const cost = Number(line.split(' ')[1] ?? 0);
-      split.total += cost;
-      if (kind) split[kind] += cost;
+      if (inclusiveNext) inclusiveNext = false;
+      else cost(current, Number(line.split(' ')[1] ?? 0));
     }
   }
+}
+
+/** Reads a callgrind output file (`--dump-instr=no`) and splits its self costs by function name. */
+export function splitCosts(file: string): CostSplit {
+  const split: CostSplit = { total: 0, gc: 0, compile: 0 };
+  const kinds = new Map<string, 'gc' | 'compile' | undefined>();
+  eachSelfCost(file, (name, cost) => {
+    let kind = kinds.get(name);
+    if (kind === undefined && !kinds.has(name)) {
+      kind = GC.test(name) ? 'gc' : COMPILE.test(name) ? 'compile' : undefined;
+      kinds.set(name, kind);
+    }
+    split.total += cost;
+    if (kind) split[kind] += cost;
+  });
   return split;
 }
 
@@ -84,31 +90,14 @@ export function dumpedInstructions(dir: string, trigger: string): number {
  * hex address.
  */
 export function selfCosts(file: string, jitNames?: PerfMap): Array<{ name: string; cost: number }> {
-  const names = new Map<string, string>();
   const costs = new Map<string, number>();
-  let current = '';
-  let inclusiveNext = false;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (line.startsWith('fn=') || line.startsWith('cfn=')) {
-      const match = /^c?fn=\((\d+)\)(?: (.*))?$/.exec(line);
-      if (!match) continue;
-      const [, id = '', given] = match;
-      if (given !== undefined) names.set(id, given);
-      if (line.startsWith('fn=')) {
-        const name = names.get(id) ?? '';
-        current = /^0x[0-9a-f]+$/.test(name) && jitNames ? jitNames.nameOf(Number.parseInt(name, 16)) : name;
-      }
-    } else if (line.startsWith('calls=')) {
-      inclusiveNext = true;
-    } else if (/^[0-9+\-*]/.test(line)) {
-      if (inclusiveNext) {
-        inclusiveNext = false;
-        continue;
-      }
-      costs.set(current, (costs.get(current) ?? 0) + Number(line.split(' ')[1] ?? 0));
-    }
+  eachSelfCost(file, (name, cost) => costs.set(name, (costs.get(name) ?? 0) + cost));
+  const named = new Map<string, number>();
+  for (const [name, cost] of costs) {
+    const label = /^0x[0-9a-f]+$/.test(name) && jitNames ? jitNames.nameOf(Number.parseInt(name, 16)) : name;
+    named.set(label, (named.get(label) ?? 0) + cost);
   }
-  return [...costs].map(([name, cost]) => ({ name, cost })).sort((a, b) => b.cost - a.cost);
+  return [...named].map(([name, cost]) => ({ name, cost })).sort((a, b) => b.cost - a.cost);
 }
 
 /** Address ranges of JIT-compiled code, from a `/tmp/perf-<pid>.map` (`start size name` a line, hex). */
