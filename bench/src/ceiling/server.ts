@@ -18,6 +18,12 @@
  *                                 gateway's publishes of one event-loop turn do.
  *
  * Env: PORT, HOST, REDIS_URL (redis modes). WebSocket path: /<anything>/<channel>?…
+ * PUSHER_FRAMES=1: the same work for Pusher clients, so that a Pusher server's benchmark compares
+ * like with like (the same frames to the same clients): a socket is greeted with
+ * `pusher:connection_established`, joins the channel of its `pusher:subscribe` (answered with
+ * `pusher_internal:subscription_succeeded`), gets `pusher:pong` for `pusher:ping`, and each
+ * publication goes out as Pusher's event frame `{"event","channel","data"}`, built once; Pusher's
+ * HTTP API bodies (`events`, `batch_events`) are read, their signatures not checked.
  * POST /members (redis mode): ZRANGE of 100 on a sorted set and its JSON, the ceiling of a
  * members page.
  */
@@ -36,6 +42,8 @@ const app = native.App();
 const pub = mode === 'single' ? undefined : new Redis(process.env['REDIS_URL'] ?? '');
 const sub = mode === 'single' ? undefined : new Redis(process.env['REDIS_URL'] ?? '');
 const refs = new Map<string, number>();
+const pusherFrames = process.env['PUSHER_FRAMES'] === '1';
+let socketIds = 0;
 
 /** `redis-script`: the wire the script publishes is `moA|<origin>|<ms>|<offset>|<epoch>|<body>`. */
 const HEADER_FIELDS = mode === 'redis-script' ? 5 : 0;
@@ -173,7 +181,8 @@ app.ws<Data>('/*', {
   maxBackpressure: 1024 * 1024,
   sendPingsAutomatically: true,
   upgrade: (res, req, context) => {
-    const channel = req.getUrl().split('/')[2] ?? 'none';
+    // A Pusher socket names its channel in `pusher:subscribe`.
+    const channel = pusherFrames ? '' : (req.getUrl().split('/')[2] ?? 'none');
     res.upgrade<Data>(
       { channel },
       req.getHeader('sec-websocket-key'),
@@ -183,14 +192,30 @@ app.ws<Data>('/*', {
     );
   },
   open: (ws) => {
-    const { channel } = ws.getUserData();
-    ws.subscribe(channel);
-    const count = refs.get(channel) ?? 0;
-    refs.set(channel, count + 1);
-    if (count === 0) void sub?.subscribe(channel);
+    if (pusherFrames) {
+      socketIds += 1;
+      ws.send(
+        `{"event":"pusher:connection_established","data":"{\\"socket_id\\":\\"${socketIds}.${socketIds}\\",\\"activity_timeout\\":120}"}`,
+      );
+      return;
+    }
+    join(ws.getUserData().channel, (topic) => ws.subscribe(topic));
+  },
+  message: (ws, data) => {
+    if (!pusherFrames) return;
+    const frame = JSON.parse(Buffer.from(data).toString()) as { event?: string; data?: { channel?: string } };
+    if (frame.event === 'pusher:ping') ws.send('{"event":"pusher:pong","data":"{}"}');
+    const channel = frame.data?.channel;
+    if (frame.event !== 'pusher:subscribe' || typeof channel !== 'string' || ws.getUserData().channel) return;
+    ws.getUserData().channel = channel;
+    join(channel, (topic) => ws.subscribe(topic));
+    ws.send(
+      `{"event":"pusher_internal:subscription_succeeded","channel":${JSON.stringify(channel)},"data":"{}"}`,
+    );
   },
   close: (ws) => {
     const { channel } = ws.getUserData();
+    if (!channel) return;
     const count = (refs.get(channel) ?? 1) - 1;
     if (count > 0) refs.set(channel, count);
     else {
@@ -199,6 +224,14 @@ app.ws<Data>('/*', {
     }
   },
 });
+
+/** Subscribes a socket to `channel`, and the process to its Redis channel with its first socket. */
+function join(channel: string, subscribe: (topic: string) => void): void {
+  subscribe(channel);
+  const count = refs.get(channel) ?? 0;
+  refs.set(channel, count + 1);
+  if (count === 0) void sub?.subscribe(channel);
+}
 
 function readBody(res: uWS.HttpResponse, then: (body: Buffer) => void): void {
   const chunks: Buffer[] = [];
@@ -236,31 +269,57 @@ function publishOne(channel: string, message: string, then: (position?: string) 
   }
 }
 
+/** A request's body: the REST publish, the ceiling's batch, or Pusher's `events` / `batch_events`. */
+interface Item {
+  channel?: string;
+  channels?: string[];
+  message?: string;
+  name?: string;
+  data?: string;
+}
+type Body = Item & { batch?: Item[] };
+
+/** A request's publications, each with the text its subscribers get (a Pusher frame with PUSHER_FRAMES). */
+function publicationsOf(body: Body): { channel: string; message: string }[] {
+  const out: { channel: string; message: string }[] = [];
+  for (const item of body.batch ?? [body]) {
+    const text = item.message ?? item.data ?? '';
+    for (const channel of item.channels ?? [item.channel ?? '']) {
+      const message = pusherFrames
+        ? `{"event":${JSON.stringify(item.name ?? 'message')},"channel":${JSON.stringify(channel)},"data":${JSON.stringify(text)}}`
+        : text;
+      out.push({ channel, message });
+    }
+  }
+  return out;
+}
+
 /**
  * `{channel, message}`, or `{"batch":[{channel, message},…]}` (the Pusher scenario's publisher
- * batches as it does with `batch_events`, bench/src/lib/publish-loop.ts): each publish as alone,
- * answered once all are published.
+ * batches as it does with `batch_events`, bench/src/lib/publish-loop.ts), or Pusher's bodies:
+ * each publish as alone (the redis-script mode: a batch in one batch-script call), answered once
+ * all are published; a single REST publish with its position.
  */
 app.post('/*', (res) => {
   const aborted = { value: false };
   res.onAborted(() => (aborted.value = true));
   readBody(res, (body) => {
-    const parsed = JSON.parse(body.toString()) as
-      | { channel: string; message: string; batch?: undefined }
-      | { batch: { channel: string; message: string }[] };
-    if (parsed.batch && parsed.batch.length > 1 && mode === 'redis-script' && batchSha) {
-      void publishStoredBatch(parsed.batch).then(() => answer(res, aborted, '{"success":true}'));
+    const parsed = JSON.parse(body.toString()) as Body;
+    const publications = publicationsOf(parsed);
+    if (publications.length > 1 && mode === 'redis-script' && batchSha) {
+      void publishStoredBatch(publications).then(() => answer(res, aborted, '{"success":true}'));
       return;
     }
-    if (parsed.batch) {
-      let left = parsed.batch.length;
-      for (const { channel, message } of parsed.batch)
+    if (parsed.batch || publications.length !== 1) {
+      let left = publications.length;
+      for (const { channel, message } of publications)
         publishOne(channel, message, () => {
           if (--left === 0) answer(res, aborted, '{"success":true}');
         });
       return;
     }
-    publishOne(parsed.channel, parsed.message, (position) => {
+    const [only] = publications;
+    publishOne(only!.channel, only!.message, (position) => {
       if (position === undefined) {
         answer(res, aborted, '{"success":true}');
         return;

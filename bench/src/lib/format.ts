@@ -30,6 +30,8 @@ export const LABEL: Record<SystemName, string> = {
   'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes',
   'ceiling-uws': 'Ceiling: raw uWS, 1 process',
   'ceiling-redis-script': "Ceiling with Switchboard's publish script, 2 processes",
+  'ceiling-redis-pusher': 'Ceiling: raw uWS + Redis hop, 2 processes (Pusher frames)',
+  'ceiling-redis-script-pusher': "Ceiling with Switchboard's publish scripts, 2 processes (Pusher frames)",
   soketi: 'Soketi 1.6.1, 2 nodes + Redis adapter (Pusher protocol)',
   'switchboard-pusher': 'Switchboard, 2 nodes + Redis (Pusher protocol)',
 };

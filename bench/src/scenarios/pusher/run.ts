@@ -123,18 +123,30 @@ export interface PusherResults {
  * The section's systems, in the order each round runs them: the Redis-hop ceiling; the history
  * floor (the ceiling storing each publication with the product's publish scripts, a batch in one
  * call as a gateway does: the least any server keeping history this way can cost); Soketi;
- * Switchboard.
+ * Switchboard. The ceiling and the floor serve the same Pusher clients the same Pusher frames as
+ * the Pusher servers (`PUSHER_FRAMES`, bench/src/ceiling/server.ts): on a machine whose clients
+ * share the CPUs with the servers, clients fed smaller frames would leave more CPU to the
+ * reference than to the server measured against it.
  */
 export const PUSHER_SYSTEMS: SystemName[] = [
-  'ceiling-redis',
-  'ceiling-redis-script',
+  'ceiling-redis-pusher',
+  'ceiling-redis-script-pusher',
   'soketi',
   'switchboard-pusher',
 ];
 
-/** The reference systems: no Pusher clients, so no idle-memory or presence rows. */
-const isCeiling = (system: SystemName): boolean =>
-  system === 'ceiling-redis' || system === 'ceiling-redis-script';
+/** The references, by the names this scenario gave them (before 2026-11-27 noon: V3-style clients). */
+export const CEILINGS: readonly SystemName[] = ['ceiling-redis-pusher', 'ceiling-redis'];
+export const FLOORS: readonly SystemName[] = ['ceiling-redis-script-pusher', 'ceiling-redis-script'];
+
+/** A shape's runs of the first of `names` it has. */
+export const runsOf = (
+  runs: Partial<Record<SystemName, PusherCase[]>>,
+  names: readonly SystemName[],
+): PusherCase[] | undefined => names.map((name) => runs[name]).find((r) => r !== undefined);
+
+/** The reference systems: no idle-memory or presence rows. */
+const isCeiling = (system: SystemName): boolean => CEILINGS.includes(system) || FLOORS.includes(system);
 
 /** Issue 32's targets: deliveries/s at least this many times Soketi's on the same workload. */
 export const SOKETI_MULTIPLE = 5;
@@ -199,7 +211,7 @@ export async function pusherScenario(o: PusherOptions): Promise<PusherResults> {
     };
     for (let run = 0; run < o.runs; run++) {
       for (const system of o.systems) {
-        const ceiling = system === 'switchboard-pusher' ? result.runs['ceiling-redis']?.[run] : undefined;
+        const ceiling = system === 'switchboard-pusher' ? runsOf(result.runs, CEILINGS)?.[run] : undefined;
         const sameRate = ceiling?.half?.rate;
         const targetRate = ceiling?.max?.pass
           ? Math.max(1, Math.round(ceiling.max.rate * TARGET_SHARE[shape.kind]))

@@ -19,6 +19,8 @@ const COLOR: Record<SystemName, string> = {
   'ceiling-redis': '#718096',
   'ceiling-uws': '#cbd5e0',
   'ceiling-redis-script': '#a0aec0',
+  'ceiling-redis-pusher': '#4a5568',
+  'ceiling-redis-script-pusher': '#a0aec0',
   soketi: '#dd6b20',
   'switchboard-pusher': '#2c5282',
 };
