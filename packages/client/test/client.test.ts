@@ -3,7 +3,7 @@
  * socket for every channel, reconnects and terminal closes.
  */
 import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SignJWT } from 'jose';
 import { createMemoryState } from '@switchboard/core';
 import type { ApiKeyRecord } from '@switchboard/core';
@@ -251,7 +251,10 @@ describe('channels on one V4 socket', () => {
   });
 
   it('closes cleanly while its socket is still connecting (a host that never answers the upgrade)', async () => {
-    const silent = createServer(() => undefined);
+    // It accepts and never reads; its accepted sockets are destroyed at the end, or they would
+    // keep the test process alive after the client has gone.
+    const accepted: Socket[] = [];
+    const silent = createServer((socket) => void accepted.push(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const sb = newClient({
@@ -269,6 +272,7 @@ describe('channels on one V4 socket', () => {
       expect(sb.state).toBe('closed');
       await socketsOf(sb.uuid)[1]!.closeEvent;
     } finally {
+      for (const socket of accepted) socket.destroy();
       silent.close();
     }
   });
