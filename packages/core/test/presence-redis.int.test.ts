@@ -1,5 +1,6 @@
 import type { RedisClients } from '../src/redis/clients';
 import { RedisPresenceStore } from '../src/presence/presence-redis';
+import { WHOLE_HASH_MIN_FIELDS } from '../src/redis/presence-scripts';
 import type { Topic } from '../src/types';
 import { describePresenceContract, describePresenceFamiliesContract } from './contracts/presence.contract';
 import { describeEachRedis } from './support/redis-targets';
@@ -20,6 +21,35 @@ describeEachRedis((backend) => {
     'redis',
     async (families) => new RedisPresenceStore(clients.command, backend().freshKeys(), families),
   );
+
+  // The contract's large-page case must go both ways: `identconn` a listpack below 512 users (one
+  // HGETALL per large page), a hashtable past it (HMGET). Small pages always use HMGET.
+  it.each([
+    [300, 'listpack'],
+    [600, 'hashtable'],
+  ])('keeps identconn of %i users a %s, as the large-page case assumes', async (count, encoding) => {
+    const keys = backend().freshKeys();
+    const store = new RedisPresenceStore(clients.command, keys);
+    const topic: Topic = { key: unique('enc'), protocol: 'v4', channel: 'room' };
+    await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        store.join(
+          topic,
+          { connId: `a/${i}`, nodeId: 'a', member: { uuid: `u${i}`, user: `user-${i}` } },
+          1000 + i,
+        ),
+      ),
+    );
+    const identconn = keys.presenceTopicKeys(topic)[3]!;
+    expect(await clients.command.call('OBJECT', 'ENCODING', identconn)).toBe(encoding);
+    const page = await store.identities(topic, 0, WHOLE_HASH_MIN_FIELDS);
+    expect(page.members).toEqual(
+      Array.from({ length: WHOLE_HASH_MIN_FIELDS }, (_, i) => ({
+        uuid: `u${count - 1 - i}`,
+        user: `user-${count - 1 - i}`,
+      })),
+    );
+  });
 
   describe('on a 10,000-member topic', () => {
     const members = 10_000;

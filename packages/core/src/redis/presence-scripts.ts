@@ -114,6 +114,25 @@ local function leaveEntry(t, protocol, channel, connId)
 end
 `;
 
+/**
+ * Pages of at least this many identities read `identconn` whole when it is a listpack (see
+ * `READ_LIB`'s `identityConns`); smaller pages use HMGET. The crossover measured with callgrind
+ * (docs/performance.md, "What a Pusher member listing costs Redis") lies between 25 and 50
+ * identities whatever the hash's size: HMGET scans the listpack once per identity, HGETALL once
+ * in all but converts every field into Lua.
+ */
+export const WHOLE_HASH_MIN_FIELDS = 40;
+
+/**
+ * The read library: `hmgetAll(key, fields)` is HMGET in chunks (Lua's unpack has a limit): the
+ * values of `fields` in order, false for a missing field. `identityConns(key, ids)` gives the
+ * same for `identconn`, picking the cheaper way per call: on a listpack (Redis < 7: ziplist)
+ * HMGET compares each field with the hash's fields one by one, so a page of
+ * `WHOLE_HASH_MIN_FIELDS` or more reads the hash once with HGETALL into a table instead. A hash
+ * Redis made a hashtable (past `hash-max-listpack-entries`, which it never turns back) looks
+ * fields up in O(1) and keeps HMGET. Reads only: the keys and their data are those of any
+ * gateway version.
+ */
 const READ_LIB = `
 local function hmgetAll(key, fields)
   local out = {}
@@ -122,6 +141,19 @@ local function hmgetAll(key, fields)
     for j = 1, #chunk do out[#out + 1] = chunk[j] end
   end
   return out
+end
+
+local function identityConns(key, ids)
+  if #ids >= ${WHOLE_HASH_MIN_FIELDS} then
+    local encoding = redis.call('OBJECT', 'ENCODING', key)
+    if encoding == 'listpack' or encoding == 'ziplist' then
+      local all, byField, out = redis.call('HGETALL', key), {}, {}
+      for i = 1, #all, 2 do byField[all[i]] = all[i + 1] end
+      for i = 1, #ids do out[i] = byField[ids[i]] or false end
+      return out
+    end
+  end
+  return hmgetAll(key, ids)
 end
 `;
 
@@ -183,7 +215,7 @@ local function join(t, protocol, channel, connId, nodeId, identity, json, score,
     total = identities
     if limit > 0 then
       local ids = redis.call('ZRANGE', t.byident, 0, limit - 1)
-      entries = hmgetAll(t.conns, hmgetAll(t.identconn, ids))
+      entries = hmgetAll(t.conns, identityConns(t.identconn, ids))
     end
   end
   return {first, identities, total, entries, 0}
@@ -240,7 +272,7 @@ export const presenceIdentities = new LuaScript(`${READ_LIB}
 local offset, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local ids, entries = {}, {}
 if limit > 0 then ids = redis.call('ZRANGE', KEYS[2], offset, offset + limit - 1) end
-if #ids > 0 then entries = hmgetAll(KEYS[1], hmgetAll(KEYS[3], ids)) end
+if #ids > 0 then entries = hmgetAll(KEYS[1], identityConns(KEYS[3], ids)) end
 return {redis.call('ZCARD', KEYS[2]), ids, entries}
 `);
 
