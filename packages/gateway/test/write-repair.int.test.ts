@@ -56,3 +56,45 @@ it('rewrites the counts and presence that Redis refused once it accepts writes a
   const roster = await node.engine.presence.roster({ key: key.key, protocol: 'v3', channel: 'room' }, 10);
   expect(roster.members.map((m) => m.uuid)).toEqual(['p1']);
 });
+
+it('counts each socket once when sockets open and close while the node rewrites its share', async () => {
+  // Each rewrite removes the node's share and counts its open connections again; a socket that
+  // opens or closes meanwhile has its own count write queued behind the writes in flight, which
+  // can land after the removal, on top of the rewrite's count of it. Rewrites are asked for (a
+  // `node-dead` naming the node, as a survivor sends) while sockets keep opening and closing.
+  const open = new Set<TestClient>();
+  let churning = true;
+  let round = 0;
+  const churn = (async () => {
+    while (churning) {
+      round++;
+      const client = await connectClient(node.wsUrl('/v3/churn', { api_key: key.key }));
+      open.add(client);
+      clients.push(client);
+      if (round % 3 === 0) {
+        const [oldest] = open;
+        open.delete(oldest!);
+        oldest!.close();
+      }
+    }
+  })();
+  for (let i = 0; i < 6; i++) {
+    await node.engine.broker.publishControl({ type: 'node-dead', nodeId: node.config.nodeId });
+    await waitFor('more sockets', () => round >= (i + 1) * 8, 10_000, 5);
+  }
+  churning = false;
+  await churn;
+
+  const count = async (): Promise<number> =>
+    (await node.engine.counts.list(key.key)).items.find((item) => item.channel === 'churn')?.count ?? 0;
+  // Settled: the count equals the sockets open (the closes reached the gateway, and a rewrite
+  // that raced with them ran again).
+  await waitFor(
+    'the count to equal the sockets open',
+    async () => (await count()) === open.size,
+    15_000,
+    100,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  expect(await count()).toBe(open.size);
+});

@@ -62,6 +62,15 @@ export class Repair {
   private lastRepairAt = -Infinity;
   /** Restores failed in a row (the next one waits longer); 0 after one succeeds. */
   private failures = 0;
+  /**
+   * Restores run again in a row because connections came or went while they ran; each waits
+   * twice as long as the one before (`REPAIR_DELAY_MS` doubling up to `REPAIR_INTERVAL_MS`), so
+   * a long reconnect storm costs a rewrite every 30 s at most; 0 after a restore that saw none,
+   * and for a restore asked for by anything else (an outage's end, a `node-dead`).
+   */
+  private churnRewrites = 0;
+  /** The next scheduled restore is such a rewrite. */
+  private churnDue = false;
 
   constructor(private readonly ctx: RepairDeps) {}
 
@@ -102,6 +111,7 @@ export class Repair {
   /** The engine was lost: the restore on its return starts over with the shortest retry delay. */
   engineLost(): void {
     this.failures = 0;
+    this.churnDue = false;
   }
 
   /** Stops a pending repair (the gateway is closing). */
@@ -130,6 +140,14 @@ export class Repair {
     const { ctx } = this;
     const { engine, nodeId, logger } = ctx;
     const started = Date.now();
+    // A connection or subscription that comes or goes while the rewrite runs has its own count
+    // write queued behind the writes in flight: one made before the share was removed can land
+    // after it, on top of the rewrite's own count of that connection (counted twice), or one
+    // made after the rewrite read it can be undone by it. The rewrite then runs once more when
+    // things have settled, which writes the share from the open connections again.
+    const changesAtStart = ctx.registry.changes;
+    if (!this.churnDue) this.churnRewrites = 0;
+    this.churnDue = false;
     try {
       const mark = ctx.keys.seedMark();
       for (const key of await seedKeys(engine.keys, ctx.config.seedKeys)) {
@@ -197,6 +215,12 @@ export class Repair {
       await Promise.all(signedIn.map((state) => retellWatchlist(ctx, state)));
       this.failures = 0;
       logger.info({ subscriptions, ms: Date.now() - started }, 'local state rewritten to the engine');
+      if (ctx.registry.changes === changesAtStart) this.churnRewrites = 0;
+      else {
+        this.schedule(Math.min(REPAIR_DELAY_MS * 2 ** this.churnRewrites, REPAIR_INTERVAL_MS));
+        this.churnRewrites++;
+        this.churnDue = true;
+      }
     } catch (error) {
       this.failures++;
       const retryMs = Math.min(REPAIR_DELAY_MS * 2 ** (this.failures - 1), REPAIR_INTERVAL_MS);

@@ -34,6 +34,11 @@ export class Registry {
    */
   private lastTopic: Topic | undefined;
   private lastLocal: LocalTopic | undefined;
+  /**
+   * Connections and subscriptions added or removed so far: a repair that saw it move while it
+   * rewrote the node's counts runs again (cluster/repair.ts).
+   */
+  changes = 0;
 
   get size(): number {
     return this.connections.size;
@@ -41,12 +46,14 @@ export class Registry {
 
   add(state: ConnectionState): void {
     if (this.connections.get(state.id) === state) return;
+    this.changes++;
     this.connections.set(state.id, state);
     this.perKey.set(state.key, (this.perKey.get(state.key) ?? 0) + 1);
   }
 
   remove(state: ConnectionState): void {
     if (this.connections.get(state.id) !== state) return;
+    this.changes++;
     this.connections.delete(state.id);
     const left = (this.perKey.get(state.key) ?? 1) - 1;
     if (left > 0) this.perKey.set(state.key, left);
@@ -54,6 +61,7 @@ export class Registry {
   }
 
   joinTopic(topic: Topic, state: ConnectionState): void {
+    this.changes++;
     const id = topicId(topic);
     const local = this.byTopic.get(id);
     if (local) local.sockets.add(state);
@@ -68,6 +76,7 @@ export class Registry {
   }
 
   leaveTopic(topic: Topic, state: ConnectionState): void {
+    this.changes++;
     const id = topicId(topic);
     const local = this.byTopic.get(id);
     if (!local) return;
