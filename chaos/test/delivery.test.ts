@@ -46,6 +46,25 @@ const acks = (epoch: string, from: number, to: number, at = 0): Ack[] =>
     ackedAt: at + i,
   }));
 
+/** A `recovered: true` position a socket was told after its first frame (`at`), as the fleet records it. */
+const recoveredAt = (
+  session: number,
+  at: number,
+  epoch: string,
+  offset: number,
+  missed: number,
+  since?: { epoch: string; offset: number },
+): ChannelTrack['entries'][number] => ({
+  kind: 'position',
+  session,
+  at,
+  epoch,
+  offset,
+  recovered: true,
+  missed,
+  since,
+});
+
 const check = (t: ChannelTrack, list: Ack[], end?: { epoch: string; offset: number }): string[] => {
   const stats: DeliveryStats = {
     publications: 0,
@@ -64,45 +83,18 @@ describe('the delivery check', () => {
     const empty = `_e${'0123456789ab'}${String(Date.now()).padStart(13, '0')}`;
     const t = track(['P', empty, 0]);
     // Mid-subscription (the same socket): the channel's first epoch at offset 0, nothing lost.
-    t.entries.push({
-      kind: 'position',
-      session: 1,
-      at: 2,
-      epoch: 'E1',
-      offset: 0,
-      recovered: true,
-      missed: 0,
-      since: undefined,
-    });
+    t.entries.push(recoveredAt(1, 2, 'E1', 0, 0));
     t.entries.push({ kind: 'publication', session: 1, at: 3, epoch: 'E1', offset: 1, seq: 1 });
     expect(check(t, acks('E1', 1, 1, 10), { epoch: 'E1', offset: 1 })).toEqual([]);
     // A resume from the empty epoch into the epoch that follows it, with what it missed.
     const resumed = track(['P', empty, 0]);
-    resumed.entries.push({
-      kind: 'position',
-      session: 2,
-      at: 2,
-      epoch: 'E1',
-      offset: 2,
-      recovered: true,
-      missed: 2,
-      since: { epoch: empty, offset: 0 },
-    });
+    resumed.entries.push(recoveredAt(2, 2, 'E1', 2, 2, { epoch: empty, offset: 0 }));
     resumed.entries.push({ kind: 'publication', session: 2, at: 3, epoch: 'E1', offset: 1, seq: 1 });
     resumed.entries.push({ kind: 'publication', session: 2, at: 4, epoch: 'E1', offset: 2, seq: 2 });
     expect(check(resumed, acks('E1', 1, 2, 10), { epoch: 'E1', offset: 2 })).toEqual([]);
     // From a real epoch, either one is still a problem.
     const real = track(['P', 'E0', 3]);
-    real.entries.push({
-      kind: 'position',
-      session: 1,
-      at: 2,
-      epoch: 'E1',
-      offset: 0,
-      recovered: true,
-      missed: 0,
-      since: undefined,
-    });
+    real.entries.push(recoveredAt(1, 2, 'E1', 0, 0));
     expect(check(real, [])).toContain(
       'a position in the middle of a subscription says recovered true (socket 1)',
     );
